@@ -1,0 +1,148 @@
+#include "common/record_io.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/crc32c.h"
+
+namespace pstrain {
+namespace {
+
+// Reject absurd lengths before allocating: a corrupt length must not exhaust memory.
+constexpr uint64_t kMaxRecordBytes = 1ull << 31;
+
+void EncodeFixed64(char* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+}
+void EncodeFixed32(char* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+}
+uint64_t DecodeFixed64(const char* p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(static_cast<uint8_t>(p[i])) << (8 * i);
+  return v;
+}
+uint32_t DecodeFixed32(const char* p) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(static_cast<uint8_t>(p[i])) << (8 * i);
+  return v;
+}
+
+std::string Errno() { return std::strerror(errno); }
+
+}  // namespace
+
+Result<RecordWriter> RecordWriter::Open(const std::string& path, bool append) {
+  FILE* f = std::fopen(path.c_str(), append ? "ab" : "wb");
+  if (!f) return Unavailable("cannot open '" + path + "' for writing: " + Errno());
+  return RecordWriter(f, path);
+}
+
+RecordWriter::RecordWriter(RecordWriter&& o) noexcept : file_(o.file_), path_(std::move(o.path_)) {
+  o.file_ = nullptr;
+}
+
+RecordWriter& RecordWriter::operator=(RecordWriter&& o) noexcept {
+  if (this != &o) {
+    if (file_) std::fclose(file_);
+    file_ = o.file_;
+    path_ = std::move(o.path_);
+    o.file_ = nullptr;
+  }
+  return *this;
+}
+
+RecordWriter::~RecordWriter() {
+  if (file_) std::fclose(file_);
+}
+
+Status RecordWriter::Write(const std::string& record) {
+  if (!file_) return FailedPrecondition("record writer for '" + path_ + "' is closed");
+  char header[12];
+  EncodeFixed64(header, record.size());
+  EncodeFixed32(header + 8, crc32c::Mask(crc32c::Value(header, 8)));
+  char footer[4];
+  EncodeFixed32(footer, crc32c::Mask(crc32c::Value(record.data(), record.size())));
+  if (std::fwrite(header, 1, 12, file_) != 12 ||
+      std::fwrite(record.data(), 1, record.size(), file_) != record.size() ||
+      std::fwrite(footer, 1, 4, file_) != 4) {
+    return Unavailable("writing a record to '" + path_ + "': " + Errno());
+  }
+  return Status::OK();
+}
+
+Status RecordWriter::Flush() {
+  if (file_ && std::fflush(file_) != 0) return Unavailable("flushing '" + path_ + "': " + Errno());
+  return Status::OK();
+}
+
+Status RecordWriter::Sync() {
+  RETURN_IF_ERROR(Flush());
+  if (file_ && fsync(fileno(file_)) != 0) return Unavailable("fsync '" + path_ + "': " + Errno());
+  return Status::OK();
+}
+
+Status RecordWriter::Close() {
+  if (!file_) return Status::OK();
+  Status s = Flush();
+  std::fclose(file_);
+  file_ = nullptr;
+  return s;
+}
+
+Result<RecordReader> RecordReader::Open(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return NotFound("cannot open '" + path + "': " + Errno());
+  return RecordReader(f, path);
+}
+
+RecordReader::RecordReader(RecordReader&& o) noexcept
+    : file_(o.file_), path_(std::move(o.path_)), offset_(o.offset_) {
+  o.file_ = nullptr;
+}
+
+RecordReader& RecordReader::operator=(RecordReader&& o) noexcept {
+  if (this != &o) {
+    if (file_) std::fclose(file_);
+    file_ = o.file_;
+    path_ = std::move(o.path_);
+    offset_ = o.offset_;
+    o.file_ = nullptr;
+  }
+  return *this;
+}
+
+RecordReader::~RecordReader() {
+  if (file_) std::fclose(file_);
+}
+
+Status RecordReader::Next(std::string* record) {
+  const std::string where = path_ + " at byte offset " + std::to_string(offset_);
+  char header[12];
+  size_t got = std::fread(header, 1, 12, file_);
+  if (got == 0 && std::feof(file_)) return OutOfRange("end of " + path_);
+  if (got != 12) return DataLoss("truncated record header in " + where);
+  if (crc32c::Unmask(DecodeFixed32(header + 8)) != crc32c::Value(header, 8)) {
+    return DataLoss("corrupt record length (CRC mismatch) in " + where);
+  }
+  uint64_t length = DecodeFixed64(header);
+  if (length > kMaxRecordBytes) {
+    return DataLoss("record length " + std::to_string(length) + " exceeds the limit in " + where);
+  }
+  record->resize(length);
+  char footer[4];
+  if (std::fread(record->data(), 1, length, file_) != length ||
+      std::fread(footer, 1, 4, file_) != 4) {
+    return DataLoss("truncated record (expected " + std::to_string(length) + " bytes) in " +
+                    where);
+  }
+  if (crc32c::Unmask(DecodeFixed32(footer)) != crc32c::Value(record->data(), length)) {
+    return DataLoss("corrupt record data (CRC mismatch) in " + where);
+  }
+  offset_ += 12 + length + 4;
+  return Status::OK();
+}
+
+}  // namespace pstrain

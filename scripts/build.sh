@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Installs the Debian dependencies (if missing) and builds pstrain into build/ (Release).
+# Extra arguments go to CMake's configure step, e.g. -DPSTRAIN_CUDA=OFF.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh ${PSTRAIN_INSTALL_ARGS:-}
+generator=()
+command -v ninja >/dev/null && generator=(-G Ninja)
+cmake -S . -B build "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "$@" >build.configure.log 2>&1 ||
+  { cat build.configure.log; exit 1; }
+cmake --build build -j"$(nproc)"

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs every pstrain dependency from Debian 12 packages (run as root or with sudo).
+# CUDA, cuDNN and NCCL are not installed here: CMake picks them up from /usr/local/cuda
+# when present (-DPSTRAIN_CUDA=AUTO|ON|OFF).
+#   scripts/install-deps.sh            build + test dependencies and the Fashion-MNIST data set
+#   scripts/install-deps.sh --bench    also PyTorch (Debian's python3-torch) for bench/ references
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  libgflags-dev libgoogle-glog-dev libgtest-dev libgmock-dev
+  libzmq3-dev cppzmq-dev capnproto libcapnp-dev libsodium-dev
+  protobuf-compiler libprotobuf-dev
+  libdnnl-dev libopenblas-dev
+  libyaml-cpp-dev zlib1g-dev libpng-dev
+  dataset-fashion-mnist
+  python3 python3-numpy
+)
+if [[ "${1:-}" == "--bench" ]]; then
+  packages+=(python3-torch)
+fi
+
+sudo=""
+if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "install-deps: all ${#packages[@]} packages already installed"
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
