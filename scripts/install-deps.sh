@@ -12,9 +12,9 @@ packages=(
   libzmq3-dev cppzmq-dev capnproto libcapnp-dev libsodium-dev
   protobuf-compiler libprotobuf-dev
   libdnnl-dev libopenblas-dev
-  libyaml-cpp-dev zlib1g-dev libpng-dev
+  libyaml-cpp-dev zlib1g-dev libpng-dev nlohmann-json3-dev
   dataset-fashion-mnist
-  python3 python3-numpy
+  python3 python3-numpy python3-venv
 )
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(python3-torch)

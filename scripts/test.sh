@@ -3,5 +3,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh "$@"
+bash scripts/test-venv.sh build
 cd build
 ctest --output-on-failure -j"$(nproc)" --timeout 1200
