@@ -7,6 +7,7 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,8 @@ class Shape {
  private:
   std::vector<int64_t> dims_;
 };
+
+inline std::ostream& operator<<(std::ostream& os, const Shape& s) { return os << s.ToString(); }
 
 class Tensor {
  public:

@@ -1,0 +1,66 @@
+// Naive reference implementations (direct loops, TF padding semantics) to check the fast
+// kernels' forward results against.
+#pragma once
+
+#include <algorithm>
+#include <limits>
+
+#include "common/tensor.h"
+#include "worker/layers/window.h"
+
+namespace pstrain {
+namespace worker {
+namespace testing {
+
+inline Tensor ReferenceConv(const Tensor& x, const Tensor& w, const Tensor& b, int64_t stride,
+                            Padding padding) {
+  const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), wd = x.dim(3);
+  const int64_t o = w.dim(0), kh = w.dim(2), kw = w.dim(3);
+  Window1D wh = ComputeWindow(h, kh, stride, padding).value();
+  Window1D ww = ComputeWindow(wd, kw, stride, padding).value();
+  Tensor y(Shape{n, o, wh.out, ww.out});
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t f = 0; f < o; ++f)
+      for (int64_t oy = 0; oy < wh.out; ++oy)
+        for (int64_t ox = 0; ox < ww.out; ++ox) {
+          double s = b.empty() ? 0.0 : b[f];
+          for (int64_t ch = 0; ch < c; ++ch)
+            for (int64_t ky = 0; ky < kh; ++ky)
+              for (int64_t kx = 0; kx < kw; ++kx) {
+                int64_t iy = oy * stride - wh.pad_before + ky, ix = ox * stride - ww.pad_before + kx;
+                if (iy < 0 || iy >= h || ix < 0 || ix >= wd) continue;
+                s += x[((i * c + ch) * h + iy) * wd + ix] * w[((f * c + ch) * kh + ky) * kw + kx];
+              }
+          y[((i * o + f) * wh.out + oy) * ww.out + ox] = static_cast<float>(s);
+        }
+  return y;
+}
+
+// Max or average (over real pixels only, as TF's SAME average pooling) pooling.
+inline Tensor ReferencePool(const Tensor& x, bool max, int64_t size, int64_t stride,
+                            Padding padding) {
+  const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), wd = x.dim(3);
+  Window1D wh = ComputeWindow(h, size, stride, padding).value();
+  Window1D ww = ComputeWindow(wd, size, stride, padding).value();
+  Tensor y(Shape{n, c, wh.out, ww.out});
+  for (int64_t i = 0; i < n * c; ++i)
+    for (int64_t oy = 0; oy < wh.out; ++oy)
+      for (int64_t ox = 0; ox < ww.out; ++ox) {
+        double acc = max ? -std::numeric_limits<double>::infinity() : 0.0;
+        int count = 0;
+        for (int64_t ky = 0; ky < size; ++ky)
+          for (int64_t kx = 0; kx < size; ++kx) {
+            int64_t iy = oy * stride - wh.pad_before + ky, ix = ox * stride - ww.pad_before + kx;
+            if (iy < 0 || iy >= h || ix < 0 || ix >= wd) continue;
+            float v = x[(i * h + iy) * wd + ix];
+            acc = max ? std::max<double>(acc, v) : acc + v;
+            ++count;
+          }
+        y[(i * wh.out + oy) * ww.out + ox] = static_cast<float>(max ? acc : acc / count);
+      }
+  return y;
+}
+
+}  // namespace testing
+}  // namespace worker
+}  // namespace pstrain

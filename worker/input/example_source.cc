@@ -1,0 +1,119 @@
+#include "worker/input/example_source.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace pstrain {
+namespace {
+
+class ImageSetSource : public ExampleSource {
+ public:
+  ImageSetSource(std::shared_ptr<const ImageSet> set, int worker_index, int worker_count)
+      : set_(std::move(set)), first_(worker_index), stride_(worker_count) {}
+
+  Status StartEpoch(std::mt19937_64*) override {
+    next_ = first_;
+    return Status::OK();
+  }
+
+  Status Next(RawExample* out) override {
+    if (next_ >= set_->count) return OutOfRange("end of epoch");
+    const uint8_t* p = set_->image(next_);
+    out->pixels.assign(reinterpret_cast<const char*>(p), set_->example_bytes());
+    out->label = set_->labels[next_];
+    next_ += stride_;
+    return Status::OK();
+  }
+
+  ImageShape shape() const override { return {set_->height, set_->width, set_->channels}; }
+
+  int64_t size() const override {
+    return first_ < set_->count ? (set_->count - first_ + stride_ - 1) / stride_ : 0;
+  }
+
+ private:
+  std::shared_ptr<const ImageSet> set_;
+  int64_t first_;
+  int64_t stride_;
+  int64_t next_ = 0;
+};
+
+class TfRecordSource : public ExampleSource {
+ public:
+  TfRecordSource(FileShard shard, const ImageShape& shape)
+      : shard_(std::move(shard)), shape_(shape), order_(shard_.files.size()) {
+    std::iota(order_.begin(), order_.end(), 0);
+  }
+
+  Status StartEpoch(std::mt19937_64* rng) override {
+    std::iota(order_.begin(), order_.end(), 0);
+    if (rng) std::shuffle(order_.begin(), order_.end(), *rng);
+    position_ = 0;
+    reader_.reset();
+    return Status::OK();
+  }
+
+  Status Next(RawExample* out) override {
+    while (true) {
+      if (!reader_) {
+        if (position_ >= order_.size()) return OutOfRange("end of epoch");
+        const int i = order_[position_++];
+        ASSIGN_OR_RETURN(ImageExampleReader reader,
+                         ImageExampleReader::Open(shard_.files[i], shape_));
+        reader_.emplace(std::move(reader));
+        file_number_ = shard_.file_numbers[i];
+        record_number_ = 0;
+      }
+      const int64_t r = record_number_++;
+      // Records of other workers are still read: finding the next record needs its length.
+      Status s = reader_->Next(&out->pixels, &out->label);
+      if (s.code() == StatusCode::kOutOfRange) {
+        reader_.reset();
+        continue;
+      }
+      RETURN_IF_ERROR(s);
+      if (!shard_.by_record || (file_number_ + r) % shard_.worker_count == shard_.worker_index) {
+        return Status::OK();
+      }
+    }
+  }
+
+  ImageShape shape() const override { return shape_; }
+  int64_t size() const override { return -1; }
+
+ private:
+  FileShard shard_;
+  ImageShape shape_;
+  std::vector<int> order_;
+  size_t position_ = 0;
+  std::optional<ImageExampleReader> reader_;
+  int64_t file_number_ = 0;
+  int64_t record_number_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<ExampleSource> MakeImageSetSource(std::shared_ptr<const ImageSet> set,
+                                                  int worker_index, int worker_count) {
+  return std::make_unique<ImageSetSource>(std::move(set), worker_index, worker_count);
+}
+
+FileShard ShardFiles(const std::vector<std::string>& files, int worker_index, int worker_count) {
+  FileShard shard;
+  shard.worker_index = worker_index;
+  shard.worker_count = worker_count;
+  shard.by_record = static_cast<int>(files.size()) < worker_count;
+  for (int f = 0; f < static_cast<int>(files.size()); ++f) {
+    if (shard.by_record || f % worker_count == worker_index) {
+      shard.files.push_back(files[f]);
+      shard.file_numbers.push_back(f);
+    }
+  }
+  return shard;
+}
+
+std::unique_ptr<ExampleSource> MakeTfRecordSource(FileShard shard, const ImageShape& shape) {
+  return std::make_unique<TfRecordSource>(std::move(shard), shape);
+}
+
+}  // namespace pstrain

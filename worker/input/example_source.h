@@ -1,0 +1,55 @@
+// Where the pipeline's examples come from: an in-memory image set or TFRecord shard files
+// (streamed), each restricted to one worker's disjoint share of the data.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/data/idx.h"
+#include "common/data/image_example.h"
+#include "common/status.h"
+
+namespace pstrain {
+
+// One undecoded image: shape().bytes() bytes, height x width x depth.
+struct RawExample {
+  std::string pixels;
+  int32_t label = 0;
+};
+
+class ExampleSource {
+ public:
+  virtual ~ExampleSource() = default;
+  // Rewinds to the start of an epoch. With `rng`, the file order of this epoch is drawn from
+  // it (TF's string_input_producer with shuffle); without, files are read in order.
+  virtual Status StartEpoch(std::mt19937_64* rng) = 0;
+  // The next example of this epoch; OutOfRange at its end.
+  virtual Status Next(RawExample* out) = 0;
+  virtual ImageShape shape() const = 0;
+  // Examples per epoch in this worker's share, or -1 when unknown until read.
+  virtual int64_t size() const = 0;
+};
+
+// Example i belongs to worker i % worker_count.
+std::unique_ptr<ExampleSource> MakeImageSetSource(std::shared_ptr<const ImageSet> set,
+                                                  int worker_index, int worker_count);
+
+// Which parts of the files a worker reads. With at least as many files as workers, whole
+// files (file f to worker f % count); otherwise every worker reads every file and keeps
+// record r of file f when (f + r) % count == index (so small files still spread evenly).
+struct FileShard {
+  std::vector<std::string> files;
+  std::vector<int> file_numbers;  // index of each file in the full sorted list
+  bool by_record = false;
+  int worker_index = 0;
+  int worker_count = 1;
+};
+FileShard ShardFiles(const std::vector<std::string>& files, int worker_index, int worker_count);
+
+std::unique_ptr<ExampleSource> MakeTfRecordSource(FileShard shard, const ImageShape& shape);
+
+}  // namespace pstrain

@@ -1,0 +1,67 @@
+#include "worker/layer.h"
+
+namespace pstrain {
+namespace worker {
+
+void Layer::Forward(const std::vector<const Tensor*>& in, Tensor* out, const LayerContext& ctx) {
+  switch (device_) {
+    case Device::kCpu:
+      ForwardCpu(in, out, ctx);
+      return;
+    case Device::kGpu:
+      LOG(FATAL) << Describe() << ": the GPU backend is not built into this binary";
+  }
+}
+
+void Layer::Backward(const std::vector<const Tensor*>& in, const Tensor& out,
+                     const Tensor& out_grad, const std::vector<Tensor*>& in_grads,
+                     const LayerContext& ctx) {
+  switch (device_) {
+    case Device::kCpu:
+      BackwardCpu(in, out, out_grad, in_grads, ctx);
+      return;
+    case Device::kGpu:
+      LOG(FATAL) << Describe() << ": the GPU backend is not built into this binary";
+  }
+}
+
+Variable* Layer::AddVariable(const std::string& short_name, const Shape& shape, bool trainable) {
+  Variable v;
+  v.name = name_ + "/" + short_name;
+  v.value = Tensor(shape);
+  if (trainable) v.grad = Tensor(shape);
+  v.trainable = trainable;
+  variables_.push_back(std::move(v));
+  return &variables_.back();
+}
+
+LayerRegistry& LayerRegistry::Global() {
+  static LayerRegistry* registry = new LayerRegistry();
+  return *registry;
+}
+
+void LayerRegistry::Register(const std::string& type, Factory factory) {
+  CHECK(factories_.emplace(type, std::move(factory)).second)
+      << "layer type '" << type << "' registered twice";
+}
+
+Result<std::unique_ptr<Layer>> LayerRegistry::Create(const std::string& type,
+                                                     const std::string& name) const {
+  auto it = factories_.find(type);
+  if (it == factories_.end()) {
+    std::string known;
+    for (const auto& t : Types()) known += (known.empty() ? "" : ", ") + t;
+    return InvalidArgument("layer '" + name + "': unknown layer type '" + type +
+                           "' (known types: " + known + ")");
+  }
+  return it->second(name);
+}
+
+std::vector<std::string> LayerRegistry::Types() const {
+  std::vector<std::string> types;
+  for (const auto& kv : factories_) types.push_back(kv.first);
+  return types;
+}
+
+}  // namespace worker
+}  // namespace pstrain

@@ -1,0 +1,113 @@
+// A layer of a model: configured from its config node, set up for per-example input shapes,
+// then run forward and backward on batches. Layers register themselves by type name
+// (PSTRAIN_REGISTER_LAYER), so adding one touches no central file.
+//
+// Device dispatch happens in exactly one place, Layer::Forward/Backward: each layer implements
+// ForwardCpu/BackwardCpu in worker/cpu/ (and, with CUDA, ForwardGpu/BackwardGpu in worker/cuda/).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/config.h"
+#include "common/status.h"
+#include "common/tensor.h"
+
+namespace pstrain {
+namespace worker {
+
+enum class Device { kCpu, kGpu };
+
+// A tensor a layer owns. Trainable ones have a gradient of the same shape; state (batch-norm
+// moving statistics) has none and is saved in checkpoints all the same.
+struct Variable {
+  std::string name;  // "<layer>/<variable>", e.g. "conv1/weights"
+  Tensor value;
+  Tensor grad;
+  bool trainable = true;
+};
+
+struct LayerContext {
+  bool training = true;
+  std::mt19937_64* rng = nullptr;                 // dropout masks
+  const std::vector<int32_t>* labels = nullptr;   // loss layers
+};
+
+class Layer {
+ public:
+  Layer(std::string name, std::string type) : name_(std::move(name)), type_(std::move(type)) {}
+  virtual ~Layer() = default;
+  Layer(const Layer&) = delete;
+  Layer& operator=(const Layer&) = delete;
+
+  const std::string& name() const { return name_; }
+  const std::string& type() const { return type_; }
+  // "layer 'conv2' (conv2d)", for messages.
+  std::string Describe() const { return "layer '" + name_ + "' (" + type_ + ")"; }
+
+  // Reads the layer's fields. Unknown or malformed fields are errors naming the field.
+  virtual Status Configure(const ConfigNode& node) = 0;
+  // Checks the per-example input shapes (no batch dim), creates the variables, returns the
+  // per-example output shape. A mismatch names the layer and the shapes.
+  virtual Result<Shape> Setup(const std::vector<Shape>& inputs) = 0;
+  virtual int num_inputs() const { return 1; }
+  // Fills the variables with their initial values.
+  virtual void InitVariables(std::mt19937_64* /*rng*/) {}
+  std::vector<Variable>& variables() { return variables_; }
+
+  // Batch tensors: in[i] is [N, ...inputs[i]], out is [N, ...output] and already allocated.
+  void Forward(const std::vector<const Tensor*>& in, Tensor* out, const LayerContext& ctx);
+  // Writes the gradients of the inputs that are non-null in `in_grads` and sets (not adds) the
+  // gradients of the trainable variables. Called after Forward on the same batch.
+  void Backward(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& out_grad,
+                const std::vector<Tensor*>& in_grads, const LayerContext& ctx);
+
+  Device device() const { return device_; }
+
+ protected:
+  virtual void ForwardCpu(const std::vector<const Tensor*>& in, Tensor* out,
+                          const LayerContext& ctx) = 0;
+  virtual void BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& out,
+                           const Tensor& out_grad, const std::vector<Tensor*>& in_grads,
+                           const LayerContext& ctx) = 0;
+  // The returned pointer is valid until the next AddVariable; keep the Tensor handles (they
+  // share the buffer) rather than the pointer. Variables are always updated in place.
+  Variable* AddVariable(const std::string& short_name, const Shape& shape, bool trainable = true);
+  Status ShapeError(const std::string& what) const { return InvalidArgument(Describe() + ": " + what); }
+
+ private:
+  std::string name_;
+  std::string type_;
+  std::vector<Variable> variables_;
+  Device device_ = Device::kCpu;
+};
+
+class LayerRegistry {
+ public:
+  using Factory = std::function<std::unique_ptr<Layer>(const std::string& name)>;
+  static LayerRegistry& Global();
+  void Register(const std::string& type, Factory factory);
+  // Unknown types are an error listing the known ones.
+  Result<std::unique_ptr<Layer>> Create(const std::string& type, const std::string& name) const;
+  std::vector<std::string> Types() const;
+
+ private:
+  std::map<std::string, Factory> factories_;
+};
+
+#define PSTRAIN_REGISTER_LAYER(type_name, Class)                                          \
+  static const bool PSTRAIN_CONCAT(kRegistered_, Class) = [] {                            \
+    ::pstrain::worker::LayerRegistry::Global().Register(                                  \
+        type_name, [](const std::string& name) -> std::unique_ptr<::pstrain::worker::Layer> { \
+          return std::make_unique<Class>(name);                                           \
+        });                                                                               \
+    return true;                                                                          \
+  }()
+
+}  // namespace worker
+}  // namespace pstrain

@@ -1,0 +1,59 @@
+#include "worker/layers/batch_norm.h"
+
+namespace pstrain {
+namespace worker {
+
+Status BatchNorm::Configure(const ConfigNode& node) {
+  RETURN_IF_ERROR(node.CheckKeys({"name", "type", "inputs", "momentum", "epsilon"}));
+  ASSIGN_OR_RETURN(double m, node.GetDouble("momentum", 0.99));
+  ASSIGN_OR_RETURN(double e, node.GetDouble("epsilon", 1e-3));
+  if (!(m >= 0.0 && m < 1.0)) return node.Error("field 'momentum' must be in [0, 1)");
+  if (!(e > 0.0)) return node.Error("field 'epsilon' must be > 0");
+  momentum_ = static_cast<float>(m);
+  epsilon_ = static_cast<float>(e);
+  return Status::OK();
+}
+
+Result<Shape> BatchNorm::Setup(const std::vector<Shape>& inputs) {
+  const Shape& s = inputs[0];
+  if (s.rank() != 3 && s.rank() != 1) {
+    return ShapeError("expects [channels, height, width] or [features], got " + s.ToString());
+  }
+  channels_ = s.dim(0);
+  spatial_ = s.rank() == 3 ? s.dim(1) * s.dim(2) : 1;
+  Shape c{channels_};
+  Variable* g = AddVariable("gamma", c);
+  gamma_ = g->value;
+  gamma_grad_ = g->grad;
+  Variable* b = AddVariable("beta", c);
+  beta_ = b->value;
+  beta_grad_ = b->grad;
+  moving_mean_ = AddVariable("moving_mean", c, /*trainable=*/false)->value;
+  moving_var_ = AddVariable("moving_variance", c, /*trainable=*/false)->value;
+  return s;
+}
+
+void BatchNorm::InitVariables(std::mt19937_64*) {
+  gamma_.Fill(1.0f);
+  beta_.SetZero();
+  moving_mean_.SetZero();
+  moving_var_.Fill(1.0f);
+}
+
+Status SoftmaxCrossEntropy::Configure(const ConfigNode& node) {
+  return node.CheckKeys({"name", "type", "inputs"});
+}
+
+Result<Shape> SoftmaxCrossEntropy::Setup(const std::vector<Shape>& inputs) {
+  if (inputs[0].rank() != 1) {
+    return ShapeError("expects logits [classes], got " + inputs[0].ToString());
+  }
+  classes_ = inputs[0].dim(0);
+  return Shape{};
+}
+
+PSTRAIN_REGISTER_LAYER("batch_norm", BatchNorm);
+PSTRAIN_REGISTER_LAYER("softmax_cross_entropy", SoftmaxCrossEntropy);
+
+}  // namespace worker
+}  // namespace pstrain

@@ -1,0 +1,61 @@
+// Batch normalisation per channel ([C,H,W] inputs) or per feature ([F] inputs). Training uses
+// the batch's statistics and updates the moving mean and variance
+// (moving = momentum * moving + (1 - momentum) * batch, variance Bessel-corrected);
+// evaluation uses the moving statistics. Defaults are TensorFlow's (momentum 0.99, epsilon 1e-3).
+#pragma once
+
+#include <vector>
+
+#include "worker/layer.h"
+
+namespace pstrain {
+namespace worker {
+
+class BatchNorm : public Layer {
+ public:
+  explicit BatchNorm(const std::string& name) : Layer(name, "batch_norm") {}
+  Status Configure(const ConfigNode& node) override;
+  Result<Shape> Setup(const std::vector<Shape>& inputs) override;
+  void InitVariables(std::mt19937_64* rng) override;
+
+ protected:
+  void ForwardCpu(const std::vector<const Tensor*>& in, Tensor* out,
+                  const LayerContext& ctx) override;
+  void BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& out,
+                   const Tensor& out_grad, const std::vector<Tensor*>& in_grads,
+                   const LayerContext& ctx) override;
+
+ private:
+  float momentum_ = 0.99f, epsilon_ = 1e-3f;
+  int64_t channels_ = 0, spatial_ = 1;  // values per channel per example
+  Tensor gamma_, gamma_grad_, beta_, beta_grad_, moving_mean_, moving_var_;
+  // Statistics the last forward pass normalised with, for the backward pass.
+  std::vector<float> mean_, inv_std_;
+  bool used_batch_stats_ = false;
+};
+
+// Softmax cross-entropy with integer labels: [classes] logits in, one loss per example out.
+// The model averages the per-example losses over the batch.
+class SoftmaxCrossEntropy : public Layer {
+ public:
+  explicit SoftmaxCrossEntropy(const std::string& name) : Layer(name, "softmax_cross_entropy") {}
+  Status Configure(const ConfigNode& node) override;
+  Result<Shape> Setup(const std::vector<Shape>& inputs) override;
+  // Softmax probabilities of the last forward pass, [N, classes].
+  const std::vector<float>& probabilities() const { return probs_; }
+
+ protected:
+  void ForwardCpu(const std::vector<const Tensor*>& in, Tensor* out,
+                  const LayerContext& ctx) override;
+  void BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& out,
+                   const Tensor& out_grad, const std::vector<Tensor*>& in_grads,
+                   const LayerContext& ctx) override;
+
+ private:
+  int64_t classes_ = 0;
+  std::vector<float> probs_;
+  std::vector<int32_t> labels_;
+};
+
+}  // namespace worker
+}  // namespace pstrain

@@ -1,0 +1,36 @@
+#include "worker/layers/init.h"
+
+#include <cmath>
+
+namespace pstrain {
+namespace worker {
+
+Result<Init> ReadInit(const ConfigNode& node) {
+  ASSIGN_OR_RETURN(std::string name, node.GetString("init", "glorot_uniform"));
+  if (name == "glorot_uniform") return Init::kGlorotUniform;
+  if (name == "he_normal") return Init::kHeNormal;
+  return node.Error("field 'init' must be glorot_uniform or he_normal, got '" + name + "'");
+}
+
+void InitWeights(Init init, int64_t fan_in, int64_t fan_out, std::mt19937_64* rng, Tensor* w) {
+  float* p = w->data();
+  const int64_t n = w->size();
+  if (init == Init::kGlorotUniform) {
+    const float limit = std::sqrt(6.0f / static_cast<float>(fan_in + fan_out));
+    std::uniform_real_distribution<float> dist(-limit, limit);
+    for (int64_t i = 0; i < n; ++i) p[i] = dist(*rng);
+  } else {
+    // Truncated at two standard deviations, as TF's he_normal.
+    const float stddev = std::sqrt(2.0f / static_cast<float>(fan_in)) / 0.87962566f;
+    std::normal_distribution<float> dist(0.0f, stddev);
+    for (int64_t i = 0; i < n; ++i) {
+      float v;
+      do v = dist(*rng);
+      while (std::fabs(v) > 2 * stddev);
+      p[i] = v;
+    }
+  }
+}
+
+}  // namespace worker
+}  // namespace pstrain

@@ -1,0 +1,52 @@
+// Max and average pooling over NCHW inputs. Average pooling with SAME padding divides by the
+// number of real (unpadded) pixels in each window, as TensorFlow does.
+#pragma once
+
+#include <map>
+#include <memory>
+
+#include "worker/layer.h"
+#include "worker/layers/window.h"
+
+namespace pstrain {
+namespace worker {
+
+class Pool2D : public Layer {
+ public:
+  enum class Kind { kMax, kAvg };
+  Pool2D(const std::string& name, Kind kind)
+      : Layer(name, kind == Kind::kMax ? "max_pool" : "avg_pool"), kind_(kind) {}
+  Status Configure(const ConfigNode& node) override;
+  Result<Shape> Setup(const std::vector<Shape>& inputs) override;
+
+ protected:
+  void ForwardCpu(const std::vector<const Tensor*>& in, Tensor* out,
+                  const LayerContext& ctx) override;
+  void BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& out,
+                   const Tensor& out_grad, const std::vector<Tensor*>& in_grads,
+                   const LayerContext& ctx) override;
+
+ private:
+  struct CpuPlan;
+  CpuPlan& GetCpuPlan(int64_t batch, bool training);
+
+  Kind kind_;
+  std::vector<int64_t> size_, stride_;
+  Padding padding_ = Padding::kValid;
+  int64_t c_ = 0, in_h_ = 0, in_w_ = 0;
+  Window1D wh_, ww_;
+  std::map<std::pair<int64_t, bool>, std::shared_ptr<CpuPlan>> cpu_plans_;
+};
+
+class MaxPool2D : public Pool2D {
+ public:
+  explicit MaxPool2D(const std::string& name) : Pool2D(name, Kind::kMax) {}
+};
+
+class AvgPool2D : public Pool2D {
+ public:
+  explicit AvgPool2D(const std::string& name) : Pool2D(name, Kind::kAvg) {}
+};
+
+}  // namespace worker
+}  // namespace pstrain

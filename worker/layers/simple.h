@@ -1,0 +1,78 @@
+// Layers without a window: ReLU, flatten, dropout and the residual add.
+#pragma once
+
+#include "worker/layer.h"
+
+namespace pstrain {
+namespace worker {
+
+class Relu : public Layer {
+ public:
+  explicit Relu(const std::string& name) : Layer(name, "relu") {}
+  Status Configure(const ConfigNode& node) override;
+  Result<Shape> Setup(const std::vector<Shape>& inputs) override { return inputs[0]; }
+
+ protected:
+  void ForwardCpu(const std::vector<const Tensor*>& in, Tensor* out,
+                  const LayerContext& ctx) override;
+  void BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& out,
+                   const Tensor& out_grad, const std::vector<Tensor*>& in_grads,
+                   const LayerContext& ctx) override;
+};
+
+class Flatten : public Layer {
+ public:
+  explicit Flatten(const std::string& name) : Layer(name, "flatten") {}
+  Status Configure(const ConfigNode& node) override;
+  Result<Shape> Setup(const std::vector<Shape>& inputs) override {
+    return Shape{inputs[0].num_elements()};
+  }
+
+ protected:
+  void ForwardCpu(const std::vector<const Tensor*>& in, Tensor* out,
+                  const LayerContext& ctx) override;
+  void BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& out,
+                   const Tensor& out_grad, const std::vector<Tensor*>& in_grads,
+                   const LayerContext& ctx) override;
+};
+
+// Inverted dropout: in training keeps each value with probability keep_prob and scales it by
+// 1/keep_prob; in evaluation it is the identity.
+class Dropout : public Layer {
+ public:
+  explicit Dropout(const std::string& name) : Layer(name, "dropout") {}
+  Status Configure(const ConfigNode& node) override;
+  Result<Shape> Setup(const std::vector<Shape>& inputs) override { return inputs[0]; }
+  float keep_prob() const { return keep_prob_; }
+
+ protected:
+  void ForwardCpu(const std::vector<const Tensor*>& in, Tensor* out,
+                  const LayerContext& ctx) override;
+  void BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& out,
+                   const Tensor& out_grad, const std::vector<Tensor*>& in_grads,
+                   const LayerContext& ctx) override;
+
+ private:
+  float keep_prob_ = 0.5f;
+  std::vector<uint8_t> mask_;
+  bool mask_valid_ = false;
+};
+
+// Elementwise sum of two inputs of the same shape (residual connections).
+class Add : public Layer {
+ public:
+  explicit Add(const std::string& name) : Layer(name, "add") {}
+  Status Configure(const ConfigNode& node) override;
+  Result<Shape> Setup(const std::vector<Shape>& inputs) override;
+  int num_inputs() const override { return 2; }
+
+ protected:
+  void ForwardCpu(const std::vector<const Tensor*>& in, Tensor* out,
+                  const LayerContext& ctx) override;
+  void BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& out,
+                   const Tensor& out_grad, const std::vector<Tensor*>& in_grads,
+                   const LayerContext& ctx) override;
+};
+
+}  // namespace worker
+}  // namespace pstrain

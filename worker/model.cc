@@ -1,0 +1,250 @@
+#include "worker/model.h"
+
+#include <map>
+#include <sstream>
+
+#include "worker/layers/batch_norm.h"
+
+namespace pstrain {
+namespace worker {
+
+Result<std::unique_ptr<Model>> Model::FromConfig(const ConfigNode& node) {
+  RETURN_IF_ERROR(node.CheckKeys({"name", "input", "layers"}));
+  auto model = std::unique_ptr<Model>(new Model());
+  ASSIGN_OR_RETURN(model->name_, node.GetString("name", "model"));
+  ASSIGN_OR_RETURN(std::vector<int64_t> input, node.GetIntList("input"));
+  if (input.size() != 3 || input[0] < 1 || input[1] < 1 || input[2] < 1) {
+    return node.Error("field 'input' must be [channels, height, width]");
+  }
+  model->input_shape_ = Shape(input);
+  ASSIGN_OR_RETURN(ConfigNode layers, node.Child("layers"));
+  if (!layers.IsSequence() || layers.size() == 0) {
+    return layers.Error("must be a non-empty list of layers");
+  }
+  std::map<std::string, int> index;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    ConfigNode spec = layers.At(i);
+    ASSIGN_OR_RETURN(std::string name, spec.GetString("name"));
+    ASSIGN_OR_RETURN(std::string type, spec.GetString("type"));
+    auto where = [&](const Status& s) { return s.WithContext(spec.Where()); };
+    if (name == "input" || index.count(name)) {
+      return spec.Error("layer name '" + name + "' is used twice (or is the reserved 'input')");
+    }
+    auto created = LayerRegistry::Global().Create(type, name);
+    if (!created.ok()) return where(created.status());
+    std::unique_ptr<Layer> layer = std::move(created).value();
+    Status configured = layer->Configure(spec);
+    if (!configured.ok()) return configured.WithContext(layer->Describe());
+
+    Node n;
+    std::vector<std::string> input_names;
+    if (spec.Has("inputs")) {
+      ASSIGN_OR_RETURN(ConfigNode in, spec.Child("inputs"));
+      if (in.IsSequence()) {
+        for (size_t k = 0; k < in.size(); ++k) {
+          ASSIGN_OR_RETURN(ConfigNode wrapper, ConfigNode::Parse("v: " + in.At(k).ToYaml(), ""));
+          ASSIGN_OR_RETURN(std::string s, wrapper.GetString("v"));
+          input_names.push_back(s);
+        }
+      } else {
+        ASSIGN_OR_RETURN(std::string s, spec.GetString("inputs"));
+        input_names.push_back(s);
+      }
+    } else {
+      input_names.push_back(i == 0 ? "input" : model->layers_.back()->name());
+    }
+    if (static_cast<int>(input_names.size()) != layer->num_inputs()) {
+      return spec.Error(layer->Describe() + " takes " + std::to_string(layer->num_inputs()) +
+                        " input(s), got " + std::to_string(input_names.size()));
+    }
+    std::vector<Shape> shapes;
+    for (const std::string& in : input_names) {
+      if (in == "input") {
+        n.inputs.push_back(-1);
+        shapes.push_back(model->input_shape_);
+        continue;
+      }
+      auto it = index.find(in);
+      if (it == index.end()) {
+        return spec.Error(layer->Describe() + ": input '" + in +
+                          "' is not a layer defined before it");
+      }
+      n.inputs.push_back(it->second);
+      shapes.push_back(model->nodes_[it->second].shape);
+    }
+    auto shape = layer->Setup(shapes);
+    if (!shape.ok()) return where(shape.status());
+    n.shape = shape.value();
+    bool trainable = false;
+    for (const auto& v : layer->variables()) trainable |= v.trainable;
+    n.needs_grad = trainable;
+    for (int in : n.inputs) n.needs_grad |= in >= 0 && model->nodes_[in].needs_grad;
+    index[name] = static_cast<int>(model->layers_.size());
+    model->nodes_.push_back(n);
+    model->layers_.push_back(std::move(layer));
+  }
+  Layer* last = model->layers_.back().get();
+  if (!dynamic_cast<SoftmaxCrossEntropy*>(last)) {
+    return layers.Error("the last layer must be softmax_cross_entropy, got " + last->Describe());
+  }
+  for (size_t i = 0; i + 1 < model->layers_.size(); ++i) {
+    if (dynamic_cast<SoftmaxCrossEntropy*>(model->layers_[i].get())) {
+      return layers.Error(model->layers_[i]->Describe() + " must be the last layer");
+    }
+  }
+  model->num_classes_ = model->nodes_[model->nodes_.back().inputs[0]].shape.dim(0);
+  return model;
+}
+
+std::vector<Variable*> Model::variables() {
+  std::vector<Variable*> out;
+  for (auto& l : layers_) {
+    for (auto& v : l->variables()) out.push_back(&v);
+  }
+  return out;
+}
+
+std::vector<Variable*> Model::trainable_variables() {
+  std::vector<Variable*> out;
+  for (Variable* v : variables()) {
+    if (v->trainable) out.push_back(v);
+  }
+  return out;
+}
+
+Variable* Model::FindVariable(const std::string& name) {
+  for (Variable* v : variables()) {
+    if (v->name == name) return v;
+  }
+  return nullptr;
+}
+
+int64_t Model::num_parameters() const {
+  int64_t n = 0;
+  for (const auto& l : layers_) {
+    for (const auto& v : l->variables()) n += v.trainable ? v.value.size() : 0;
+  }
+  return n;
+}
+
+void Model::InitVariables(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  for (auto& l : layers_) l->InitVariables(&rng);
+}
+
+void Model::Allocate(int64_t batch) {
+  if (batch == batch_) return;
+  batch_ = batch;
+  outputs_.clear();
+  grads_.clear();
+  size_t largest = 0;
+  for (const Node& n : nodes_) {
+    std::vector<int64_t> dims{batch};
+    dims.insert(dims.end(), n.shape.dims().begin(), n.shape.dims().end());
+    outputs_.push_back(Tensor::Uninitialized(Shape(dims)));
+    grads_.push_back(n.needs_grad || &n == &nodes_.back() ? Tensor::Uninitialized(Shape(dims))
+                                                          : Tensor());
+    largest = std::max(largest, outputs_.back().bytes());
+  }
+  scratch_grad_ = Tensor::Uninitialized(Shape{static_cast<int64_t>(largest / sizeof(float))});
+}
+
+float Model::Forward(const Tensor& images, const std::vector<int32_t>& labels, bool training,
+                     std::mt19937_64* rng) {
+  CHECK_EQ(images.shape().WithoutBatch(), input_shape_)
+      << "model '" << name_ << "' expects images " << input_shape_.ToString() << ", got "
+      << images.shape().ToString();
+  const int64_t n = images.dim(0);
+  CHECK_EQ(static_cast<int64_t>(labels.size()), n);
+  Allocate(n);
+  input_ = &images;
+  labels_ = labels;
+  ctx_ = LayerContext{training, rng, &labels_};
+  std::vector<const Tensor*> in;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    in.clear();
+    for (int k : nodes_[i].inputs) in.push_back(k < 0 ? &images : &outputs_[k]);
+    layers_[i]->Forward(in, &outputs_[i], ctx_);
+  }
+  const Tensor& losses = outputs_.back();
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum += losses[i];
+  return static_cast<float>(sum / n);
+}
+
+void Model::Backward() {
+  CHECK(ctx_.training) << "Backward() needs a training Forward() first";
+  const int64_t n = batch_;
+  grads_.back().Fill(1.0f / static_cast<float>(n));
+  std::vector<bool> written(layers_.size(), false);
+  written.back() = true;
+  std::vector<const Tensor*> in;
+  std::vector<Tensor*> in_grads;
+  for (int i = static_cast<int>(layers_.size()) - 1; i >= 0; --i) {
+    if (!written[i]) continue;  // nothing downstream needs this output's gradient
+    in.clear();
+    in_grads.clear();
+    std::vector<int> accumulate;
+    for (int k : nodes_[i].inputs) {
+      in.push_back(k < 0 ? input_ : &outputs_[k]);
+      if (k < 0 || !nodes_[k].needs_grad) {
+        in_grads.push_back(nullptr);
+      } else if (!written[k]) {
+        in_grads.push_back(&grads_[k]);
+        written[k] = true;
+      } else {
+        // A second consumer of k: compute into scratch, then add.
+        in_grads.push_back(nullptr);
+        accumulate.push_back(static_cast<int>(in_grads.size()) - 1);
+      }
+    }
+    Tensor scratch;
+    for (int slot : accumulate) {
+      CHECK(scratch.empty()) << "a layer with two inputs from the same node";
+      int k = nodes_[i].inputs[slot];
+      scratch = Tensor::Wrap(grads_[k].shape(), scratch_grad_.data(), nullptr);
+      in_grads[slot] = &scratch;
+    }
+    layers_[i]->Backward(in, outputs_[i], grads_[i], in_grads, ctx_);
+    for (int slot : accumulate) {
+      Tensor& g = grads_[nodes_[i].inputs[slot]];
+      float* dst = g.data();
+      const float* src = scratch.data();
+      const int64_t m = g.size();
+#pragma omp parallel for simd schedule(static)
+      for (int64_t j = 0; j < m; ++j) dst[j] += src[j];
+    }
+  }
+}
+
+const Tensor& Model::logits() const { return outputs_[nodes_.back().inputs[0]]; }
+
+int64_t Model::CountCorrect(const std::vector<int32_t>& labels) const {
+  const Tensor& z = logits();
+  const int64_t n = z.dim(0), k = z.dim(1);
+  int64_t correct = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float* row = z.data() + i * k;
+    int64_t best = 0;
+    for (int64_t j = 1; j < k; ++j) best = row[j] > row[best] ? j : best;
+    correct += best == labels[i];
+  }
+  return correct;
+}
+
+std::string Model::Summary() const {
+  std::ostringstream s;
+  s << "model '" << name_ << "': input " << input_shape_.ToString() << ", "
+    << num_parameters() << " parameters\n";
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    int64_t params = 0;
+    for (const auto& v : layers_[i]->variables()) params += v.trainable ? v.value.size() : 0;
+    s << "  " << layers_[i]->name() << " (" << layers_[i]->type() << ") -> "
+      << nodes_[i].shape.ToString() << (params ? ", " + std::to_string(params) + " params" : "")
+      << "\n";
+  }
+  return s.str();
+}
+
+}  // namespace worker
+}  // namespace pstrain

@@ -1,0 +1,74 @@
+// A model: a list of layers read from a config, each taking the previous layer's output or the
+// outputs it names (`inputs: [a, b]`, "input" for the images), ending in a loss layer.
+//
+//   model:
+//     name: refnet
+//     input: [1, 28, 28]
+//     layers:
+//       - {name: conv1, type: conv2d, filters: 32, kernel: 5, padding: SAME}
+//       - ...
+//       - {name: loss, type: softmax_cross_entropy}
+#pragma once
+
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/config.h"
+#include "worker/layer.h"
+
+namespace pstrain {
+namespace worker {
+
+class Model {
+ public:
+  static Result<std::unique_ptr<Model>> FromConfig(const ConfigNode& model_node);
+
+  const std::string& name() const { return name_; }
+  const Shape& input_shape() const { return input_shape_; }  // per example, [C, H, W]
+  int64_t num_classes() const { return num_classes_; }
+  // Every variable in layer order; trainable ones have gradients after Backward().
+  std::vector<Variable*> variables();
+  std::vector<Variable*> trainable_variables();
+  Variable* FindVariable(const std::string& name);
+  int64_t num_parameters() const;
+  void InitVariables(uint64_t seed);
+
+  // Runs the layers on a batch [N, C, H, W]; returns the mean loss over the batch.
+  float Forward(const Tensor& images, const std::vector<int32_t>& labels, bool training,
+                std::mt19937_64* rng);
+  // Gradients of the mean loss of the last training Forward().
+  void Backward();
+  // Logits [N, classes] of the last Forward().
+  const Tensor& logits() const;
+  // How many examples of the last Forward() have the label as their arg-max logit.
+  int64_t CountCorrect(const std::vector<int32_t>& labels) const;
+
+  // One line per layer: name, type, output shape, parameters.
+  std::string Summary() const;
+  const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
+
+ private:
+  struct Node {
+    std::vector<int> inputs;  // -1 is the model input
+    Shape shape;              // per example
+    bool needs_grad = false;  // some trainable variable is at or before this node
+  };
+  void Allocate(int64_t batch);
+
+  std::string name_;
+  Shape input_shape_;
+  int64_t num_classes_ = 0;
+  std::vector<std::unique_ptr<Layer>> layers_;
+  std::vector<Node> nodes_;
+  int64_t batch_ = -1;
+  std::vector<Tensor> outputs_, grads_;
+  Tensor scratch_grad_;
+  const Tensor* input_ = nullptr;
+  std::vector<int32_t> labels_;
+  LayerContext ctx_;
+};
+
+}  // namespace worker
+}  // namespace pstrain
