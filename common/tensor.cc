@@ -50,7 +50,8 @@ constexpr size_t kAlignment = 64;
 Tensor Tensor::Uninitialized(Shape shape) {
   Tensor t;
   t.shape_ = std::move(shape);
-  size_t bytes = (t.bytes() + kAlignment - 1) / kAlignment * kAlignment;
+  const size_t want = static_cast<size_t>(t.shape_.num_elements()) * sizeof(float);
+  size_t bytes = (want + kAlignment - 1) / kAlignment * kAlignment;
   if (bytes == 0) bytes = kAlignment;
   void* p = std::aligned_alloc(kAlignment, bytes);
   CHECK(p != nullptr) << "out of host memory allocating " << bytes << " bytes for tensor "

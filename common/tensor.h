@@ -53,7 +53,8 @@ class Tensor {
   static Tensor Wrap(Shape shape, float* data, std::function<void()> release);
 
   const Shape& shape() const { return shape_; }
-  int64_t size() const { return shape_.num_elements(); }
+  // 0 for an empty (default-constructed) tensor.
+  int64_t size() const { return buffer_ ? shape_.num_elements() : 0; }
   size_t bytes() const { return static_cast<size_t>(size()) * sizeof(float); }
   bool empty() const { return buffer_ == nullptr; }
   int64_t dim(int i) const { return shape_.dim(i); }

@@ -1,5 +1,7 @@
 #include "worker/model.h"
 
+#include <chrono>
+#include <cstdio>
 #include <map>
 #include <sstream>
 
@@ -164,7 +166,13 @@ float Model::Forward(const Tensor& images, const std::vector<int32_t>& labels, b
   for (size_t i = 0; i < layers_.size(); ++i) {
     in.clear();
     for (int k : nodes_[i].inputs) in.push_back(k < 0 ? &images : &outputs_[k]);
+    auto t0 = std::chrono::steady_clock::now();
     layers_[i]->Forward(in, &outputs_[i], ctx_);
+    if (profiling_) {
+      forward_seconds_.resize(layers_.size());
+      forward_seconds_[i] +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
   }
   const Tensor& losses = outputs_.back();
   double sum = 0.0;
@@ -205,7 +213,13 @@ void Model::Backward() {
       scratch = Tensor::Wrap(grads_[k].shape(), scratch_grad_.data(), nullptr);
       in_grads[slot] = &scratch;
     }
+    auto t0 = std::chrono::steady_clock::now();
     layers_[i]->Backward(in, outputs_[i], grads_[i], in_grads, ctx_);
+    if (profiling_) {
+      backward_seconds_.resize(layers_.size());
+      backward_seconds_[i] +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
     for (int slot : accumulate) {
       Tensor& g = grads_[nodes_[i].inputs[slot]];
       float* dst = g.data();
@@ -244,6 +258,18 @@ std::string Model::Summary() const {
       << "\n";
   }
   return s.str();
+}
+
+std::string Model::ProfileReport() const {
+  std::string out = "layer                 forward s   backward s\n";
+  char line[128];
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    std::snprintf(line, sizeof(line), "%-20s %10.3f %12.3f\n", layers_[i]->name().c_str(),
+                  i < forward_seconds_.size() ? forward_seconds_[i] : 0.0,
+                  i < backward_seconds_.size() ? backward_seconds_[i] : 0.0);
+    out += line;
+  }
+  return out;
 }
 
 }  // namespace worker

@@ -47,6 +47,9 @@ class Model {
 
   // One line per layer: name, type, output shape, parameters.
   std::string Summary() const;
+  // When on, Forward/Backward time every layer; ProfileReport() lists the totals.
+  void set_profiling(bool on) { profiling_ = on; }
+  std::string ProfileReport() const;
   const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
 
  private:
@@ -68,6 +71,8 @@ class Model {
   const Tensor* input_ = nullptr;
   std::vector<int32_t> labels_;
   LayerContext ctx_;
+  bool profiling_ = false;
+  std::vector<double> forward_seconds_, backward_seconds_;
 };
 
 }  // namespace worker

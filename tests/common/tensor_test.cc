@@ -53,3 +53,17 @@ TEST(ShapeTest, BatchHelpersAndToString) {
 
 }  // namespace
 }  // namespace pstrain
+
+namespace pstrain {
+namespace {
+TEST(TensorTest, DefaultTensorIsEmptyWithNoElements) {
+  Tensor t;
+  EXPECT_TRUE(t.empty());
+  EXPECT_EQ(t.size(), 0);
+  EXPECT_EQ(t.bytes(), 0u);
+  Tensor big(Shape{1 << 20});
+  big[(1 << 20) - 1] = 1.0f;  // the whole buffer is there
+  EXPECT_EQ(big.size(), 1 << 20);
+}
+}  // namespace
+}  // namespace pstrain

@@ -14,10 +14,9 @@ Result<std::vector<float>> GetFloatList(const ConfigNode& node, const std::strin
 }  // namespace
 
 Result<InputOptions> InputOptions::FromConfig(const ConfigNode& node) {
-  RETURN_IF_ERROR(node.CheckKeys({"source", "data_dir", "tfrecord_pattern",
-                                  "test_tfrecord_pattern", "shuffle_capacity",
-                                  "min_after_dequeue", "prefetch_batches", "threads",
-                                  "random_flip", "random_crop_padding", "mean", "std"}));
+  RETURN_IF_ERROR(node.CheckKeys({"source", "data_dir", "tfrecord_pattern", "test_tfrecord_pattern",
+                                  "shuffle_capacity", "min_after_dequeue", "prefetch_batches",
+                                  "threads", "random_flip", "random_crop_padding", "mean", "std"}));
   InputOptions o;
   ASSIGN_OR_RETURN(std::string source, node.GetString("source", "idx"));
   if (source == "idx") {

@@ -61,8 +61,9 @@ struct InputOptions {
   // random_flip, random_crop_padding, mean, std); absent fields keep their defaults.
   static Result<InputOptions> FromConfig(const ConfigNode& node);
 
-  // The same data source for evaluation: the test split in order, one epoch, the last
-  // partial batch kept, no augmentation.
+  // The same data source for evaluation: the test split (from data_dir or
+  // test_tfrecord_pattern; `images` and `tfrecord_files` are cleared) in order, one epoch,
+  // the last partial batch kept, no augmentation.
   InputOptions ForEvaluation() const;
 
   Status Validate() const;

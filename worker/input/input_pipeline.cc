@@ -27,8 +27,8 @@ Result<std::unique_ptr<ExampleSource>> OpenSource(const InputOptions& o, int wor
     if (source->size() == 0) {
       return FailedPrecondition("worker " + std::to_string(worker_index) + " of " +
                                 std::to_string(worker_count) + " has no examples (the " +
-                                SplitName(o.split) + " set has " +
-                                std::to_string(images->count) + ")");
+                                SplitName(o.split) + " set has " + std::to_string(images->count) +
+                                ")");
     }
     return source;
   }
@@ -37,10 +37,9 @@ Result<std::unique_ptr<ExampleSource>> OpenSource(const InputOptions& o, int wor
     const std::string& pattern =
         o.split == Split::kTrain ? o.tfrecord_pattern : o.test_tfrecord_pattern;
     if (pattern.empty()) {
-      return InvalidArgument(std::string("no TFRecord files for the ") + SplitName(o.split) +
-                             " split: set " +
-                             (o.split == Split::kTrain ? "tfrecord_pattern"
-                                                       : "test_tfrecord_pattern"));
+      return InvalidArgument(
+          std::string("no TFRecord files for the ") + SplitName(o.split) + " split: set " +
+          (o.split == Split::kTrain ? "tfrecord_pattern" : "test_tfrecord_pattern"));
     }
     ASSIGN_OR_RETURN(files, MatchFiles(pattern));
   }
@@ -57,17 +56,16 @@ Result<std::unique_ptr<InputPipeline>> InputPipeline::Create(const InputOptions&
     return InvalidArgument("batch size is " + std::to_string(batch_size) + ", expected >= 1");
   }
   if (worker_count < 1 || worker_index < 0 || worker_index >= worker_count) {
-    return InvalidArgument("worker index " + std::to_string(worker_index) +
-                           " is outside 0.." + std::to_string(worker_count - 1));
+    return InvalidArgument("worker index " + std::to_string(worker_index) + " is outside 0.." +
+                           std::to_string(worker_count - 1));
   }
   ASSIGN_OR_RETURN(std::unique_ptr<ExampleSource> source,
                    OpenSource(options, worker_index, worker_count));
   ASSIGN_OR_RETURN(ImagePreprocessor preprocessor,
                    ImagePreprocessor::Create(source->shape(), options.mean, options.stddev,
                                              options.random_flip, options.random_crop_padding));
-  std::unique_ptr<InputPipeline> pipeline(
-      new InputPipeline(options, batch_size, Mix(seed, worker_index),
-                        std::move(source), std::move(preprocessor)));
+  std::unique_ptr<InputPipeline> pipeline(new InputPipeline(
+      options, batch_size, Mix(seed, worker_index), std::move(source), std::move(preprocessor)));
   pipeline->threads_.emplace_back(&InputPipeline::ReadLoop, pipeline.get());
   for (int i = 0; options.threads > 1 && i < options.threads; ++i) {
     pipeline->threads_.emplace_back(&InputPipeline::PreprocessLoop, pipeline.get());
@@ -75,8 +73,8 @@ Result<std::unique_ptr<InputPipeline>> InputPipeline::Create(const InputOptions&
   return pipeline;
 }
 
-InputPipeline::InputPipeline(const InputOptions& options, int64_t batch_size, uint64_t seed, std::unique_ptr<ExampleSource> source,
-                             ImagePreprocessor preprocessor)
+InputPipeline::InputPipeline(const InputOptions& options, int64_t batch_size, uint64_t seed,
+                             std::unique_ptr<ExampleSource> source, ImagePreprocessor preprocessor)
     : options_(options),
       batch_size_(batch_size),
       seed_(seed),

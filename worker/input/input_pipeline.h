@@ -68,8 +68,7 @@ class InputPipeline {
   };
 
   InputPipeline(const InputOptions& options, int64_t batch_size, uint64_t seed,
-                std::unique_ptr<ExampleSource> source,
-                ImagePreprocessor preprocessor);
+                std::unique_ptr<ExampleSource> source, ImagePreprocessor preprocessor);
   void ReadLoop();
   void PreprocessLoop();
   // Hands `work` on (to a preprocessing thread, or preprocesses it here); false once stopped.

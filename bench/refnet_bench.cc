@@ -1,0 +1,108 @@
+// Times training steps (forward, backward, optimizer update) of a model config on one fixed
+// batch, the way ../shared/bench/torch_refnet.py --bench-steps does for PyTorch: warm-up steps,
+// then --repeats timed runs of --steps steps; prints the median images/s.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include <gflags/gflags.h>
+#include <glog/logging.h>
+
+#include "common/config.h"
+#include "ps/optimizer.h"
+#include "worker/model.h"
+
+DEFINE_string(config, "configs/refnet.yaml", "model config (its `model:` section is used)");
+DEFINE_int32(batch, 128, "batch size");
+DEFINE_int32(steps, 50, "timed steps per repeat");
+DEFINE_int32(warmup, 5, "untimed steps first");
+DEFINE_int32(repeats, 3, "timed repeats; the median is reported");
+DEFINE_bool(profile, false, "print the time spent in each layer");
+DEFINE_string(optimizer, "{type: momentum, momentum: 0.9}",
+              "optimizer config (YAML), as the PyTorch reference's default SGD with momentum");
+
+namespace pstrain {
+namespace {
+
+int Run() {
+  auto file = ConfigNode::LoadFile(FLAGS_config);
+  CHECK(file.ok()) << file.status().ToString();
+  auto model_node = file->Child("model");
+  CHECK(model_node.ok()) << model_node.status().ToString();
+  auto model_or = worker::Model::FromConfig(model_node.value());
+  CHECK(model_or.ok()) << model_or.status().ToString();
+  auto& model = model_or.value();
+  model->InitVariables(1);
+  auto opt_node = ConfigNode::Parse(FLAGS_optimizer, "--optimizer");
+  CHECK(opt_node.ok()) << opt_node.status().ToString();
+  auto opt = ps::Optimizer::FromConfig(opt_node.value());
+  CHECK(opt.ok()) << opt.status().ToString();
+
+  std::vector<worker::Variable*> vars = model->trainable_variables();
+  std::vector<ps::Slots> slots;
+  for (auto* v : vars) slots.push_back(opt.value()->CreateSlots(v->value.shape()));
+
+  // Values do not change the cost of dense kernels; normal noise like normalised images.
+  std::mt19937_64 rng(1);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<int64_t> dims{FLAGS_batch};
+  for (int64_t d : model->input_shape().dims()) dims.push_back(d);
+  Tensor images = Tensor::Uninitialized(Shape(dims));
+  for (int64_t i = 0; i < images.size(); ++i) images[i] = normal(rng);
+  std::vector<int32_t> labels(FLAGS_batch);
+  for (int i = 0; i < FLAGS_batch; ++i) labels[i] = i % model->num_classes();
+
+  int64_t step = 0;
+  auto train_step = [&] {
+    model->Forward(images, labels, true, &rng);
+    model->Backward();
+    for (size_t i = 0; i < vars.size(); ++i) {
+      Status s = opt.value()->Apply(0.05f, step, vars[i]->grad, &vars[i]->value, &slots[i]);
+      CHECK(s.ok()) << s.ToString();
+    }
+    ++step;
+  };
+  std::printf("%s", model->Summary().c_str());
+  for (int i = 0; i < FLAGS_warmup; ++i) train_step();
+  std::vector<double> rates;
+  for (int r = 0; r < FLAGS_repeats; ++r) {
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < FLAGS_steps; ++i) train_step();
+    double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    rates.push_back(FLAGS_steps * FLAGS_batch / dt);
+    std::printf("pstrain repeat %d: %d steps x batch %d in %.3f s = %.1f img/s (%.2f ms/step)\n",
+                r, FLAGS_steps, FLAGS_batch, dt, rates.back(), dt / FLAGS_steps * 1e3);
+    std::fflush(stdout);
+  }
+  if (FLAGS_profile) {
+    double update = 0;
+    model->set_profiling(true);
+    for (int i = 0; i < FLAGS_steps; ++i) {
+      model->Forward(images, labels, true, &rng);
+      model->Backward();
+      auto t0 = std::chrono::steady_clock::now();
+      for (size_t k = 0; k < vars.size(); ++k) {
+        CHECK(opt.value()->Apply(0.05f, step, vars[k]->grad, &vars[k]->value, &slots[k]).ok());
+      }
+      update += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    std::printf("%s%-20s %10.3f\n", model->ProfileReport().c_str(), "optimizer update", update);
+  }
+  std::sort(rates.begin(), rates.end());
+  std::printf("PSTRAIN_BENCH_TRAIN median %.1f img/s (batch %d, %d steps, %d repeats)\n",
+              rates[rates.size() / 2], FLAGS_batch, FLAGS_steps, FLAGS_repeats);
+  return 0;
+}
+
+}  // namespace
+}  // namespace pstrain
+
+int main(int argc, char** argv) {
+  gflags::SetUsageMessage("Times training steps of a model on one fixed batch.");
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  google::InitGoogleLogging(argv[0]);
+  FLAGS_logtostderr = true;
+  return pstrain::Run();
+}

@@ -1,0 +1,44 @@
+// Converts Fashion-MNIST IDX files into sharded TFRecord files of tf.train.Examples.
+//   pstrain-idx2tfrecord --data_dir=/usr/share/datasets/fashion-mnist --split=train
+//       --output_prefix=data/fmnist-train --num_shards=4
+#include <gflags/gflags.h>
+#include <glog/logging.h>
+
+#include "common/data/idx.h"
+#include "common/data/image_shards.h"
+
+DEFINE_string(data_dir, "/usr/share/datasets/fashion-mnist",
+              "Directory with {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]");
+DEFINE_string(split, "train", "train or test");
+DEFINE_string(output_prefix, "", "Shards are written to <prefix>-NNNNN-of-NNNNN");
+DEFINE_int32(num_shards, 4, "Number of output files");
+
+namespace pstrain {
+namespace {
+
+Status Convert() {
+  if (FLAGS_output_prefix.empty()) return InvalidArgument("--output_prefix is required");
+  ASSIGN_OR_RETURN(Split split, ParseSplit(FLAGS_split));
+  ASSIGN_OR_RETURN(ImageSet set, LoadFashionMnist(FLAGS_data_dir, split));
+  LOG(INFO) << "read " << set.count << " " << SplitName(split) << " images from " << FLAGS_data_dir;
+  ASSIGN_OR_RETURN(std::vector<std::string> paths,
+                   WriteImageShards(set, FLAGS_output_prefix, FLAGS_num_shards));
+  LOG(INFO) << "wrote " << set.count << " examples in " << paths.size() << " shards";
+  return Status::OK();
+}
+
+}  // namespace
+}  // namespace pstrain
+
+int main(int argc, char** argv) {
+  gflags::SetUsageMessage("Converts Fashion-MNIST IDX files to sharded TFRecord files");
+  FLAGS_logtostderr = true;  // a command-line tool: progress goes to the terminal
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  google::InitGoogleLogging(argv[0]);
+  pstrain::Status s = pstrain::Convert();
+  if (!s.ok()) {
+    LOG(ERROR) << s.ToString();
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,142 @@
+#include "ps/optimizer.h"
+
+#include <cmath>
+#include <sstream>
+#include <utility>
+
+#include "ps/optimizers/optimizers.h"
+
+namespace pstrain::ps {
+namespace {
+
+using FromConfigFn = Result<std::unique_ptr<Optimizer>> (*)(const ConfigNode&);
+
+// One line per optimizer. A table rather than self-registration: registrars in a static
+// library are dropped by the linker unless something references their object file.
+const std::vector<std::pair<std::string, FromConfigFn>>& Registry() {
+  static const auto* registry = new std::vector<std::pair<std::string, FromConfigFn>>{
+      {"sgd", internal::SgdFromConfig},         {"momentum", internal::MomentumFromConfig},
+      {"adam", internal::AdamFromConfig},       {"adagrad", internal::AdagradFromConfig},
+      {"rmsprop", internal::RMSPropFromConfig},
+  };
+  return *registry;
+}
+
+std::string Join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> Optimizer::KnownTypes() {
+  std::vector<std::string> types;
+  for (const auto& entry : Registry()) types.push_back(entry.first);
+  return types;
+}
+
+Result<std::unique_ptr<Optimizer>> Optimizer::FromConfig(const ConfigNode& optimizer_node) {
+  if (!optimizer_node.IsMap()) return optimizer_node.Error("expected a map with a 'type' field");
+  ASSIGN_OR_RETURN(std::string type, optimizer_node.GetString("type"));
+  for (const auto& [known, from_config] : Registry()) {
+    if (type == known) return from_config(optimizer_node);
+  }
+  return optimizer_node.Error("unknown optimizer type '" + type +
+                              "' (known: " + Join(KnownTypes()) + ")");
+}
+
+float Optimizer::InitialSlotValue(const std::string& /*slot*/) const { return 0.0f; }
+
+Slots Optimizer::CreateSlots(const Shape& shape) const {
+  Slots slots;
+  for (const std::string& slot : slot_names()) {
+    slots.emplace(slot, Tensor::Filled(shape, InitialSlotValue(slot)));
+  }
+  return slots;
+}
+
+void Optimizer::ResetSlots(Slots* slots) const {
+  CHECK(slots != nullptr);
+  for (const std::string& slot : slot_names()) {
+    auto it = slots->find(slot);
+    if (it != slots->end() && !it->second.empty()) it->second.Fill(InitialSlotValue(slot));
+  }
+}
+
+Status Optimizer::CheckSlots(const Shape& var_shape, const Slots& slots) const {
+  for (const std::string& slot : slot_names()) {
+    auto it = slots.find(slot);
+    if (it == slots.end() || it->second.empty()) {
+      return FailedPrecondition(std::string(name()) + " optimizer: slot '" + slot +
+                                "' is missing (expected shape " + var_shape.ToString() + ")");
+    }
+    if (it->second.shape() != var_shape) {
+      return InvalidArgument(std::string(name()) + " optimizer: slot '" + slot + "' has shape " +
+                             it->second.shape().ToString() + " but the variable has shape " +
+                             var_shape.ToString());
+    }
+  }
+  return Status::OK();
+}
+
+Status Optimizer::Apply(float lr, int64_t global_step, const Tensor& grad, Tensor* var,
+                        Slots* slots) const {
+  CHECK(var != nullptr && slots != nullptr);
+  if (var->empty()) return InvalidArgument(std::string(name()) + " optimizer: variable is empty");
+  if (grad.empty()) return InvalidArgument(std::string(name()) + " optimizer: gradient is empty");
+  if (grad.shape() != var->shape()) {
+    return InvalidArgument(std::string(name()) + " optimizer: gradient has shape " +
+                           grad.shape().ToString() + " but the variable has shape " +
+                           var->shape().ToString());
+  }
+  if (global_step < 0) {
+    return InvalidArgument(std::string(name()) + " optimizer: global_step must be >= 0, got " +
+                           std::to_string(global_step));
+  }
+  RETURN_IF_ERROR(CheckSlots(var->shape(), *slots));
+  std::vector<float*> slot_data;
+  for (const std::string& slot : slot_names()) slot_data.push_back(slots->at(slot).data());
+  Update(lr, global_step, var->size(), grad.data(), var->data(), slot_data.data());
+  return Status::OK();
+}
+
+namespace internal {
+namespace {
+
+std::string Number(double value) {
+  std::ostringstream s;
+  s << value;
+  return s.str();
+}
+
+}  // namespace
+
+Status CheckInUnitInterval(const char* field, double value) {
+  if (value >= 0.0 && value < 1.0) return Status::OK();
+  return InvalidArgument(std::string("field '") + field + "' must be in [0, 1), got " +
+                         Number(value));
+}
+
+Status CheckNonNegative(const char* field, double value) {
+  if (value >= 0.0 && std::isfinite(value)) return Status::OK();
+  return InvalidArgument(std::string("field '") + field + "' must be >= 0, got " + Number(value));
+}
+
+Status CheckPositive(const char* field, double value) {
+  if (value > 0.0 && std::isfinite(value)) return Status::OK();
+  return InvalidArgument(std::string("field '") + field + "' must be > 0, got " + Number(value));
+}
+
+Result<float> GetFloat(const ConfigNode& node, const std::string& key, float fallback) {
+  ASSIGN_OR_RETURN(double value, node.GetDouble(key, fallback));
+  return static_cast<float>(value);
+}
+
+Status AtNode(const ConfigNode& node, const Status& status) {
+  if (status.ok()) return status;
+  return node.Error(status.message());
+}
+
+}  // namespace internal
+}  // namespace pstrain::ps

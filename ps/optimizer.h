@@ -1,0 +1,99 @@
+// Optimizers that update one variable from its gradient, with TensorFlow 1.x's formulas.
+// An optimizer holds only its hyper-parameters; all per-variable state lives in named slot
+// tensors owned by the caller, so a checkpoint can store them as "<var>/<slot>" and a
+// restored run continues exactly. Step-dependent terms (Adam's bias correction) come from
+// the global step the caller passes in, never from hidden counters.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/config.h"
+#include "common/status.h"
+#include "common/tensor.h"
+
+namespace pstrain::ps {
+
+// Per-variable optimizer state by slot name ("m", "v", "accumulator", ...).
+using Slots = std::map<std::string, Tensor>;
+
+class Optimizer {
+ public:
+  // Reads the `optimizer:` node: `type` (sgd | momentum | adam | adagrad | rmsprop) and the
+  // hyper-parameters of that type. Unknown types, unknown fields and bad values are errors.
+  static Result<std::unique_ptr<Optimizer>> FromConfig(const ConfigNode& optimizer_node);
+  // The types FromConfig knows, in the order they are listed in errors.
+  static std::vector<std::string> KnownTypes();
+
+  virtual ~Optimizer() = default;
+
+  // The config `type` of this optimizer ("adam").
+  virtual const char* name() const = 0;
+  // The slots Apply needs, in a fixed order; empty for SGD.
+  virtual std::vector<std::string> slot_names() const = 0;
+
+  // Slots for a variable of `shape`, holding their initial values (e.g. Adagrad's 0.1).
+  Slots CreateSlots(const Shape& shape) const;
+  // Refills this optimizer's slots in place with their initial values; the shapes stay.
+  void ResetSlots(Slots* slots) const;
+  // OK when `slots` holds every slot this optimizer needs with shape `var_shape` (slots it
+  // does not use are ignored); otherwise names the missing or mis-shaped slot.
+  Status CheckSlots(const Shape& var_shape, const Slots& slots) const;
+
+  // One update of `var` from `grad` at learning rate `lr`. `global_step` counts the updates
+  // applied before this one (0 for the first). Fails, changing nothing, when shapes differ
+  // or a slot is missing.
+  Status Apply(float lr, int64_t global_step, const Tensor& grad, Tensor* var, Slots* slots) const;
+
+ protected:
+  // The value a fresh slot is filled with (0 unless overridden).
+  virtual float InitialSlotValue(const std::string& slot) const;
+  // The element-wise update over `n` elements after all checks passed. `slots` points at
+  // the slot buffers in slot_names() order.
+  virtual void Update(float lr, int64_t global_step, int64_t n, const float* grad, float* var,
+                      float* const* slots) const = 0;
+};
+
+// tf.train.MomentumOptimizer: accum = momentum * accum + g; var -= lr * accum, or with
+// use_nesterov var -= lr * g + lr * momentum * accum. Slot "momentum".
+struct MomentumOptions {
+  float momentum = 0.9f;  // in [0, 1)
+  bool nesterov = false;
+};
+
+// tf.train.AdamOptimizer: lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t) with t = step + 1,
+// m = beta1 m + (1 - beta1) g, v = beta2 v + (1 - beta2) g^2, var -= lr_t m / (sqrt(v) + eps).
+// Slots "m", "v".
+struct AdamOptions {
+  float beta1 = 0.9f;     // in [0, 1)
+  float beta2 = 0.999f;   // in [0, 1)
+  float epsilon = 1e-8f;  // >= 0, outside the sqrt
+};
+
+// tf.train.AdagradOptimizer: accum += g^2; var -= lr * g / sqrt(accum). Slot "accumulator".
+struct AdagradOptions {
+  float initial_accumulator_value = 0.1f;  // > 0
+};
+
+// tf.train.RMSPropOptimizer: ms = decay ms + (1 - decay) g^2 (centered: also
+// mg = decay mg + (1 - decay) g and ms - mg^2 replaces ms); mom = momentum mom +
+// lr g / sqrt(ms + eps); var -= mom. Slots "ms" (starts at 1, as in TF 1.x), "mom", and
+// "mg" when centered.
+struct RMSPropOptions {
+  float decay = 0.9f;      // in [0, 1)
+  float momentum = 0.0f;   // in [0, 1)
+  float epsilon = 1e-10f;  // >= 0, inside the sqrt
+  bool centered = false;
+};
+
+// Constructors for code that builds optimizers without a config (the errors name the field).
+std::unique_ptr<Optimizer> NewSgdOptimizer();
+Result<std::unique_ptr<Optimizer>> NewMomentumOptimizer(const MomentumOptions& options);
+Result<std::unique_ptr<Optimizer>> NewAdamOptimizer(const AdamOptions& options);
+Result<std::unique_ptr<Optimizer>> NewAdagradOptimizer(const AdagradOptions& options);
+Result<std::unique_ptr<Optimizer>> NewRMSPropOptimizer(const RMSPropOptions& options);
+
+}  // namespace pstrain::ps

@@ -1,0 +1,62 @@
+// tf.train.AdagradOptimizer, with the arithmetic in the order of TF's ApplyAdagrad kernel.
+#include <cmath>
+#include <memory>
+
+#include "ps/optimizers/optimizers.h"
+#include "ps/parallel.h"
+
+namespace pstrain::ps {
+namespace {
+
+class AdagradOptimizer : public Optimizer {
+ public:
+  explicit AdagradOptimizer(const AdagradOptions& options) : options_(options) {}
+  const char* name() const override { return "adagrad"; }
+  std::vector<std::string> slot_names() const override { return {"accumulator"}; }
+
+ protected:
+  float InitialSlotValue(const std::string& /*slot*/) const override {
+    return options_.initial_accumulator_value;
+  }
+
+  void Update(float lr, int64_t /*global_step*/, int64_t n, const float* grad, float* var,
+              float* const* slots) const override {
+    float* accum = slots[0];
+#pragma omp parallel for simd if (parallel : n >= kMinParallelElements)
+    for (int64_t i = 0; i < n; ++i) {
+      const float g = grad[i];
+      const float a = accum[i] + g * g;
+      accum[i] = a;
+      var[i] -= g * lr * (1.0f / std::sqrt(a));
+    }
+  }
+
+ private:
+  AdagradOptions options_;
+};
+
+Status Validate(const AdagradOptions& options) {
+  // TF requires a positive start too: a zero accumulator divides by zero on a zero gradient.
+  return internal::CheckPositive("initial_accumulator_value", options.initial_accumulator_value);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Optimizer>> NewAdagradOptimizer(const AdagradOptions& options) {
+  RETURN_IF_ERROR(Validate(options).WithContext("adagrad optimizer"));
+  return std::unique_ptr<Optimizer>(new AdagradOptimizer(options));
+}
+
+namespace internal {
+
+Result<std::unique_ptr<Optimizer>> AdagradFromConfig(const ConfigNode& node) {
+  RETURN_IF_ERROR(node.CheckKeys({"type", "initial_accumulator_value"}));
+  AdagradOptions options;
+  ASSIGN_OR_RETURN(options.initial_accumulator_value,
+                   GetFloat(node, "initial_accumulator_value", options.initial_accumulator_value));
+  RETURN_IF_ERROR(AtNode(node, Validate(options)));
+  return NewAdagradOptimizer(options);
+}
+
+}  // namespace internal
+}  // namespace pstrain::ps

@@ -1,0 +1,65 @@
+// tf.train.MomentumOptimizer, with the arithmetic in the order of TF's ApplyMomentum kernel.
+#include <memory>
+
+#include "ps/optimizers/optimizers.h"
+#include "ps/parallel.h"
+
+namespace pstrain::ps {
+namespace {
+
+class MomentumOptimizer : public Optimizer {
+ public:
+  explicit MomentumOptimizer(const MomentumOptions& options) : options_(options) {}
+  const char* name() const override { return "momentum"; }
+  std::vector<std::string> slot_names() const override { return {"momentum"}; }
+
+ protected:
+  void Update(float lr, int64_t /*global_step*/, int64_t n, const float* grad, float* var,
+              float* const* slots) const override {
+    float* accum = slots[0];
+    const float momentum = options_.momentum;
+    if (options_.nesterov) {
+#pragma omp parallel for simd if (parallel : n >= kMinParallelElements)
+      for (int64_t i = 0; i < n; ++i) {
+        const float a = accum[i] * momentum + grad[i];
+        accum[i] = a;
+        var[i] -= grad[i] * lr + a * momentum * lr;
+      }
+    } else {
+#pragma omp parallel for simd if (parallel : n >= kMinParallelElements)
+      for (int64_t i = 0; i < n; ++i) {
+        const float a = accum[i] * momentum + grad[i];
+        accum[i] = a;
+        var[i] -= a * lr;
+      }
+    }
+  }
+
+ private:
+  MomentumOptions options_;
+};
+
+Status Validate(const MomentumOptions& options) {
+  return internal::CheckInUnitInterval("momentum", options.momentum);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Optimizer>> NewMomentumOptimizer(const MomentumOptions& options) {
+  RETURN_IF_ERROR(Validate(options).WithContext("momentum optimizer"));
+  return std::unique_ptr<Optimizer>(new MomentumOptimizer(options));
+}
+
+namespace internal {
+
+Result<std::unique_ptr<Optimizer>> MomentumFromConfig(const ConfigNode& node) {
+  RETURN_IF_ERROR(node.CheckKeys({"type", "momentum", "nesterov"}));
+  MomentumOptions options;
+  ASSIGN_OR_RETURN(options.momentum, GetFloat(node, "momentum", options.momentum));
+  ASSIGN_OR_RETURN(options.nesterov, node.GetBool("nesterov", options.nesterov));
+  RETURN_IF_ERROR(AtNode(node, Validate(options)));
+  return NewMomentumOptimizer(options);
+}
+
+}  // namespace internal
+}  // namespace pstrain::ps

@@ -1,0 +1,92 @@
+// tf.train.RMSPropOptimizer, with the arithmetic in the order of TF's ApplyRMSProp and
+// ApplyCenteredRMSProp kernels.
+#include <cmath>
+#include <memory>
+
+#include "ps/optimizers/optimizers.h"
+#include "ps/parallel.h"
+
+namespace pstrain::ps {
+namespace {
+
+class RMSPropOptimizer : public Optimizer {
+ public:
+  explicit RMSPropOptimizer(const RMSPropOptions& options) : options_(options) {}
+  const char* name() const override { return "rmsprop"; }
+  std::vector<std::string> slot_names() const override {
+    if (options_.centered) return {"ms", "mom", "mg"};
+    return {"ms", "mom"};
+  }
+
+ protected:
+  // TF 1.x starts the mean square at 1 (Keras' RMSprop starts at 0); the first steps differ.
+  float InitialSlotValue(const std::string& slot) const override {
+    return slot == "ms" ? 1.0f : 0.0f;
+  }
+
+  void Update(float lr, int64_t /*global_step*/, int64_t n, const float* grad, float* var,
+              float* const* slots) const override {
+    float* ms = slots[0];
+    float* mom = slots[1];
+    const float one_minus_decay = 1.0f - options_.decay;
+    const float momentum = options_.momentum;
+    const float epsilon = options_.epsilon;
+    if (options_.centered) {
+      float* mg = slots[2];
+#pragma omp parallel for simd if (parallel : n >= kMinParallelElements)
+      for (int64_t i = 0; i < n; ++i) {
+        const float g = grad[i];
+        const float msi = ms[i] + (g * g - ms[i]) * one_minus_decay;
+        const float mgi = mg[i] + (g - mg[i]) * one_minus_decay;
+        const float denom = (msi - mgi * mgi) + epsilon;
+        const float momi = mom[i] * momentum + (g * lr) * (1.0f / std::sqrt(denom));
+        ms[i] = msi;
+        mg[i] = mgi;
+        mom[i] = momi;
+        var[i] -= momi;
+      }
+    } else {
+#pragma omp parallel for simd if (parallel : n >= kMinParallelElements)
+      for (int64_t i = 0; i < n; ++i) {
+        const float g = grad[i];
+        const float msi = ms[i] + (g * g - ms[i]) * one_minus_decay;
+        const float momi = mom[i] * momentum + (g * lr) / std::sqrt(msi + epsilon);
+        ms[i] = msi;
+        mom[i] = momi;
+        var[i] -= momi;
+      }
+    }
+  }
+
+ private:
+  RMSPropOptions options_;
+};
+
+Status Validate(const RMSPropOptions& options) {
+  RETURN_IF_ERROR(internal::CheckInUnitInterval("decay", options.decay));
+  RETURN_IF_ERROR(internal::CheckInUnitInterval("momentum", options.momentum));
+  return internal::CheckNonNegative("epsilon", options.epsilon);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Optimizer>> NewRMSPropOptimizer(const RMSPropOptions& options) {
+  RETURN_IF_ERROR(Validate(options).WithContext("rmsprop optimizer"));
+  return std::unique_ptr<Optimizer>(new RMSPropOptimizer(options));
+}
+
+namespace internal {
+
+Result<std::unique_ptr<Optimizer>> RMSPropFromConfig(const ConfigNode& node) {
+  RETURN_IF_ERROR(node.CheckKeys({"type", "decay", "momentum", "epsilon", "centered"}));
+  RMSPropOptions options;
+  ASSIGN_OR_RETURN(options.decay, GetFloat(node, "decay", options.decay));
+  ASSIGN_OR_RETURN(options.momentum, GetFloat(node, "momentum", options.momentum));
+  ASSIGN_OR_RETURN(options.epsilon, GetFloat(node, "epsilon", options.epsilon));
+  ASSIGN_OR_RETURN(options.centered, node.GetBool("centered", options.centered));
+  RETURN_IF_ERROR(AtNode(node, Validate(options)));
+  return NewRMSPropOptimizer(options);
+}
+
+}  // namespace internal
+}  // namespace pstrain::ps

@@ -1,0 +1,79 @@
+#include "ps/variable_store.h"
+
+#include <cmath>
+
+namespace pstrain {
+namespace ps {
+
+Result<std::unique_ptr<VariableStore>> VariableStore::FromConfig(const ConfigNode& train) {
+  ASSIGN_OR_RETURN(ConfigNode opt_node, train.Child("optimizer"));
+  ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer, Optimizer::FromConfig(opt_node));
+  ASSIGN_OR_RETURN(ConfigNode lr_node, train.Child("learning_rate"));
+  ASSIGN_OR_RETURN(LearningRateSchedule schedule, LearningRateSchedule::FromConfig(lr_node));
+  ClippingOptions clipping;
+  if (train.Has("clipping")) {
+    ASSIGN_OR_RETURN(ConfigNode clip_node, train.Child("clipping"));
+    ASSIGN_OR_RETURN(clipping, ClippingOptions::FromConfig(clip_node));
+  }
+  return std::make_unique<VariableStore>(std::move(optimizer), std::move(schedule), clipping);
+}
+
+VariableStore::VariableStore(std::unique_ptr<Optimizer> optimizer, LearningRateSchedule schedule,
+                             ClippingOptions clipping)
+    : optimizer_(std::move(optimizer)), schedule_(std::move(schedule)), clipping_(clipping) {}
+
+Status VariableStore::AddVariable(const std::string& name, Tensor value) {
+  if (variables_.count(name)) return AlreadyExists("variable '" + name + "' is already held");
+  Entry e{value, optimizer_->CreateSlots(value.shape())};
+  variables_.emplace(name, std::move(e));
+  return Status::OK();
+}
+
+namespace {
+bool AllFinite(const Tensor& t) {
+  const float* p = t.data();
+  const int64_t n = t.size();
+  bool finite = true;
+#pragma omp parallel for simd reduction(&& : finite) schedule(static) if (n > 65536)
+  for (int64_t i = 0; i < n; ++i) finite = finite && std::isfinite(p[i]);
+  return finite;
+}
+}  // namespace
+
+Status VariableStore::ApplyGradients(const std::vector<std::pair<std::string, Tensor>>& grads) {
+  std::vector<Entry*> entries;
+  for (const auto& [name, grad] : grads) {
+    auto it = variables_.find(name);
+    if (it == variables_.end()) return NotFound("no variable named '" + name + "'");
+    if (grad.shape() != it->second.value.shape()) {
+      return InvalidArgument("gradient for '" + name + "' has shape " + grad.shape().ToString() +
+                             ", the variable has " + it->second.value.shape().ToString());
+    }
+    if (!AllFinite(grad)) {
+      return InvalidArgument("gradient for '" + name + "' holds NaN or Inf; nothing applied");
+    }
+    entries.push_back(&it->second);
+  }
+  const float lr = schedule_.At(global_step_);
+  for (size_t i = 0; i < grads.size(); ++i) {
+    Tensor grad = grads[i].second;
+    if (clipping_.by_value) ClipByValue(clipping_.by_value->first, clipping_.by_value->second, &grad);
+    if (clipping_.by_norm) ClipByNorm(*clipping_.by_norm, &grad);
+    RETURN_IF_ERROR(optimizer_->Apply(lr, global_step_, grad, &entries[i]->value,
+                                      &entries[i]->slots));
+  }
+  ++global_step_;
+  return Status::OK();
+}
+
+std::map<std::string, Tensor> VariableStore::StateTensors() const {
+  std::map<std::string, Tensor> out;
+  for (const auto& [name, e] : variables_) {
+    out[name] = e.value;
+    for (const auto& [slot, t] : e.slots) out[name + "/" + slot] = t;
+  }
+  return out;
+}
+
+}  // namespace ps
+}  // namespace pstrain

@@ -1,0 +1,65 @@
+// The variables a parameter server holds, with their optimizer slots, the learning-rate
+// schedule, per-variable clipping and the global step. The single-process trainer uses it
+// directly (sharing the model's buffers); a server task will hold one for its shard.
+//
+//   train:
+//     optimizer: {type: adam}
+//     learning_rate: {schedule: constant, initial: 0.001}
+//     clipping: {by_norm: 5.0}          # optional
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/config.h"
+#include "common/status.h"
+#include "common/tensor.h"
+#include "ps/clipping.h"
+#include "ps/learning_rate.h"
+#include "ps/optimizer.h"
+
+namespace pstrain {
+namespace ps {
+
+class VariableStore {
+ public:
+  // Reads `optimizer`, `learning_rate` and the optional `clipping` from a train config node.
+  static Result<std::unique_ptr<VariableStore>> FromConfig(const ConfigNode& train_node);
+  VariableStore(std::unique_ptr<Optimizer> optimizer, LearningRateSchedule schedule,
+                ClippingOptions clipping);
+
+  // Holds `value` without copying: updates are visible to every holder of the buffer.
+  Status AddVariable(const std::string& name, Tensor value);
+
+  // Applies one gradient per named variable and advances the global step. Gradients are
+  // clipped by value and by norm here (by global norm is the worker's, over all its gradients).
+  // Unknown names, wrong shapes and non-finite gradients are refused before anything changes.
+  Status ApplyGradients(const std::vector<std::pair<std::string, Tensor>>& grads);
+
+  int64_t global_step() const { return global_step_; }
+  void set_global_step(int64_t step) { global_step_ = step; }
+  float learning_rate() const { return schedule_.At(global_step_); }
+  const Optimizer& optimizer() const { return *optimizer_; }
+
+  // Every variable as "<name>" and every slot as "<name>/<slot>", sharing the buffers, so that
+  // a checkpoint restore can copy into them in place.
+  std::map<std::string, Tensor> StateTensors() const;
+
+ private:
+  struct Entry {
+    Tensor value;
+    Slots slots;
+  };
+  std::unique_ptr<Optimizer> optimizer_;
+  LearningRateSchedule schedule_;
+  ClippingOptions clipping_;
+  std::map<std::string, Entry> variables_;
+  int64_t global_step_ = 0;
+};
+
+}  // namespace ps
+}  // namespace pstrain

@@ -1,0 +1,79 @@
+#include "ps/variable_store.h"
+
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+namespace pstrain {
+namespace ps {
+namespace {
+
+std::unique_ptr<VariableStore> MakeStore(const std::string& yaml) {
+  auto node = ConfigNode::Parse(yaml, "train.yaml");
+  EXPECT_TRUE(node.ok()) << node.status().ToString();
+  auto store = VariableStore::FromConfig(node.value());
+  EXPECT_TRUE(store.ok()) << store.status().ToString();
+  return std::move(store).value();
+}
+
+TEST(VariableStoreTest, AppliesSgdToTheSharedBufferAndAdvancesTheStep) {
+  auto store = MakeStore(
+      "{optimizer: {type: sgd}, learning_rate: {schedule: piecewise_constant, "
+      "boundaries: [0], values: [0.5, 0.1]}}");
+  Tensor w = Tensor::FromVector(Shape{2}, {1.0f, 2.0f});
+  ASSERT_TRUE(store->AddVariable("w", w).ok());
+  EXPECT_FLOAT_EQ(store->learning_rate(), 0.5f);
+  ASSERT_TRUE(store->ApplyGradients({{"w", Tensor::FromVector(Shape{2}, {1.0f, -2.0f})}}).ok());
+  EXPECT_FLOAT_EQ(w[0], 0.5f);  // the caller's tensor sees the update: no copy
+  EXPECT_FLOAT_EQ(w[1], 3.0f);
+  EXPECT_EQ(store->global_step(), 1);
+  EXPECT_FLOAT_EQ(store->learning_rate(), 0.1f);
+}
+
+TEST(VariableStoreTest, ClipsByNormBeforeTheOptimizer) {
+  auto store = MakeStore(
+      "{optimizer: {type: sgd}, learning_rate: {initial: 1.0}, clipping: {by_norm: 1.0}}");
+  Tensor w = Tensor::FromVector(Shape{2}, {0.0f, 0.0f});
+  ASSERT_TRUE(store->AddVariable("w", w).ok());
+  ASSERT_TRUE(store->ApplyGradients({{"w", Tensor::FromVector(Shape{2}, {3.0f, 4.0f})}}).ok());
+  EXPECT_NEAR(w[0], -0.6f, 1e-6);
+  EXPECT_NEAR(w[1], -0.8f, 1e-6);
+}
+
+TEST(VariableStoreTest, BadGradientsChangeNothing) {
+  auto store = MakeStore("{optimizer: {type: adam}, learning_rate: {initial: 0.1}}");
+  Tensor a = Tensor::FromVector(Shape{2}, {1.0f, 2.0f});
+  Tensor b = Tensor::FromVector(Shape{1}, {3.0f});
+  ASSERT_TRUE(store->AddVariable("a", a).ok());
+  ASSERT_TRUE(store->AddVariable("b", b).ok());
+  EXPECT_EQ(store->AddVariable("a", a).code(), StatusCode::kAlreadyExists);
+
+  Tensor good = Tensor::FromVector(Shape{2}, {1.0f, 1.0f});
+  Status s = store->ApplyGradients({{"a", good}, {"b", Tensor::FromVector(Shape{1}, {NAN})}});
+  EXPECT_NE(s.message().find("'b' holds NaN or Inf"), std::string::npos) << s.message();
+  s = store->ApplyGradients({{"a", good}, {"b", Tensor::FromVector(Shape{2}, {1, 1})}});
+  EXPECT_NE(s.message().find("has shape [2], the variable has [1]"), std::string::npos)
+      << s.message();
+  s = store->ApplyGradients({{"a", good}, {"nope", good}});
+  EXPECT_EQ(s.code(), StatusCode::kNotFound);
+  // Nothing moved, not even the variable whose gradient was fine, and no step was taken.
+  EXPECT_EQ(a[0], 1.0f);
+  EXPECT_EQ(b[0], 3.0f);
+  EXPECT_EQ(store->global_step(), 0);
+  EXPECT_EQ(store->StateTensors().at("a/m")[0], 0.0f);
+}
+
+TEST(VariableStoreTest, StateTensorsNameVariablesAndSlotsAndShareBuffers) {
+  auto store = MakeStore("{optimizer: {type: adam}, learning_rate: {initial: 0.1}}");
+  Tensor a = Tensor::FromVector(Shape{2}, {1.0f, 2.0f});
+  ASSERT_TRUE(store->AddVariable("a", a).ok());
+  auto state = store->StateTensors();
+  ASSERT_EQ(state.size(), 3u);
+  EXPECT_TRUE(state.count("a/m") && state.count("a/v"));
+  state["a/m"].Fill(0.5f);  // a restore writes in place
+  EXPECT_EQ(store->StateTensors().at("a/m")[1], 0.5f);
+}
+
+}  // namespace
+}  // namespace ps
+}  // namespace pstrain
