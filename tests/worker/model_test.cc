@@ -5,16 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/test_env.h"
 #include "tests/worker/gradient_checker.h"
 
 namespace pstrain {
 namespace worker {
 namespace {
 
-std::string SourceDir() {
-  const char* d = std::getenv("PSTRAIN_SOURCE_DIR");
-  return d ? d : ".";
-}
+using pstrain::testing::SourceDir;
 
 Result<std::unique_ptr<Model>> FromText(const std::string& yaml) {
   auto node = ConfigNode::Parse(yaml, "model.yaml");

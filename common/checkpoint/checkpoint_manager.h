@@ -1,0 +1,52 @@
+// Numbered checkpoints in a training directory with TF's tf.train.Saver semantics: each save
+// writes <train_dir>/<basename>-<global_step>, records it in the `checkpoint` index file (TF's
+// text format) and deletes the oldest beyond max_to_keep. The index is re-read on every call,
+// so a restarted trainer continues where the previous one left off.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/checkpoint/checkpoint.h"
+#include "common/status.h"
+
+namespace pstrain {
+
+class CheckpointManager {
+ public:
+  // max_to_keep <= 0 keeps every checkpoint, as in TF.
+  CheckpointManager(std::string train_dir, int max_to_keep, std::string basename = "model.ckpt");
+
+  // Writes the checkpoint (creating train_dir if needed), makes it the latest in the index, then
+  // deletes the oldest files beyond max_to_keep. Returns the path written. Saving a step that is
+  // already listed (after restoring an earlier one) replaces it.
+  Result<std::string> Save(const CheckpointData& data);
+
+  // Path of the latest checkpoint; NotFound when there is no index yet.
+  Result<std::string> LatestPath() const;
+  // Paths listed in the index, oldest first (latest last); empty when there is no index yet.
+  Result<std::vector<std::string>> AllPaths() const;
+  // back = 0 is the latest, 1 the one before it, ...; OutOfRange beyond the oldest kept.
+  Result<std::string> PathFromLatest(int back) const;
+  // What a --checkpoint_path flag may name: a checkpoint in train_dir ("model.ckpt-200"), a
+  // path to one, or a directory holding an index (its latest checkpoint).
+  Result<std::string> ResolvePath(const std::string& name_or_path) const;
+
+  // A corrupt or missing latest file gives an error naming it and the --checkpoint_path value
+  // that restores the one before it.
+  Result<CheckpointData> RestoreLatest() const;
+  Result<CheckpointData> Restore(const std::string& name_or_path) const;
+
+  const std::string& train_dir() const { return train_dir_; }
+  // <train_dir>/checkpoint
+  std::string index_path() const;
+
+ private:
+  std::string Join(const std::string& name) const;
+
+  std::string train_dir_;
+  int max_to_keep_;
+  std::string basename_;
+};
+
+}  // namespace pstrain

@@ -1,0 +1,315 @@
+#include "worker/trainer.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <iomanip>
+#include <sstream>
+
+#include "common/checkpoint/checkpoint_manager.h"
+#include "common/checkpoint/partial_restore.h"
+#include "common/checkpoint/safetensors.h"
+#include "common/checkpoint/save_trigger.h"
+#include "common/data/idx.h"
+#include "common/summary/summary_writer.h"
+#include "ps/clipping.h"
+#include "ps/variable_store.h"
+#include "worker/input/input_pipeline.h"
+#include "worker/model.h"
+
+namespace pstrain {
+namespace worker {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct TrainConfig {
+  uint64_t seed = 1;
+  int64_t batch_size = 128;
+  int64_t epochs = 1;
+  int64_t max_steps = 0;
+  double weight_decay = 0;
+  ps::ClippingOptions clipping;
+};
+
+Result<TrainConfig> ReadTrainConfig(const ConfigNode& train) {
+  RETURN_IF_ERROR(train.CheckKeys({"seed", "batch_size", "epochs", "max_steps", "optimizer",
+                                   "learning_rate", "clipping", "weight_decay"}));
+  TrainConfig c;
+  ASSIGN_OR_RETURN(int64_t seed, train.GetInt("seed", 1));
+  c.seed = static_cast<uint64_t>(seed);
+  ASSIGN_OR_RETURN(c.batch_size, train.GetInt("batch_size", 128));
+  ASSIGN_OR_RETURN(c.epochs, train.GetInt("epochs", 1));
+  ASSIGN_OR_RETURN(c.max_steps, train.GetInt("max_steps", 0));
+  ASSIGN_OR_RETURN(c.weight_decay, train.GetDouble("weight_decay", 0.0));
+  if (c.batch_size < 1) return train.Error("field 'batch_size' must be >= 1");
+  if (c.epochs < 1) return train.Error("field 'epochs' must be >= 1");
+  if (c.weight_decay < 0) return train.Error("field 'weight_decay' must be >= 0");
+  if (train.Has("clipping")) {
+    ASSIGN_OR_RETURN(ConfigNode clip, train.Child("clipping"));
+    ASSIGN_OR_RETURN(c.clipping, ps::ClippingOptions::FromConfig(clip));
+  }
+  return c;
+}
+
+std::vector<std::string> SplitList(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+std::atomic<bool> g_stop{false};
+void OnSignal(int) { g_stop = true; }
+
+struct Evaluation {
+  double accuracy = 0, loss = 0;
+  int64_t examples = 0;
+};
+
+Result<Evaluation> Evaluate(Model* model, const InputOptions& input, uint64_t seed) {
+  ASSIGN_OR_RETURN(auto pipeline,
+                   InputPipeline::Create(input.ForEvaluation(), 1000, 0, 1, seed));
+  Evaluation e;
+  double loss_sum = 0;
+  int64_t correct = 0;
+  for (;;) {
+    Result<Batch> batch = pipeline->Next();
+    if (batch.status().code() == StatusCode::kOutOfRange) break;
+    if (!batch.ok()) return batch.status().WithContext("evaluation input");
+    const int64_t n = batch->images.dim(0);
+    loss_sum += model->Forward(batch->images, batch->labels, false, nullptr) * n;
+    correct += model->CountCorrect(batch->labels);
+    e.examples += n;
+  }
+  if (e.examples == 0) return FailedPrecondition("the evaluation set is empty");
+  e.accuracy = static_cast<double>(correct) / e.examples;
+  e.loss = loss_sum / e.examples;
+  return e;
+}
+
+}  // namespace
+
+Result<TrainResult> Train(const TrainerOptions& o) {
+  ASSIGN_OR_RETURN(ConfigNode config, ConfigNode::LoadFile(o.config_path));
+  RETURN_IF_ERROR(config.CheckKeys({"model", "train", "input"}));
+  ASSIGN_OR_RETURN(ConfigNode model_node, config.Child("model"));
+  ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::FromConfig(model_node));
+  ASSIGN_OR_RETURN(ConfigNode train_node, config.Child("train"));
+  ASSIGN_OR_RETURN(TrainConfig tc, ReadTrainConfig(train_node));
+  ASSIGN_OR_RETURN(std::unique_ptr<ps::VariableStore> store,
+                   ps::VariableStore::FromConfig(train_node));
+  InputOptions input;
+  if (config.Has("input")) {
+    ASSIGN_OR_RETURN(ConfigNode input_node, config.Child("input"));
+    ASSIGN_OR_RETURN(input, InputOptions::FromConfig(input_node));
+  }
+  if (!o.data_dir.empty()) input.data_dir = o.data_dir;
+  if (input.source == InputSource::kIdx) {
+    ASSIGN_OR_RETURN(ImageSet set, LoadFashionMnist(input.data_dir, Split::kTrain));
+    auto shared = std::make_shared<const ImageSet>(std::move(set));
+    if (input.mean.empty()) {
+      // Normalise with the training set's statistics, for training and evaluation alike.
+      Normalization norm = ComputeNormalization(*shared);
+      input.mean = norm.mean;
+      input.stddev = norm.stddev;
+    }
+    input.images = shared;
+  } else if (input.mean.empty()) {
+    LOG(WARNING) << "trainer: input.mean/std not set for TFRecord input; using x/255 only";
+  }
+  LOG(INFO) << "trainer: " << model->Summary();
+
+  model->InitVariables(tc.seed);
+  std::map<std::string, Tensor> state;  // what a checkpoint holds
+  for (Variable* v : model->variables()) {
+    if (v->trainable) RETURN_IF_ERROR(store->AddVariable(v->name, v->value));
+    else state[v->name] = v->value;
+  }
+  for (auto& [name, t] : store->StateTensors()) state[name] = t;
+
+  CheckpointManager checkpoints(o.train_dir, o.max_to_keep);
+  Result<CheckpointData> restored = FailedPrecondition("nothing to restore");
+  if (!o.checkpoint_path.empty()) {
+    restored = checkpoints.Restore(o.checkpoint_path);
+    if (!restored.ok()) return restored.status();
+  } else if (checkpoints.LatestPath().ok()) {
+    restored = checkpoints.RestoreLatest();
+    if (!restored.ok()) return restored.status();
+  }
+  if (restored.ok()) {
+    RestoreFilter filter;
+    filter.exclude = SplitList(o.restore_exclude);
+    ASSIGN_OR_RETURN(RestoreReport report, RestoreInto(restored.value(), filter, &state));
+    store->set_global_step(restored->global_step);
+    LOG(INFO) << "trainer: restored " << report.restored.size() << " tensors at global step "
+              << restored->global_step << " from " << o.train_dir
+              << (report.filtered.empty() ? ""
+                                          : " (" + std::to_string(report.filtered.size()) +
+                                                " left at their initial values by --restore_exclude)");
+    if (!report.missing.empty()) {
+      LOG(WARNING) << "trainer: " << report.missing.size() << " tensors were not in the "
+                   << "checkpoint and keep their initial values, e.g. " << report.missing[0];
+    }
+  }
+
+  ASSIGN_OR_RETURN(auto pipeline, InputPipeline::Create(input, tc.batch_size, 0, 1,
+                                                        tc.seed + store->global_step()));
+  const int64_t steps_per_epoch = std::max<int64_t>(1, pipeline->examples_per_epoch() / tc.batch_size);
+  const int64_t epochs = o.epochs > 0 ? o.epochs : tc.epochs;
+  const int64_t max_steps =
+      o.max_steps > 0 ? o.max_steps : (tc.max_steps > 0 ? tc.max_steps : epochs * steps_per_epoch);
+
+  std::unique_ptr<SummaryWriter> train_log, eval_log;
+  if (!o.logdir.empty()) {
+    ASSIGN_OR_RETURN(train_log, SummaryWriter::Open(o.logdir, "train"));
+    ASSIGN_OR_RETURN(eval_log, SummaryWriter::Open(o.logdir, "eval"));
+    train_log->AddText("config", store->global_step(),
+                       "```\n" + config.ToYaml() + "\n```\n\ncommand line: `" + o.command_line +
+                           "`");
+  }
+  LOG(INFO) << "trainer: training " << model->name() << " from step " << store->global_step()
+            << " to " << max_steps << " (" << steps_per_epoch << " steps per epoch, batch "
+            << tc.batch_size << ", " << store->optimizer().name() << ")";
+  if (!o.logdir.empty()) {
+    LOG(INFO) << "trainer: TensorBoard logs in " << o.logdir
+              << "; watch with: tensorboard --logdir " << o.logdir;
+  }
+
+  auto save = [&](int64_t step) -> Status {
+    CheckpointData data;
+    data.global_step = step;
+    data.tensors = state;
+    data.metadata["model"] = model->name();
+    ASSIGN_OR_RETURN(std::string path, checkpoints.Save(data));
+    LOG(INFO) << "trainer: step " << step << ": saved checkpoint " << path;
+    return Status::OK();
+  };
+  SavePolicy policy{o.save_checkpoints_steps, o.save_checkpoints_secs};
+  SaveTrigger trigger(policy, store->global_step(), Clock::now());
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+
+  TrainResult result;
+  std::mt19937_64 rng(tc.seed * 7919 + store->global_step());
+  const auto start = Clock::now();
+  auto window_start = start;
+  int64_t window_steps = 0, window_examples = 0, last_saved = store->global_step();
+  double window_loss = 0;
+  bool evaluated_at_end = false;
+  while (store->global_step() < max_steps && !g_stop) {
+    Result<Batch> batch = pipeline->Next();
+    if (!batch.ok()) return batch.status().WithContext("trainer: training input");
+    const int64_t step = store->global_step();
+    if (step == 0 && train_log) train_log->AddImages("input", 0, batch->images, 3);
+    const float loss = model->Forward(batch->images, batch->labels, true, &rng);
+    model->Backward();
+    std::vector<std::pair<std::string, Tensor>> grads;
+    std::vector<Tensor*> grad_ptrs;
+    for (Variable* v : model->trainable_variables()) {
+      if (tc.weight_decay > 0 && v->value.shape().rank() > 1) {  // weights, not biases or BN
+        const float wd = static_cast<float>(tc.weight_decay);
+        float* g = v->grad.data();
+        const float* w = v->value.data();
+        for (int64_t i = 0; i < v->grad.size(); ++i) g[i] += wd * w[i];
+      }
+      grads.emplace_back(v->name, v->grad);
+      grad_ptrs.push_back(&v->grad);
+    }
+    if (tc.clipping.by_global_norm) ps::ClipByGlobalNorm(*tc.clipping.by_global_norm, grad_ptrs);
+    if (!std::isfinite(loss)) {
+      return Internal("trainer: step " + std::to_string(step) + ": the loss is " +
+                      std::to_string(loss) + "; training diverged (lower the learning rate)");
+    }
+    Status applied = store->ApplyGradients(grads);
+    if (!applied.ok()) return applied.WithContext("trainer: step " + std::to_string(step));
+    const int64_t now_step = store->global_step();
+    window_loss += loss;
+    ++window_steps;
+    window_examples += batch->images.dim(0);
+
+    if (now_step % o.log_every_n_steps == 0 || now_step == max_steps) {
+      const double secs =
+          std::chrono::duration<double>(Clock::now() - window_start).count();
+      const double rate = window_examples / std::max(secs, 1e-9);
+      const float lr = store->learning_rate();
+      LOG(INFO) << "trainer: step " << now_step << "/" << max_steps << " (epoch "
+                << std::fixed << std::setprecision(2)
+                << static_cast<double>(now_step) / steps_per_epoch << ") loss "
+                << std::setprecision(4) << window_loss / window_steps << " lr " << lr << " "
+                << std::setprecision(1) << rate << " examples/s";
+      if (train_log) {
+        train_log->AddScalar("loss", now_step, static_cast<float>(window_loss / window_steps));
+        train_log->AddScalar("learning_rate", now_step, lr);
+        train_log->AddScalar("examples_per_sec", now_step, static_cast<float>(rate));
+        train_log->AddScalar("global_step/sec", now_step,
+                             static_cast<float>(window_steps / std::max(secs, 1e-9)));
+      }
+      window_start = Clock::now();
+      window_steps = window_examples = 0;
+      window_loss = 0;
+    }
+    if (train_log && o.histogram_every_n_steps > 0 &&
+        (now_step % o.histogram_every_n_steps == 0 || now_step == 1)) {
+      for (Variable* v : model->variables()) {
+        train_log->AddHistogram(v->name, now_step, v->value);
+        if (v->trainable) train_log->AddHistogram(v->name + "/gradient", now_step, v->grad);
+      }
+    }
+    const bool epoch_end = now_step % steps_per_epoch == 0;
+    const bool eval_now = o.eval_every_n_steps > 0 ? now_step % o.eval_every_n_steps == 0
+                                                   : epoch_end;
+    if (eval_now || now_step == max_steps) {
+      ASSIGN_OR_RETURN(Evaluation e, Evaluate(model.get(), input, tc.seed));
+      result.test_accuracy = e.accuracy;
+      result.test_loss = e.loss;
+      evaluated_at_end = now_step == max_steps;
+      const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+      LOG(INFO) << "trainer: step " << now_step << ": test accuracy " << std::fixed
+                << std::setprecision(4) << e.accuracy << ", test loss " << e.loss << " ("
+                << e.examples << " examples, " << std::setprecision(1) << elapsed
+                << " s since start)";
+      if (eval_log) {
+        eval_log->AddScalar("accuracy", now_step, static_cast<float>(e.accuracy));
+        eval_log->AddScalar("loss", now_step, static_cast<float>(e.loss));
+      }
+      if (o.stop_at_accuracy > 0 && e.accuracy >= o.stop_at_accuracy) {
+        LOG(INFO) << "trainer: reached test accuracy " << e.accuracy << " >= "
+                  << o.stop_at_accuracy << "; stopping";
+        break;
+      }
+    }
+    if (trigger.ShouldSave(now_step, Clock::now())) {
+      RETURN_IF_ERROR(save(now_step));
+      last_saved = now_step;
+    }
+  }
+  result.global_step = store->global_step();
+  result.train_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  if (g_stop) LOG(INFO) << "trainer: stop requested at step " << result.global_step;
+  if (result.global_step != last_saved) RETURN_IF_ERROR(save(result.global_step));
+  if (!evaluated_at_end && !g_stop) {
+    ASSIGN_OR_RETURN(Evaluation e, Evaluate(model.get(), input, tc.seed));
+    result.test_accuracy = e.accuracy;
+    result.test_loss = e.loss;
+  }
+  CheckpointData final_state;
+  final_state.global_step = result.global_step;
+  for (Variable* v : model->variables()) final_state.tensors[v->name] = v->value;
+  const std::string exported = o.train_dir + "/model.safetensors";
+  RETURN_IF_ERROR(ExportSafetensors(final_state, exported));
+  LOG(INFO) << "trainer: exported the variables to " << exported
+            << " (loads with safetensors in numpy or PyTorch)";
+  if (train_log) RETURN_IF_ERROR(train_log->Close());
+  if (eval_log) RETURN_IF_ERROR(eval_log->Close());
+  return result;
+}
+
+}  // namespace worker
+}  // namespace pstrain
