@@ -266,6 +266,7 @@ Result<TrainResult> Train(const TrainerOptions& o) {
     const bool eval_now = o.eval_every_n_steps > 0 ? now_step % o.eval_every_n_steps == 0
                                                    : epoch_end;
     if (eval_now || now_step == max_steps) {
+      const auto eval_start = Clock::now();
       ASSIGN_OR_RETURN(Evaluation e, Evaluate(model.get(), input, tc.seed));
       result.test_accuracy = e.accuracy;
       result.test_loss = e.loss;
@@ -279,6 +280,8 @@ Result<TrainResult> Train(const TrainerOptions& o) {
         eval_log->AddScalar("accuracy", now_step, static_cast<float>(e.accuracy));
         eval_log->AddScalar("loss", now_step, static_cast<float>(e.loss));
       }
+      // Evaluation time is not training time: keep it out of the next examples/s figure.
+      window_start += Clock::now() - eval_start;
       if (o.stop_at_accuracy > 0 && e.accuracy >= o.stop_at_accuracy) {
         LOG(INFO) << "trainer: reached test accuracy " << e.accuracy << " >= "
                   << o.stop_at_accuracy << "; stopping";

@@ -1,0 +1,59 @@
+// The messages between workers, evaluators and parameter servers. On the wire a message is one
+// Cap'n Proto frame (schema: common/wire/pstrain.capnp) followed by one ZeroMQ frame per tensor
+// holding its raw float32 bytes, so tensor data is never copied into or out of the header.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "common/tensor.h"
+
+namespace pstrain {
+namespace wire {
+
+// Bumped on any incompatible change; a peer speaking another version is refused by name.
+constexpr uint32_t kProtocolVersion = 1;
+
+enum class MessageType {
+  kRegister,    // a worker/evaluator announces itself (task_index, role)
+  kPull,        // names -> reply carries those variables' values and the global step
+  kPush,        // gradients computed from variables of version `step`
+  kBarrier,     // wait until `value` participants have arrived at barrier `text`
+  kHeartbeat,   // liveness, both ways
+  kCheckpoint,  // chief -> server: save your shard at `step` into `text` (train_dir)
+  kShutdown,    // chief -> server: training is over, exit cleanly
+  kOk,          // a reply with nothing more to say (or with tensors/step for a pull)
+  kError,       // a reply naming what was wrong (`text`); the request changed nothing
+};
+
+const char* MessageTypeName(MessageType type);
+
+struct NamedTensor {
+  std::string name;
+  Tensor tensor;
+};
+
+struct Message {
+  MessageType type = MessageType::kOk;
+  uint64_t request_id = 0;   // a reply carries its request's id
+  std::string role;          // sender: "worker", "evaluator", "ps", "chief"
+  int32_t task_index = -1;   // sender's task index
+  int64_t step = 0;          // pull reply: global step; push: version the gradient came from
+  int64_t value = 0;         // barrier: participants; push: 1 to advance the global step
+  std::string text;          // error message, barrier name, checkpoint directory
+  std::vector<std::string> names;    // pull: the variables wanted
+  std::vector<NamedTensor> tensors;  // push: gradients; pull reply: values
+};
+
+// Limits a receiver enforces before buffering a message whole.
+struct MessageLimits {
+  size_t max_header_bytes = 1 << 20;
+  size_t max_frames = 4096;
+  size_t max_tensor_bytes = size_t{1} << 32;
+  size_t max_total_bytes = size_t{1} << 33;
+};
+
+}  // namespace wire
+}  // namespace pstrain
