@@ -14,7 +14,8 @@ packages=(
   libdnnl-dev libopenblas-dev
   libyaml-cpp-dev zlib1g-dev libpng-dev nlohmann-json3-dev
   dataset-fashion-mnist
-  python3 python3-numpy python3-venv
+  python3 python3-numpy python3-venv python3-yaml
+  openssh-server openssh-client
 )
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(python3-torch)
