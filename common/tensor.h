@@ -57,6 +57,8 @@ class Tensor {
   int64_t size() const { return buffer_ ? shape_.num_elements() : 0; }
   size_t bytes() const { return static_cast<size_t>(size()) * sizeof(float); }
   bool empty() const { return buffer_ == nullptr; }
+  // Whether another Tensor (e.g. one a network send still holds) shares this buffer.
+  bool shared() const { return buffer_.use_count() > 1; }
   int64_t dim(int i) const { return shape_.dim(i); }
 
   float* data() { return data_; }

@@ -40,30 +40,49 @@ bool AllFinite(const Tensor& t) {
 }
 }  // namespace
 
-Status VariableStore::ApplyGradients(const std::vector<std::pair<std::string, Tensor>>& grads) {
-  std::vector<Entry*> entries;
-  for (const auto& [name, grad] : grads) {
-    auto it = variables_.find(name);
-    if (it == variables_.end()) return NotFound("no variable named '" + name + "'");
-    if (grad.shape() != it->second.value.shape()) {
-      return InvalidArgument("gradient for '" + name + "' has shape " + grad.shape().ToString() +
-                             ", the variable has " + it->second.value.shape().ToString());
-    }
-    if (!AllFinite(grad)) {
-      return InvalidArgument("gradient for '" + name + "' holds NaN or Inf; nothing applied");
-    }
-    entries.push_back(&it->second);
+Status VariableStore::CheckGradient(const std::string& name, const Tensor& grad) const {
+  auto it = variables_.find(name);
+  if (it == variables_.end()) return NotFound("no variable named '" + name + "'");
+  if (grad.shape() != it->second.value.shape()) {
+    return InvalidArgument("gradient for '" + name + "' has shape " + grad.shape().ToString() +
+                           ", the variable has " + it->second.value.shape().ToString());
   }
-  const float lr = schedule_.At(global_step_);
-  for (size_t i = 0; i < grads.size(); ++i) {
-    Tensor grad = grads[i].second;
+  if (!AllFinite(grad)) {
+    return InvalidArgument("gradient for '" + name + "' holds NaN or Inf; nothing applied");
+  }
+  return Status::OK();
+}
+
+Status VariableStore::ApplyGradientsAt(int64_t step,
+                                       const std::vector<std::pair<std::string, Tensor>>& grads) {
+  // Everything is checked before anything changes.
+  for (const auto& [name, grad] : grads) RETURN_IF_ERROR(CheckGradient(name, grad));
+  const float lr = schedule_.At(step);
+  for (const auto& [name, g] : grads) {
+    Tensor grad = g;
+    Entry& e = variables_.at(name);
     if (clipping_.by_value) ClipByValue(clipping_.by_value->first, clipping_.by_value->second, &grad);
     if (clipping_.by_norm) ClipByNorm(*clipping_.by_norm, &grad);
-    RETURN_IF_ERROR(optimizer_->Apply(lr, global_step_, grad, &entries[i]->value,
-                                      &entries[i]->slots));
+    RETURN_IF_ERROR(optimizer_->Apply(lr, step, grad, &e.value, &e.slots));
   }
+  return Status::OK();
+}
+
+Status VariableStore::ApplyGradients(const std::vector<std::pair<std::string, Tensor>>& grads) {
+  RETURN_IF_ERROR(ApplyGradientsAt(global_step_, grads));
   ++global_step_;
   return Status::OK();
+}
+
+void VariableStore::DetachIfShared(const std::string& name) {
+  Tensor& value = variables_.at(name).value;
+  if (value.shared()) value = value.Clone();
+}
+
+std::vector<std::string> VariableStore::Names() const {
+  std::vector<std::string> names;
+  for (const auto& kv : variables_) names.push_back(kv.first);
+  return names;
 }
 
 std::map<std::string, Tensor> VariableStore::StateTensors() const {

@@ -40,6 +40,20 @@ class VariableStore {
   // Unknown names, wrong shapes and non-finite gradients are refused before anything changes.
   Status ApplyGradients(const std::vector<std::pair<std::string, Tensor>>& grads);
 
+  // Applies at an explicit step (the learning rate's and Adam's), leaving global_step() alone:
+  // a server whose global step is kept elsewhere (PS task 0) uses this.
+  Status ApplyGradientsAt(int64_t step, const std::vector<std::pair<std::string, Tensor>>& grads);
+  // Why `grad` cannot be applied to `name` (unknown, wrong shape, NaN/Inf), or OK.
+  Status CheckGradient(const std::string& name, const Tensor& grad) const;
+
+  bool Has(const std::string& name) const { return variables_.count(name) > 0; }
+  // The variable's value (shares the buffer); CHECKs that it exists.
+  const Tensor& Value(const std::string& name) const { return variables_.at(name).value; }
+  std::vector<std::string> Names() const;
+  // Gives `name` a private copy of its value if another holder (an in-flight pull reply)
+  // shares the buffer, so that the next update cannot tear the bytes being sent.
+  void DetachIfShared(const std::string& name);
+
   int64_t global_step() const { return global_step_; }
   void set_global_step(int64_t step) { global_step_ = step; }
   float learning_rate() const { return schedule_.At(global_step_); }

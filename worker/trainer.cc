@@ -14,47 +14,17 @@
 #include "common/checkpoint/partial_restore.h"
 #include "common/checkpoint/safetensors.h"
 #include "common/checkpoint/save_trigger.h"
-#include "common/data/idx.h"
 #include "common/summary/summary_writer.h"
-#include "ps/clipping.h"
 #include "ps/variable_store.h"
 #include "worker/input/input_pipeline.h"
 #include "worker/model.h"
+#include "worker/training_setup.h"
 
 namespace pstrain {
 namespace worker {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-struct TrainConfig {
-  uint64_t seed = 1;
-  int64_t batch_size = 128;
-  int64_t epochs = 1;
-  int64_t max_steps = 0;
-  double weight_decay = 0;
-  ps::ClippingOptions clipping;
-};
-
-Result<TrainConfig> ReadTrainConfig(const ConfigNode& train) {
-  RETURN_IF_ERROR(train.CheckKeys({"seed", "batch_size", "epochs", "max_steps", "optimizer",
-                                   "learning_rate", "clipping", "weight_decay"}));
-  TrainConfig c;
-  ASSIGN_OR_RETURN(int64_t seed, train.GetInt("seed", 1));
-  c.seed = static_cast<uint64_t>(seed);
-  ASSIGN_OR_RETURN(c.batch_size, train.GetInt("batch_size", 128));
-  ASSIGN_OR_RETURN(c.epochs, train.GetInt("epochs", 1));
-  ASSIGN_OR_RETURN(c.max_steps, train.GetInt("max_steps", 0));
-  ASSIGN_OR_RETURN(c.weight_decay, train.GetDouble("weight_decay", 0.0));
-  if (c.batch_size < 1) return train.Error("field 'batch_size' must be >= 1");
-  if (c.epochs < 1) return train.Error("field 'epochs' must be >= 1");
-  if (c.weight_decay < 0) return train.Error("field 'weight_decay' must be >= 0");
-  if (train.Has("clipping")) {
-    ASSIGN_OR_RETURN(ConfigNode clip, train.Child("clipping"));
-    ASSIGN_OR_RETURN(c.clipping, ps::ClippingOptions::FromConfig(clip));
-  }
-  return c;
-}
 
 std::vector<std::string> SplitList(const std::string& s) {
   std::vector<std::string> out;
@@ -68,32 +38,6 @@ std::vector<std::string> SplitList(const std::string& s) {
 std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop = true; }
 
-struct Evaluation {
-  double accuracy = 0, loss = 0;
-  int64_t examples = 0;
-};
-
-Result<Evaluation> Evaluate(Model* model, const InputOptions& input, uint64_t seed) {
-  ASSIGN_OR_RETURN(auto pipeline,
-                   InputPipeline::Create(input.ForEvaluation(), 1000, 0, 1, seed));
-  Evaluation e;
-  double loss_sum = 0;
-  int64_t correct = 0;
-  for (;;) {
-    Result<Batch> batch = pipeline->Next();
-    if (batch.status().code() == StatusCode::kOutOfRange) break;
-    if (!batch.ok()) return batch.status().WithContext("evaluation input");
-    const int64_t n = batch->images.dim(0);
-    loss_sum += model->Forward(batch->images, batch->labels, false, nullptr) * n;
-    correct += model->CountCorrect(batch->labels);
-    e.examples += n;
-  }
-  if (e.examples == 0) return FailedPrecondition("the evaluation set is empty");
-  e.accuracy = static_cast<double>(correct) / e.examples;
-  e.loss = loss_sum / e.examples;
-  return e;
-}
-
 }  // namespace
 
 Result<TrainResult> Train(const TrainerOptions& o) {
@@ -105,25 +49,7 @@ Result<TrainResult> Train(const TrainerOptions& o) {
   ASSIGN_OR_RETURN(TrainConfig tc, ReadTrainConfig(train_node));
   ASSIGN_OR_RETURN(std::unique_ptr<ps::VariableStore> store,
                    ps::VariableStore::FromConfig(train_node));
-  InputOptions input;
-  if (config.Has("input")) {
-    ASSIGN_OR_RETURN(ConfigNode input_node, config.Child("input"));
-    ASSIGN_OR_RETURN(input, InputOptions::FromConfig(input_node));
-  }
-  if (!o.data_dir.empty()) input.data_dir = o.data_dir;
-  if (input.source == InputSource::kIdx) {
-    ASSIGN_OR_RETURN(ImageSet set, LoadFashionMnist(input.data_dir, Split::kTrain));
-    auto shared = std::make_shared<const ImageSet>(std::move(set));
-    if (input.mean.empty()) {
-      // Normalise with the training set's statistics, for training and evaluation alike.
-      Normalization norm = ComputeNormalization(*shared);
-      input.mean = norm.mean;
-      input.stddev = norm.stddev;
-    }
-    input.images = shared;
-  } else if (input.mean.empty()) {
-    LOG(WARNING) << "trainer: input.mean/std not set for TFRecord input; using x/255 only";
-  }
+  ASSIGN_OR_RETURN(InputOptions input, ReadInputOptions(config, o.data_dir));
   LOG(INFO) << "trainer: " << model->Summary();
 
   model->InitVariables(tc.seed);
@@ -210,19 +136,9 @@ Result<TrainResult> Train(const TrainerOptions& o) {
     if (step == 0 && train_log) train_log->AddImages("input", 0, batch->images, 3);
     const float loss = model->Forward(batch->images, batch->labels, true, &rng);
     model->Backward();
+    PrepareGradients(tc, model.get());
     std::vector<std::pair<std::string, Tensor>> grads;
-    std::vector<Tensor*> grad_ptrs;
-    for (Variable* v : model->trainable_variables()) {
-      if (tc.weight_decay > 0 && v->value.shape().rank() > 1) {  // weights, not biases or BN
-        const float wd = static_cast<float>(tc.weight_decay);
-        float* g = v->grad.data();
-        const float* w = v->value.data();
-        for (int64_t i = 0; i < v->grad.size(); ++i) g[i] += wd * w[i];
-      }
-      grads.emplace_back(v->name, v->grad);
-      grad_ptrs.push_back(&v->grad);
-    }
-    if (tc.clipping.by_global_norm) ps::ClipByGlobalNorm(*tc.clipping.by_global_norm, grad_ptrs);
+    for (Variable* v : model->trainable_variables()) grads.emplace_back(v->name, v->grad);
     if (!std::isfinite(loss)) {
       return Internal("trainer: step " + std::to_string(step) + ": the loss is " +
                       std::to_string(loss) + "; training diverged (lower the learning rate)");
