@@ -2,6 +2,7 @@
 # Benchmarks, each ending with `ratio: X.XX` (ours over the reference measured in the same run;
 # above 1 means pstrain is faster).
 #   bench/run.sh refnet   RefNet training steps (batch 128) vs PyTorch (../shared/bench/torch_refnet.py)
+#   bench/run.sh ps       wire transport push+pull of a 64 MiB variable vs a raw TCP socket pair
 set -euo pipefail
 cd "$(dirname "$0")/.."
 name=${1:-}
@@ -25,8 +26,19 @@ case "$name" in
     echo "pstrain ${ours} img/s, PyTorch ${ref} img/s"
     awk -v a="$ours" -v b="$ref" 'BEGIN{printf "ratio: %.2f\n", a/b}'
     ;;
+  ps)
+    build
+    bin=build/bench/pstrain-bench-ps-transport
+    # Every received tensor is a fresh ZeroMQ frame; with plain glibc malloc each 64 MiB frame is
+    # a new mmap paid for in 4 KiB page faults, which transparent huge pages (glibc >= 2.35)
+    # avoid. The raw socket reuses one buffer. Both are shown; the last ratio uses huge pages.
+    echo "== glibc malloc defaults"
+    "$bin" "$@" | sed 's/^ratio:/ratio with default malloc:/'
+    echo "== GLIBC_TUNABLES=glibc.malloc.hugetlb=1"
+    GLIBC_TUNABLES=glibc.malloc.hugetlb=1 "$bin" "$@"
+    ;;
   *)
-    echo "usage: bench/run.sh refnet [flags for the pstrain side]" >&2
+    echo "usage: bench/run.sh refnet|ps [flags for the pstrain side]" >&2
     exit 2
     ;;
 esac

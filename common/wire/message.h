@@ -45,7 +45,16 @@ struct Message {
   std::string text;          // error message, barrier name, checkpoint directory
   std::vector<std::string> names;    // pull: the variables wanted
   std::vector<NamedTensor> tensors;  // push: gradients; pull reply: values
+  // kError: the kind of failure, so a caller can tell NotFound from InvalidArgument (kOk: unset).
+  StatusCode error_code = StatusCode::kOk;
 };
+
+// A kError reply to `request` carrying `status`'s code and message.
+Message ErrorReply(const Message& request, const Status& status);
+
+// The failure a kError reply stands for (kInternal when its code was unset); OK for any other
+// type.
+Status StatusOfReply(const Message& reply);
 
 // Limits a receiver enforces before buffering a message whole.
 struct MessageLimits {

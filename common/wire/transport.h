@@ -3,6 +3,9 @@
 // (zmq_msg_init_data with a free callback that keeps the tensor's buffer alive) and received
 // without copies (Tensor::Wrap over the received frame; capnp reads the header in place).
 // Sockets are not thread-safe: use each from one thread.
+// Send and Reply return before ZeroMQ has written the tensors (it holds a copy of each Tensor, so
+// the buffers stay alive): do not modify a sent tensor's buffer in place until the peer has it
+// (replacing or detaching the buffer, as copy-on-write does, is safe).
 #pragma once
 
 #include <chrono>
@@ -17,6 +20,10 @@ namespace wire {
 
 // "tcp://127.0.0.1:2222" from "127.0.0.1:2222" (a bare host:port as in --ps_hosts).
 std::string TcpEndpoint(const std::string& host_port);
+
+// How many received ZeroMQ frames decoded tensors still hold (tensors wrap the frames they came
+// in rather than copying them): for finding tensors kept alive longer than meant.
+int64_t ReceivedFramesHeld();
 
 struct Incoming {
   std::string peer;  // ZeroMQ routing id of the sender, to Reply() to
@@ -57,6 +64,8 @@ class Connection {
 
  private:
   struct Impl;
+  // Reads and decodes a message that is ready to be received.
+  Result<Message> ReadReply();
   explicit Connection(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -1,0 +1,213 @@
+// Transport throughput over loopback TCP, client and server as two threads of one process:
+//  (a) push + pull of one large float32 variable through Connection/ServerSocket,
+//  (b) the same bytes through a plain blocking TCP socket pair: the ceiling,
+//  (c) updates/s for many small variables, all in one push or one per push.
+// Ends with `ratio: X.XX` = (a) over (b) in GB/s of tensor bytes, medians of alternating trials.
+#include <arpa/inet.h>
+#include <gflags/gflags.h>
+#include <glog/logging.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/wire/transport.h"
+
+DEFINE_int32(mib, 64, "size of the large variable in MiB");
+DEFINE_int32(iters, 10, "push+pull rounds of the large variable (and raw socket rounds) a trial");
+DEFINE_int32(trials, 5,
+             "alternating trials of both; the medians are compared (machines are shared)");
+DEFINE_int32(small_vars, 1000, "small variables per push in the many-variables case");
+DEFINE_int32(small_floats, 256, "floats per small variable");
+DEFINE_int32(small_iters, 200, "pushes of all small variables at once");
+DEFINE_int32(single_iters, 5000, "pushes of one small variable each");
+
+namespace pstrain {
+namespace {
+
+using wire::Message;
+using wire::MessageType;
+using Clock = std::chrono::steady_clock;
+constexpr std::chrono::milliseconds kTimeout(60000);
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// The server side, kept small so the parameter-server loop can take its place: push keeps the
+// latest gradients (not applied: this measures the transport) and replies ok; pull replies
+// with the variables named; shutdown ends the loop.
+void ServeVariables(wire::ServerSocket* server, std::map<std::string, Tensor> variables) {
+  std::map<std::string, Tensor> gradients;
+  while (true) {
+    Result<wire::Incoming> in = server->Receive(std::chrono::milliseconds(1000));
+    if (!in.ok()) continue;  // timeout
+    if (!in->message.ok()) {
+      CHECK(server->Reply(in->peer, wire::ErrorReply({}, in->message.status())).ok());
+      continue;
+    }
+    const Message& request = in->message.value();
+    Message reply;
+    reply.request_id = request.request_id;
+    if (request.type == MessageType::kPush) {
+      for (const wire::NamedTensor& g : request.tensors) gradients[g.name] = g.tensor;
+    } else if (request.type == MessageType::kPull) {
+      for (const std::string& name : request.names)
+        reply.tensors.push_back({name, variables[name]});
+    }
+    CHECK(server->Reply(in->peer, reply).ok());
+    if (request.type == MessageType::kShutdown) return;
+  }
+}
+
+// GB/s of tensor bytes for push + pull of a `bytes` variable through the transport.
+double TransportPushPull(wire::Connection* conn, size_t bytes, int iters) {
+  const int64_t n = static_cast<int64_t>(bytes / sizeof(float));
+  Message push;
+  push.type = MessageType::kPush;
+  push.tensors = {{"w", Tensor::Filled({n}, 0.5f)}};
+  Message pull;
+  pull.type = MessageType::kPull;
+  pull.names = {"w"};
+  Clock::time_point start;
+  for (int i = -1; i < iters; ++i) {  // round -1 warms up
+    if (i == 0) start = Clock::now();
+    CHECK(conn->Call(push, kTimeout).ok());
+    Result<Message> reply = conn->Call(pull, kTimeout);
+    CHECK(reply.ok()) << reply.status().ToString();
+    CHECK_EQ(reply->tensors.at(0).tensor.bytes(), bytes);
+  }
+  return 2.0 * bytes * iters / SecondsSince(start) / 1e9;
+}
+
+double PushRate(wire::Connection* conn, int vars, int floats, int iters) {
+  Message push;
+  push.type = MessageType::kPush;
+  for (int v = 0; v < vars; ++v) {
+    push.tensors.push_back({"layer" + std::to_string(v) + "/w", Tensor::Filled({floats}, 1.0f)});
+  }
+  Clock::time_point start = Clock::now();
+  for (int i = 0; i < iters; ++i) CHECK(conn->Call(push, kTimeout).ok());
+  return static_cast<double>(vars) * iters / SecondsSince(start);
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+void SendAll(int fd, const char* data, size_t bytes) {
+  while (bytes > 0) {
+    const ssize_t sent = send(fd, data, bytes, 0);
+    CHECK_GT(sent, 0) << "send: " << strerror(errno);
+    data += sent;
+    bytes -= static_cast<size_t>(sent);
+  }
+}
+
+void RecvAll(int fd, char* data, size_t bytes) {
+  while (bytes > 0) {
+    const ssize_t got = recv(fd, data, bytes, 0);
+    CHECK_GT(got, 0) << "recv: " << strerror(errno);
+    data += got;
+    bytes -= static_cast<size_t>(got);
+  }
+}
+
+// GB/s through a plain blocking loopback socket pair: the client sends `bytes`, the server
+// receives them and sends `bytes` back, `iters` times.
+double RawTcpPushPull(size_t bytes, int iters) {
+  const int listener = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  CHECK_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  socklen_t len = sizeof(addr);
+  CHECK_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  CHECK_EQ(listen(listener, 1), 0);
+  std::thread server([&] {
+    const int fd = accept(listener, nullptr, nullptr);
+    std::vector<char> buffer(bytes);
+    for (int i = -1; i < iters; ++i) {
+      RecvAll(fd, buffer.data(), bytes);
+      SendAll(fd, buffer.data(), bytes);
+    }
+    close(fd);
+  });
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  CHECK_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  const int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  std::vector<char> out(bytes, 1), in(bytes);
+  Clock::time_point start;
+  for (int i = -1; i < iters; ++i) {
+    if (i == 0) start = Clock::now();
+    SendAll(fd, out.data(), bytes);
+    RecvAll(fd, in.data(), bytes);
+  }
+  const double gbps = 2.0 * bytes * iters / SecondsSince(start) / 1e9;
+  server.join();
+  close(fd);
+  close(listener);
+  return gbps;
+}
+
+int Main() {
+  const size_t bytes = static_cast<size_t>(FLAGS_mib) << 20;
+  auto bound = wire::ServerSocket::Bind("tcp://127.0.0.1:0");
+  CHECK(bound.ok()) << bound.status().ToString();
+  std::unique_ptr<wire::ServerSocket> server = std::move(bound).value();
+  std::map<std::string, Tensor> variables;
+  variables["w"] = Tensor::Filled({static_cast<int64_t>(bytes / sizeof(float))}, 0.25f);
+  std::thread server_thread(ServeVariables, server.get(), variables);
+  auto connected = wire::Connection::Connect(server->endpoint());
+  CHECK(connected.ok()) << connected.status().ToString();
+  std::unique_ptr<wire::Connection> conn = std::move(connected).value();
+
+  std::printf(
+      "== loopback TCP, %d MiB float32 variable, %d trials of %d push+pull rounds, %u cores\n",
+      FLAGS_mib, FLAGS_trials, FLAGS_iters, std::thread::hardware_concurrency());
+  std::vector<double> ours_trials, raw_trials;
+  for (int t = 0; t < FLAGS_trials; ++t) {
+    ours_trials.push_back(TransportPushPull(conn.get(), bytes, FLAGS_iters));
+    raw_trials.push_back(RawTcpPushPull(bytes, FLAGS_iters));
+    std::printf("trial %d: pstrain %.2f GB/s, raw %.2f GB/s\n", t, ours_trials.back(),
+                raw_trials.back());
+  }
+  const double ours = Median(ours_trials);
+  const double raw = Median(raw_trials);
+  std::printf("pstrain transport push+pull: %.2f GB/s of tensor bytes (median)\n", ours);
+  std::printf("raw TCP socket pair send+recv: %.2f GB/s (median)\n", raw);
+  const double many = PushRate(conn.get(), FLAGS_small_vars, FLAGS_small_floats, FLAGS_small_iters);
+  std::printf("small variables, %d x %d floats per push: %.0f updates/s (%.0f pushes/s)\n",
+              FLAGS_small_vars, FLAGS_small_floats, many, many / FLAGS_small_vars);
+  const double single = PushRate(conn.get(), 1, FLAGS_small_floats, FLAGS_single_iters);
+  std::printf("small variables, 1 x %d floats per push: %.0f updates/s\n", FLAGS_small_floats,
+              single);
+
+  Message shutdown;
+  shutdown.type = MessageType::kShutdown;
+  CHECK(conn->Call(shutdown, kTimeout).ok());
+  server_thread.join();
+  std::printf("ratio: %.2f\n", ours / raw);
+  return 0;
+}
+
+}  // namespace
+}  // namespace pstrain
+
+int main(int argc, char** argv) {
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  google::InitGoogleLogging(argv[0]);
+  return pstrain::Main();
+}

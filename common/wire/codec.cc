@@ -1,0 +1,286 @@
+#include "common/wire/codec.h"
+
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+#include <kj/exception.h>
+#include <kj/io.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <sstream>
+#include <utility>
+
+#include "common/wire/pstrain.capnp.h"
+
+namespace pstrain {
+namespace wire {
+namespace {
+
+constexpr uint16_t kLastMessageType = static_cast<uint16_t>(MessageType::kError);
+constexpr uint16_t kLastStatusCode = static_cast<uint16_t>(StatusCode::kInternal);
+// A peer's role is echoed into error messages; a hostile one must not flood the log.
+constexpr size_t kMaxEchoedRoleChars = 32;
+
+template <typename... Args>
+std::string StrCat(const Args&... args) {
+  std::ostringstream s;
+  (s << ... << args);
+  return s.str();
+}
+
+// "worker 1", "ps", or "an unnamed peer": who sent a message, for error messages.
+std::string SenderName(const std::string& role, int32_t task_index) {
+  if (role.empty()) return "an unnamed peer";
+  std::string name = role.substr(0, kMaxEchoedRoleChars);
+  if (task_index >= 0) name += " " + std::to_string(task_index);
+  return name;
+}
+
+std::string ShapeString(const std::vector<int64_t>& dims) { return Shape(dims).ToString(); }
+
+// Number of float32 elements in `dims`, or an error if a dim is negative or the tensor would be
+// larger than `max_tensor_bytes` (checked before multiplying, so it cannot overflow).
+Result<int64_t> CheckedElements(const std::string& tensor, const std::vector<int64_t>& dims,
+                                const MessageLimits& limits) {
+  const uint64_t max_elements = limits.max_tensor_bytes / sizeof(float);
+  uint64_t n = 1;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] < 0) {
+      return InvalidArgument(
+          StrCat("tensor '", tensor, "' dim ", i, " is ", dims[i], "; dims must be >= 0"));
+    }
+    const uint64_t d = static_cast<uint64_t>(dims[i]);
+    if (n != 0 && d > max_elements / n) {
+      return InvalidArgument(StrCat("tensor '", tensor, "' shape ", ShapeString(dims),
+                                    " is larger than max_tensor_bytes=", limits.max_tensor_bytes));
+    }
+    n *= d;
+  }
+  return static_cast<int64_t>(n);
+}
+
+// The tensor for one frame: the frame's memory itself when large and float-aligned (the tensor
+// keeps the frame alive), otherwise an aligned copy.
+Tensor TensorFromFrame(std::vector<int64_t> dims, const Frame& frame) {
+  const bool aligned = reinterpret_cast<uintptr_t>(frame.data) % alignof(float) == 0;
+  if (frame.size >= kWrapMinBytes && aligned) {
+    float* data = static_cast<float*>(const_cast<void*>(frame.data));
+    return Tensor::Wrap(Shape(std::move(dims)), data,
+                        [owner = frame.owner]() mutable { owner.reset(); });
+  }
+  Tensor copy = Tensor::Uninitialized(Shape(std::move(dims)));
+  if (frame.size > 0) std::memcpy(copy.data(), frame.data, frame.size);
+  return copy;
+}
+
+Result<Message> DecodeHeader(schema::Header::Reader header, const std::vector<Frame>& frames,
+                             const MessageLimits& limits, const std::string& receiver) {
+  Message m;
+  m.role = header.getRole().cStr();
+  m.task_index = header.getTaskIndex();
+  const std::string sender = SenderName(m.role, m.task_index);
+  if (header.getVersion() != kProtocolVersion) {
+    return InvalidArgument(StrCat("protocol version ", header.getVersion(), " from ", sender, ", ",
+                                  receiver, " speaks ", kProtocolVersion));
+  }
+  const uint16_t type = static_cast<uint16_t>(header.getType());
+  if (type > kLastMessageType) {
+    return InvalidArgument(StrCat("unknown message type ", type, " from ", sender,
+                                  "; known types are 0 (register) to ", kLastMessageType,
+                                  " (error)"));
+  }
+  m.type = static_cast<MessageType>(type);
+  const uint16_t code = header.getErrorCode();
+  if (code > kLastStatusCode) {
+    return InvalidArgument(StrCat("unknown error code ", code, " in a ", MessageTypeName(m.type),
+                                  " from ", sender, "; known codes are 0 to ", kLastStatusCode));
+  }
+  m.error_code = static_cast<StatusCode>(code);
+  m.request_id = header.getRequestId();
+  m.step = header.getStep();
+  m.value = header.getValue();
+  m.text = header.getText().cStr();
+
+  const auto names = header.getNames();
+  m.names.reserve(names.size());
+  for (uint32_t i = 0; i < names.size(); ++i) {
+    auto name = names[i];
+    if (name.size() == 0) {
+      return InvalidArgument(StrCat("name ", i, " of ", names.size(), " in the ",
+                                    MessageTypeName(m.type), " from ", sender,
+                                    " is empty; variable names must be non-empty"));
+    }
+    m.names.emplace_back(name.cStr());
+  }
+
+  const auto metas = header.getTensors();
+  if (frames.size() != size_t{metas.size()} + 1) {
+    return DataLoss(StrCat("the header of a ", MessageTypeName(m.type), " from ", sender, " lists ",
+                           metas.size(), " tensors but ", frames.size() - 1,
+                           " tensor frames came with it (expected one frame per tensor)"));
+  }
+  m.tensors.reserve(metas.size());
+  for (uint32_t i = 0; i < metas.size(); ++i) {
+    const auto meta = metas[i];
+    std::string name = meta.getName().cStr();
+    if (name.empty()) {
+      return InvalidArgument(StrCat("tensor ", i, " of ", metas.size(), " in the ",
+                                    MessageTypeName(m.type), " from ", sender,
+                                    " has an empty name"));
+    }
+    if (meta.getDtype() != schema::DType::FLOAT32) {
+      return InvalidArgument(StrCat("tensor '", name, "' has dtype ",
+                                    static_cast<uint16_t>(meta.getDtype()),
+                                    "; only float32 (0) is supported"));
+    }
+    const auto shape = meta.getShape();
+    std::vector<int64_t> dims;
+    dims.reserve(shape.size());
+    for (int64_t d : shape) dims.push_back(d);
+    ASSIGN_OR_RETURN(const int64_t elements, CheckedElements(name, dims, limits));
+    const uint64_t bytes = static_cast<uint64_t>(elements) * sizeof(float);
+    if (meta.getByteLength() != bytes) {
+      return DataLoss(StrCat("tensor '", name, "' declares ", meta.getByteLength(),
+                             " bytes but its shape ", ShapeString(dims), " needs ", bytes));
+    }
+    const Frame& frame = frames[i + 1];
+    if (frame.size != bytes) {
+      return DataLoss(StrCat("tensor '", name, "' frame is ", frame.size, " bytes but its shape ",
+                             ShapeString(dims), " of float32 needs ", bytes));
+    }
+    m.tensors.push_back({std::move(name), TensorFromFrame(std::move(dims), frame)});
+  }
+  return m;
+}
+
+}  // namespace
+
+Status CheckFrameCount(size_t frames, const MessageLimits& limits) {
+  if (frames > limits.max_frames) {
+    return InvalidArgument(
+        StrCat("message has ", frames, " frames, above the limit max_frames=", limits.max_frames));
+  }
+  return Status::OK();
+}
+
+Status CheckTotalBytes(size_t total_bytes, const MessageLimits& limits) {
+  if (total_bytes > limits.max_total_bytes) {
+    return InvalidArgument(
+        StrCat("message has ", total_bytes,
+               " bytes, above the limit max_total_bytes=", limits.max_total_bytes));
+  }
+  return Status::OK();
+}
+
+Result<EncodedMessage> Encode(const Message& message) {
+  capnp::MallocMessageBuilder builder;
+  auto header = builder.initRoot<schema::Header>();
+  header.setVersion(kProtocolVersion);
+  header.setType(static_cast<schema::MessageType>(message.type));
+  header.setRequestId(message.request_id);
+  header.setRole(message.role);
+  header.setTaskIndex(message.task_index);
+  header.setStep(message.step);
+  header.setValue(message.value);
+  header.setText(message.text);
+  header.setErrorCode(static_cast<uint16_t>(message.error_code));
+  auto names = header.initNames(message.names.size());
+  for (size_t i = 0; i < message.names.size(); ++i) {
+    if (message.names[i].empty()) {
+      return InvalidArgument(StrCat("name ", i, " of the ", MessageTypeName(message.type),
+                                    " is empty; variable names must be non-empty"));
+    }
+    names.set(i, message.names[i]);
+  }
+  EncodedMessage encoded;
+  encoded.tensor_frames.reserve(message.tensors.size());
+  auto metas = header.initTensors(message.tensors.size());
+  for (size_t i = 0; i < message.tensors.size(); ++i) {
+    const NamedTensor& t = message.tensors[i];
+    if (t.name.empty()) {
+      return InvalidArgument(
+          StrCat("tensor ", i, " of the ", MessageTypeName(message.type), " has an empty name"));
+    }
+    if (t.tensor.empty()) {
+      return InvalidArgument(StrCat("tensor '", t.name, "' of the ", MessageTypeName(message.type),
+                                    " has no buffer (a default-constructed Tensor)"));
+    }
+    auto meta = metas[i];
+    meta.setName(t.name);
+    const auto& dims = t.tensor.shape().dims();
+    auto shape = meta.initShape(dims.size());
+    for (size_t d = 0; d < dims.size(); ++d) shape.set(d, dims[d]);
+    meta.setDtype(schema::DType::FLOAT32);
+    meta.setByteLength(t.tensor.bytes());
+    encoded.tensor_frames.push_back(t.tensor);
+  }
+  // Written straight into the string that becomes the header frame.
+  encoded.header.resize(capnp::computeSerializedSizeInWords(builder) * sizeof(capnp::word));
+  kj::ArrayOutputStream out(
+      kj::arrayPtr(reinterpret_cast<kj::byte*>(&encoded.header[0]), encoded.header.size()));
+  capnp::writeMessage(out, builder);
+  return encoded;
+}
+
+std::vector<Frame> FramesOf(const EncodedMessage& encoded) {
+  auto header = std::make_shared<const std::string>(encoded.header);
+  std::vector<Frame> frames;
+  frames.push_back({header->data(), header->size(), header});
+  for (const Tensor& t : encoded.tensor_frames) {
+    auto owner = std::make_shared<const Tensor>(t);
+    frames.push_back({owner->data(), t.bytes(), owner});
+  }
+  return frames;
+}
+
+Result<Message> Decode(const std::vector<Frame>& frames, const MessageLimits& limits,
+                       const std::string& receiver) {
+  if (frames.empty()) return DataLoss("message has no frames; expected a header frame");
+  RETURN_IF_ERROR(CheckFrameCount(frames.size(), limits));
+  size_t total_bytes = 0;
+  for (const Frame& f : frames) total_bytes += f.size;
+  RETURN_IF_ERROR(CheckTotalBytes(total_bytes, limits));
+
+  const Frame& head = frames[0];
+  if (head.size > limits.max_header_bytes) {
+    return InvalidArgument(
+        StrCat("header frame is ", head.size,
+               " bytes, above the limit max_header_bytes=", limits.max_header_bytes));
+  }
+  if (head.size == 0 || head.size % sizeof(capnp::word) != 0) {
+    return DataLoss(StrCat("header frame is ", head.size,
+                           " bytes; a Cap'n Proto message is a non-zero multiple of 8 bytes"));
+  }
+  // Cap'n Proto reads words in place and needs them 8-byte aligned; ZeroMQ puts small frames at
+  // any offset of its read buffer, so an unaligned header (small, cheap) is copied first.
+  const size_t words = head.size / sizeof(capnp::word);
+  kj::Array<capnp::word> aligned_copy;
+  kj::ArrayPtr<const capnp::word> in_place;
+  if (reinterpret_cast<uintptr_t>(head.data) % alignof(capnp::word) == 0) {
+    in_place = kj::arrayPtr(static_cast<const capnp::word*>(head.data), words);
+  } else {
+    aligned_copy = kj::heapArray<capnp::word>(words);
+    std::memcpy(aligned_copy.begin(), head.data, head.size);
+    in_place = kj::arrayPtr(aligned_copy.begin(), words);
+  }
+  capnp::ReaderOptions options;
+  // Each word of a well-formed header is visited about once; the slack bounds what a header
+  // with aliased pointers can make us read.
+  options.traversalLimitInWords = 2 * limits.max_header_bytes / sizeof(capnp::word) + 64;
+  try {
+    capnp::FlatArrayMessageReader reader(in_place, options);
+    if (reader.getEnd() != in_place.end()) {
+      return DataLoss(StrCat("header frame has ",
+                             (in_place.end() - reader.getEnd()) * sizeof(capnp::word),
+                             " bytes after its Cap'n Proto message"));
+    }
+    return DecodeHeader(reader.getRoot<schema::Header>(), frames, limits, receiver);
+  } catch (const kj::Exception& e) {
+    return DataLoss(
+        StrCat("header frame is not a valid Cap'n Proto message: ", e.getDescription().cStr()));
+  }
+}
+
+}  // namespace wire
+}  // namespace pstrain

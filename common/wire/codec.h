@@ -1,0 +1,56 @@
+// Message <-> frames: one Cap'n Proto header frame (common/wire/pstrain.capnp) and one frame of
+// raw float32 bytes per tensor. Decode validates everything a peer could get wrong and answers
+// with an error naming it; the bytes come from the network, so nothing here CHECKs on them.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "common/tensor.h"
+#include "common/wire/message.h"
+
+namespace pstrain {
+namespace wire {
+
+// What Encode produces: the header bytes and the tensors whose buffers are the remaining frames
+// (copies of the message's tensors, sharing their buffers, so nothing was copied).
+struct EncodedMessage {
+  std::string header;
+  std::vector<Tensor> tensor_frames;
+};
+
+// Fails (InvalidArgument) on what the receiver would refuse anyway: an empty variable or tensor
+// name, a tensor with no buffer.
+Result<EncodedMessage> Encode(const Message& message);
+
+// One received frame: its bytes and whatever keeps them alive (e.g. the ZeroMQ message).
+// Decoded tensors point into `data` and hold `owner` until they are destroyed.
+struct Frame {
+  const void* data = nullptr;
+  size_t size = 0;
+  std::shared_ptr<const void> owner;
+};
+
+// Frames pointing into `encoded` (they share its buffers): for decoding without a socket.
+std::vector<Frame> FramesOf(const EncodedMessage& encoded);
+
+// Parses frames[0] as the header and frames[1..] as its tensors, checking the limits first.
+// `receiver` names this side in a version-mismatch error ("this server speaks 1").
+// Tensor frames of at least kWrapMinBytes whose data is float-aligned are wrapped, not copied.
+Result<Message> Decode(const std::vector<Frame>& frames, const MessageLimits& limits = {},
+                       const std::string& receiver = "this process");
+
+// Smaller tensor frames are copied on decode: they sit inside ZeroMQ's shared read buffer, which
+// a wrapping tensor would pin for as long as it lives, and copying them costs as little as
+// wrapping.
+constexpr size_t kWrapMinBytes = 8192;
+
+// The limits checked before a frame is parsed; shared with the transport, which checks them
+// while frames arrive.
+Status CheckFrameCount(size_t frames, const MessageLimits& limits);
+Status CheckTotalBytes(size_t total_bytes, const MessageLimits& limits);
+
+}  // namespace wire
+}  // namespace pstrain

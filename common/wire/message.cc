@@ -1,0 +1,47 @@
+#include "common/wire/message.h"
+
+namespace pstrain {
+namespace wire {
+
+const char* MessageTypeName(MessageType type) {
+  switch (type) {
+    case MessageType::kRegister:
+      return "register";
+    case MessageType::kPull:
+      return "pull";
+    case MessageType::kPush:
+      return "push";
+    case MessageType::kBarrier:
+      return "barrier";
+    case MessageType::kHeartbeat:
+      return "heartbeat";
+    case MessageType::kCheckpoint:
+      return "checkpoint";
+    case MessageType::kShutdown:
+      return "shutdown";
+    case MessageType::kOk:
+      return "ok";
+    case MessageType::kError:
+      return "error";
+  }
+  return "unknown";
+}
+
+Message ErrorReply(const Message& request, const Status& status) {
+  Message reply;
+  reply.type = MessageType::kError;
+  reply.request_id = request.request_id;
+  reply.text = status.message();
+  reply.error_code = status.ok() ? StatusCode::kInternal : status.code();
+  return reply;
+}
+
+Status StatusOfReply(const Message& reply) {
+  if (reply.type != MessageType::kError) return Status::OK();
+  const StatusCode code =
+      reply.error_code == StatusCode::kOk ? StatusCode::kInternal : reply.error_code;
+  return Status(code, reply.text.empty() ? "error reply without a message" : reply.text);
+}
+
+}  // namespace wire
+}  // namespace pstrain

@@ -1,0 +1,340 @@
+#include "common/wire/transport.h"
+
+#include <glog/logging.h>
+#include <zmq.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <utility>
+#include <vector>
+
+#include "common/wire/codec.h"
+
+namespace pstrain {
+namespace wire {
+namespace {
+
+// Outgoing messages a socket queues per peer before Send blocks, and incoming ones it buffers.
+constexpr int kHighWaterMark = 100;
+// How long close() keeps trying to deliver queued messages (e.g. a shutdown reply).
+constexpr int kLingerMs = 500;
+// A peer that stops reading must not block a sender forever.
+constexpr int kSendTimeoutMs = 60000;
+// Two I/O threads, so that sending and receiving large tensors in one process overlap.
+constexpr int kIoThreads = 2;
+
+std::atomic<int64_t> frames_held{0};
+
+// One ZeroMQ context per process, never destroyed: zmq_ctx_term would wait for sockets that
+// static destructors of other objects may still hold.
+void* Context() {
+  static void* context = [] {
+    void* ctx = zmq_ctx_new();
+    CHECK(ctx != nullptr) << "zmq_ctx_new: " << zmq_strerror(errno);
+    zmq_ctx_set(ctx, ZMQ_IO_THREADS, kIoThreads);
+    return ctx;
+  }();
+  return context;
+}
+
+std::string ZmqError(const std::string& what, const std::string& endpoint) {
+  return what + " on " + endpoint + ": " + zmq_strerror(zmq_errno());
+}
+
+void CloseSocket(void* socket) {
+  if (socket != nullptr) zmq_close(socket);
+}
+
+// A socket of `type` with the options both ends share.
+Result<void*> NewSocket(int type, const MessageLimits& limits, const std::string& endpoint) {
+  void* socket = zmq_socket(Context(), type);
+  if (socket == nullptr) return Unavailable(ZmqError("zmq_socket", endpoint));
+  // ZeroMQ drops a frame above this size (and the connection that sent it) before buffering
+  // it whole; the codec checks the exact limits per frame kind.
+  const int64_t max_frame = static_cast<int64_t>(std::min<size_t>(
+      std::max(limits.max_header_bytes, limits.max_tensor_bytes), static_cast<size_t>(INT64_MAX)));
+  const int hwm = kHighWaterMark;
+  const int linger = kLingerMs;
+  const int send_timeout = kSendTimeoutMs;
+  if (zmq_setsockopt(socket, ZMQ_MAXMSGSIZE, &max_frame, sizeof(max_frame)) != 0 ||
+      zmq_setsockopt(socket, ZMQ_SNDHWM, &hwm, sizeof(hwm)) != 0 ||
+      zmq_setsockopt(socket, ZMQ_RCVHWM, &hwm, sizeof(hwm)) != 0 ||
+      zmq_setsockopt(socket, ZMQ_LINGER, &linger, sizeof(linger)) != 0 ||
+      zmq_setsockopt(socket, ZMQ_SNDTIMEO, &send_timeout, sizeof(send_timeout)) != 0) {
+    Status error = Unavailable(ZmqError("zmq_setsockopt", endpoint));
+    CloseSocket(socket);
+    return error;
+  }
+  return socket;
+}
+
+// Frees a sent tensor frame: the copy of the Tensor that kept its buffer alive while ZeroMQ
+// (on its I/O thread) was writing it.
+void ReleaseSentTensor(void* /*data*/, void* hint) { delete static_cast<Tensor*>(hint); }
+void ReleaseSentHeader(void* /*data*/, void* hint) { delete static_cast<std::string*>(hint); }
+
+Status SendPart(void* socket, zmq_msg_t* msg, bool more, const std::string& endpoint) {
+  if (zmq_msg_send(msg, socket, more ? ZMQ_SNDMORE : 0) >= 0) return Status::OK();
+  Status error = zmq_errno() == EAGAIN
+                     ? Unavailable("send to " + endpoint + " timed out after " +
+                                   std::to_string(kSendTimeoutMs) + " ms (peer not reading?)")
+                 : zmq_errno() == EHOSTUNREACH
+                     ? Unavailable("peer of " + endpoint + " is gone (disconnected)")
+                     : Unavailable(ZmqError("zmq_msg_send", endpoint));
+  zmq_msg_close(msg);  // on failure the message is still ours (runs its free function)
+  return error;
+}
+
+// Sends `message` as [peer,] header, tensors...; tensor frames are the tensors' own buffers.
+Status SendMessage(void* socket, const std::string* peer, const Message& message,
+                   const std::string& endpoint) {
+  ASSIGN_OR_RETURN(EncodedMessage encoded, Encode(message));
+  zmq_msg_t msg;
+  if (peer != nullptr) {
+    zmq_msg_init_size(&msg, peer->size());
+    std::copy(peer->begin(), peer->end(), static_cast<char*>(zmq_msg_data(&msg)));
+    RETURN_IF_ERROR(SendPart(socket, &msg, true, endpoint));
+  }
+  auto* header = new std::string(std::move(encoded.header));
+  zmq_msg_init_data(&msg, header->data(), header->size(), ReleaseSentHeader, header);
+  RETURN_IF_ERROR(SendPart(socket, &msg, !encoded.tensor_frames.empty(), endpoint));
+  for (size_t i = 0; i < encoded.tensor_frames.size(); ++i) {
+    const Tensor& t = encoded.tensor_frames[i];
+    if (t.bytes() == 0) {
+      zmq_msg_init(&msg);
+    } else {
+      auto* keep = new Tensor(t);
+      zmq_msg_init_data(&msg, const_cast<float*>(t.data()), t.bytes(), ReleaseSentTensor, keep);
+    }
+    RETURN_IF_ERROR(SendPart(socket, &msg, i + 1 < encoded.tensor_frames.size(), endpoint));
+  }
+  return Status::OK();
+}
+
+// Waits until `deadline` for `socket` to become readable; Unavailable("timeout after <timeout>
+// ms <what>") if it did not.
+Status WaitReadable(void* socket, std::chrono::steady_clock::time_point deadline,
+                    std::chrono::milliseconds timeout, const std::string& what) {
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    zmq_pollitem_t item{socket, 0, ZMQ_POLLIN, 0};
+    const int rc = zmq_poll(&item, 1, std::max<int64_t>(left.count(), 0));
+    if (rc > 0) return Status::OK();
+    if (rc == 0) {
+      return Unavailable("timeout after " + std::to_string(timeout.count()) + " ms " + what);
+    }
+    if (zmq_errno() != EINTR) {
+      return Unavailable("zmq_poll failed " + what + ": " + zmq_strerror(zmq_errno()));
+    }
+  }
+}
+
+std::chrono::steady_clock::time_point DeadlineAfter(std::chrono::milliseconds timeout) {
+  return std::chrono::steady_clock::now() + std::max(timeout, std::chrono::milliseconds(0));
+}
+
+// A received frame that stays alive (and counted) while a decoded tensor points into it.
+std::shared_ptr<zmq_msg_t> NewFrame() {
+  auto* msg = new zmq_msg_t;
+  zmq_msg_init(msg);
+  frames_held.fetch_add(1, std::memory_order_relaxed);
+  return std::shared_ptr<zmq_msg_t>(msg, [](zmq_msg_t* m) {
+    zmq_msg_close(m);
+    delete m;
+    frames_held.fetch_sub(1, std::memory_order_relaxed);
+  });
+}
+
+struct ReceivedFrames {
+  std::string peer;  // the routing id a ROUTER socket puts first
+  std::vector<std::shared_ptr<zmq_msg_t>> msgs;
+  Status status;  // why the frames were dropped, if they were
+};
+
+// Reads all parts of the next message (ZeroMQ delivers them together); with `routed`, the first
+// part is the sender's routing id. Parts beyond the frame count or total size limits are read
+// and dropped at once instead of being kept.
+Result<ReceivedFrames> ReadParts(void* socket, bool routed, const MessageLimits& limits,
+                                 const std::string& endpoint) {
+  ReceivedFrames r;
+  size_t count = 0;
+  size_t total_bytes = 0;
+  bool first = true;
+  bool more = true;
+  while (more) {
+    std::shared_ptr<zmq_msg_t> msg = NewFrame();
+    if (zmq_msg_recv(msg.get(), socket, ZMQ_DONTWAIT) < 0) {
+      if (zmq_errno() == EINTR) continue;
+      if (first) return Unavailable(ZmqError("zmq_msg_recv", endpoint));
+      return Internal(ZmqError("zmq_msg_recv in the middle of a message", endpoint));
+    }
+    more = zmq_msg_more(msg.get()) != 0;
+    if (first && routed) {
+      r.peer.assign(static_cast<const char*>(zmq_msg_data(msg.get())), zmq_msg_size(msg.get()));
+      first = false;
+      continue;
+    }
+    first = false;
+    ++count;
+    total_bytes += zmq_msg_size(msg.get());
+    if (count > limits.max_frames || total_bytes > limits.max_total_bytes) {
+      r.msgs.clear();  // over a limit: keep nothing, but read on to the end of the message
+    } else if (r.msgs.size() + 1 == count) {
+      r.msgs.push_back(std::move(msg));
+    }
+  }
+  r.status = CheckFrameCount(count, limits);
+  if (r.status.ok()) r.status = CheckTotalBytes(total_bytes, limits);
+  return r;
+}
+
+std::vector<Frame> AsFrames(const std::vector<std::shared_ptr<zmq_msg_t>>& msgs) {
+  std::vector<Frame> frames;
+  frames.reserve(msgs.size());
+  for (size_t i = 0; i < msgs.size(); ++i) {
+    zmq_msg_t* m = msgs[i].get();
+    frames.push_back({zmq_msg_data(m), zmq_msg_size(m), msgs[i]});
+  }
+  return frames;
+}
+
+}  // namespace
+
+int64_t ReceivedFramesHeld() { return frames_held.load(std::memory_order_relaxed); }
+
+std::string TcpEndpoint(const std::string& host_port) {
+  if (host_port.find("://") != std::string::npos) return host_port;
+  return "tcp://" + host_port;
+}
+
+// ServerSocket ----------------------------------------------------------------------------------
+
+struct ServerSocket::Impl {
+  void* socket = nullptr;
+  std::string endpoint;
+  MessageLimits limits;
+  ~Impl() { CloseSocket(socket); }
+};
+
+ServerSocket::ServerSocket(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ServerSocket::~ServerSocket() = default;
+
+Result<std::unique_ptr<ServerSocket>> ServerSocket::Bind(const std::string& endpoint,
+                                                         const MessageLimits& limits) {
+  auto impl = std::make_unique<Impl>();
+  impl->limits = limits;
+  ASSIGN_OR_RETURN(impl->socket, NewSocket(ZMQ_ROUTER, limits, endpoint));
+  // A reply to a peer that has gone fails instead of vanishing silently.
+  const int mandatory = 1;
+  zmq_setsockopt(impl->socket, ZMQ_ROUTER_MANDATORY, &mandatory, sizeof(mandatory));
+  if (zmq_bind(impl->socket, endpoint.c_str()) != 0) {
+    return Unavailable(ZmqError("cannot bind", endpoint));
+  }
+  char bound[256] = {0};
+  size_t size = sizeof(bound);
+  if (zmq_getsockopt(impl->socket, ZMQ_LAST_ENDPOINT, bound, &size) != 0) {
+    return Unavailable(ZmqError("ZMQ_LAST_ENDPOINT", endpoint));
+  }
+  impl->endpoint = bound;
+  return std::unique_ptr<ServerSocket>(new ServerSocket(std::move(impl)));
+}
+
+std::string ServerSocket::endpoint() const { return impl_->endpoint; }
+
+Result<Incoming> ServerSocket::Receive(std::chrono::milliseconds timeout) {
+  RETURN_IF_ERROR(WaitReadable(impl_->socket, DeadlineAfter(timeout), timeout,
+                               "waiting for a message on " + impl_->endpoint));
+  ASSIGN_OR_RETURN(ReceivedFrames parts,
+                   ReadParts(impl_->socket, /*routed=*/true, impl_->limits, impl_->endpoint));
+  Incoming in;
+  in.peer = std::move(parts.peer);
+  if (!parts.status.ok()) {
+    in.message = parts.status;
+  } else {
+    in.message = Decode(AsFrames(parts.msgs), impl_->limits, "this server");
+  }
+  return in;
+}
+
+Status ServerSocket::Reply(const std::string& peer, const Message& message) {
+  return SendMessage(impl_->socket, &peer, message, impl_->endpoint);
+}
+
+// Connection ------------------------------------------------------------------------------------
+
+struct Connection::Impl {
+  void* socket = nullptr;
+  std::string endpoint;
+  MessageLimits limits;
+  uint64_t next_request_id = 1;
+  ~Impl() { CloseSocket(socket); }
+};
+
+Connection::Connection(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Connection::~Connection() = default;
+
+Result<std::unique_ptr<Connection>> Connection::Connect(const std::string& endpoint,
+                                                        const MessageLimits& limits) {
+  auto impl = std::make_unique<Impl>();
+  impl->limits = limits;
+  impl->endpoint = endpoint;
+  ASSIGN_OR_RETURN(impl->socket, NewSocket(ZMQ_DEALER, limits, endpoint));
+  // ZeroMQ connects in the background and retries, so a server that starts later is reached.
+  if (zmq_connect(impl->socket, endpoint.c_str()) != 0) {
+    return Unavailable(ZmqError("cannot connect", endpoint));
+  }
+  return std::unique_ptr<Connection>(new Connection(std::move(impl)));
+}
+
+const std::string& Connection::endpoint() const { return impl_->endpoint; }
+
+Status Connection::Send(const Message& message) {
+  return SendMessage(impl_->socket, nullptr, message, impl_->endpoint);
+}
+
+Result<Message> Connection::Receive(std::chrono::milliseconds timeout) {
+  RETURN_IF_ERROR(WaitReadable(impl_->socket, DeadlineAfter(timeout), timeout,
+                               "waiting for a message from " + impl_->endpoint));
+  return ReadReply();
+}
+
+Result<Message> Connection::ReadReply() {
+  const std::string context = "reply from " + impl_->endpoint;
+  ASSIGN_OR_RETURN(ReceivedFrames parts,
+                   ReadParts(impl_->socket, /*routed=*/false, impl_->limits, impl_->endpoint));
+  RETURN_IF_ERROR(parts.status.WithContext(context));
+  Result<Message> message = Decode(AsFrames(parts.msgs), impl_->limits, "this client");
+  if (!message.ok()) return message.status().WithContext(context);
+  return message;
+}
+
+Result<Message> Connection::Call(Message request, std::chrono::milliseconds timeout) {
+  const uint64_t id = impl_->next_request_id++;
+  request.request_id = id;
+  RETURN_IF_ERROR(Send(request));
+  const auto deadline = DeadlineAfter(timeout);
+  const std::string waiting = "waiting for the reply to " +
+                              std::string(MessageTypeName(request.type)) + " " +
+                              std::to_string(id) + " from " + impl_->endpoint;
+  while (true) {
+    RETURN_IF_ERROR(WaitReadable(impl_->socket, deadline, timeout, waiting));
+    ASSIGN_OR_RETURN(Message reply, ReadReply());
+    if (reply.request_id != id) {
+      // A late reply to an earlier call that timed out; its caller has given up on it.
+      VLOG(1) << "discarding stale reply " << reply.request_id << " from " << impl_->endpoint
+              << " while " << waiting;
+      continue;
+    }
+    Status status = StatusOfReply(reply);
+    if (!status.ok()) {
+      return status.WithContext(impl_->endpoint + " refused " + MessageTypeName(request.type));
+    }
+    return reply;
+  }
+}
+
+}  // namespace wire
+}  // namespace pstrain

@@ -1,0 +1,108 @@
+"""pstrain-launch's command line: read the cluster file, build the roles, run or print them."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import List, Optional
+
+from .cluster import LAUNCHER_FLAGS, ConfigError, load_cluster, where_set
+from .roles import LaunchOptions, build_roles, describe, local_argv, local_binary, ssh_argv
+from .supervisor import RoleProcess, Supervisor
+
+USAGE_EXIT = 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="pstrain-launch",
+        usage="pstrain-launch --cluster FILE --config FILE [--train_dir DIR] [--logdir DIR] "
+              "[--dry_run] [options] [-- FLAG...]",
+        description="Start every parameter server, worker and evaluator of a cluster config "
+                    "(locally or over ssh), show their progress, and stop them all when one "
+                    "fails. Flags after -- go to every role.")
+    p.add_argument("--cluster", required=True,
+                   help="cluster config, e.g. configs/clusters/local.yaml")
+    p.add_argument("--config", required=True, help="training config passed to every role, "
+                   "e.g. configs/refnet.yaml (on the remote hosts: relative to remote_dir)")
+    p.add_argument("--train_dir", default="runs/dist", help="checkpoints (default: runs/dist); "
+                   "the launcher's per-role logs go to TRAIN_DIR/launcher/")
+    p.add_argument("--logdir", help="TensorBoard logs (default: TRAIN_DIR/logs)")
+    p.add_argument("--dry_run", action="store_true",
+                   help="print every role's command line and environment, start nothing")
+    p.add_argument("--grace_period", type=float, default=10.0, metavar="S",
+                   help="seconds between SIGTERM and SIGKILL when stopping roles (default: 10)")
+    p.add_argument("--shutdown_timeout", type=float, default=60.0, metavar="S",
+                   help="seconds the servers and evaluators get to exit after the last worker "
+                        "(default: 60)")
+    p.add_argument("--progress_interval", type=float, default=5.0, metavar="S",
+                   help="seconds between progress lines, 0 for none (default: 5)")
+    return p
+
+
+def _split_extra(argv: List[str]):
+    if "--" in argv:
+        i = argv.index("--")
+        return argv[:i], argv[i + 1:]
+    return argv, []
+
+
+def _check_extra_flags(extra: List[str]) -> Optional[str]:
+    for flag in extra:
+        if not flag.startswith("-") or flag.lstrip("-") == "":
+            return f"extra flag {flag!r} after --: expected --name=value"
+        name = flag.lstrip("-").split("=", 1)[0]
+        if name in LAUNCHER_FLAGS:
+            return (f"extra flag {flag!r} after --: --{name} is set by the launcher "
+                    f"({where_set(name)})")
+    return None
+
+
+def main(argv: Optional[List[str]] = None, repo_root: Optional[str] = None) -> int:
+    own, extra = _split_extra(sys.argv[1:] if argv is None else argv)
+    args = _parser().parse_args(own)
+    if repo_root is None:
+        repo_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
+
+    def fail(message: str) -> int:
+        print(f"pstrain-launch: {message}", file=sys.stderr)
+        return USAGE_EXIT
+
+    problem = _check_extra_flags(extra)
+    if problem:
+        return fail(problem)
+    try:
+        cluster = load_cluster(args.cluster)
+    except ConfigError as e:
+        for line in str(e).splitlines():
+            print(f"pstrain-launch: {line}", file=sys.stderr)
+        return USAGE_EXIT
+    ssh_mode = cluster.mode == "ssh"
+    opts = LaunchOptions(config=args.config, train_dir=args.train_dir,
+                         logdir=args.logdir or os.path.join(args.train_dir, "logs"),
+                         extra_flags=extra, grace_period=args.grace_period)
+    roles = build_roles(cluster, opts)
+    binary = local_binary(cluster, repo_root)
+    argvs = [ssh_argv(r, cluster, opts.grace_period) if ssh_mode else local_argv(r, binary)
+             for r in roles]
+    log_dir = os.path.join(args.train_dir, "launcher")
+
+    if args.dry_run:
+        print(f"# {len(cluster.ps)} ps, {len(cluster.worker)} worker(s), "
+              f"{len(cluster.evaluator)} evaluator(s); {cluster.mode} mode; logs would go to "
+              f"{log_dir}/")
+        for role, role_argv in zip(roles, argvs):
+            print(f"# {role.name} > {role.log_path}")
+            print(describe(role, role_argv, ssh_mode))
+        return 0
+
+    if not ssh_mode:
+        if not os.path.isfile(binary) or not os.access(binary, os.X_OK):
+            return fail(f"{cluster.path}: binary: {binary} is not an executable file (the path "
+                        f"is relative to the repository root {repo_root}); build it first")
+        if not os.path.isfile(args.config):
+            return fail(f"--config: {args.config} is not a file")
+    processes = [RoleProcess(r, a, ssh_mode) for r, a in zip(roles, argvs)]
+    return Supervisor(processes, log_dir, args.grace_period, args.shutdown_timeout,
+                      args.progress_interval).run()

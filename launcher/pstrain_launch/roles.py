@@ -1,0 +1,131 @@
+"""Turns a Cluster into one command line and environment per role (ps, worker, evaluator)."""
+
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass
+from typing import Dict, List
+
+from .cluster import Cluster
+
+# Runs on the remote host as `sh -c SCRIPT pstrain-launch GRACE COMMAND...` in the process group
+# sshd gives each session. Without -tt sshd sends no SIGHUP when ssh goes away, so a watcher
+# reads the session's stdin: at EOF (the launcher stopping the role, or the launcher or ssh dying)
+# it sends SIGTERM to the group, then SIGKILL after GRACE seconds. The shell survives SIGTERM to
+# report the role's exit code, then stops whatever the role left in the group (it would hold
+# the session's stdout open and keep ssh from exiting).
+REMOTE_SUPERVISOR = (
+    'g=$1; shift; exec 3<&0 0</dev/null; trap : TERM; '
+    '{ trap "" TERM; while read -r _; do :; done; kill -TERM 0; n=0; '
+    'while [ $n -lt $g ] && kill -0 $$; do sleep 1; n=$((n+1)); done; kill -KILL 0; '
+    '} <&3 >/dev/null 2>&1 & w=$!; exec 3<&-; '
+    '"$@"; c=$?; kill -KILL $w 2>/dev/null; kill -TERM 0 2>/dev/null; '
+    '{ sleep 1; kill -KILL 0; } </dev/null >/dev/null 2>&1 & exit $c')
+
+
+@dataclass
+class Role:
+    job: str       # ps | worker | evaluator
+    index: int
+    host: str
+    flags: List[str]         # everything after the binary
+    env: Dict[str, str]      # what the launcher sets: CUDA_VISIBLE_DEVICES, PSTRAIN_ROLE
+    log_path: str
+
+    @property
+    def name(self) -> str:
+        """Short name for summaries: ps0, worker1, evaluator0."""
+        return f"{self.job}{self.index}"
+
+
+@dataclass
+class LaunchOptions:
+    config: str
+    train_dir: str
+    logdir: str
+    extra_flags: List[str]
+    grace_period: float = 10.0
+
+
+def host_port(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def build_roles(cluster: Cluster, opts: LaunchOptions) -> List[Role]:
+    """Roles in start order: every ps, then every worker, then every evaluator."""
+    ps_hosts = ",".join(host_port(s.host, s.port) for s in cluster.ps)
+    worker_hosts = ",".join(host_port(w.host, w.port) for w in cluster.worker)
+    log_dir = os.path.join(opts.train_dir, "launcher")
+
+    def role(job: str, index: int, host: str, gpus: str) -> Role:
+        flags = [f"--job_name={job}", f"--task_index={index}", f"--ps_hosts={ps_hosts}",
+                 f"--worker_hosts={worker_hosts}", f"--evaluators={len(cluster.evaluator)}",
+                 f"--config={opts.config}",
+                 f"--train_dir={opts.train_dir}", f"--logdir={opts.logdir}"]
+        flags += [f"--{name}={value}" for name, value in cluster.flags.items()]
+        flags += opts.extra_flags
+        env = {"CUDA_VISIBLE_DEVICES": gpus, "PSTRAIN_ROLE": f"{job}:{index}"}
+        return Role(job, index, host, flags, env, os.path.join(log_dir, f"{job}-{index}.log"))
+
+    roles = [role("ps", i, s.host, "") for i, s in enumerate(cluster.ps)]
+    roles += [role("worker", i, w.host, w.gpus) for i, w in enumerate(cluster.worker)]
+    roles += [role("evaluator", i, e.host, "") for i, e in enumerate(cluster.evaluator)]
+    return roles
+
+
+def local_binary(cluster: Cluster, repo_root: str) -> str:
+    """The binary's path for exec: relative to the repository root, shown relative to the
+    current directory when it lies below it."""
+    path = os.path.normpath(os.path.join(repo_root, cluster.binary))
+    rel = os.path.relpath(path)
+    if rel.startswith(".."):
+        return path
+    return rel if os.sep in rel else os.path.join(".", rel)
+
+
+def local_argv(role: Role, binary: str) -> List[str]:
+    return [binary] + role.flags
+
+
+def _remote_dir_word(remote_dir: str) -> str:
+    # Keep `~/` unquoted so the remote shell expands it.
+    if remote_dir == "~":
+        return "~"
+    if remote_dir.startswith("~/"):
+        return "~/" + shlex.quote(remote_dir[2:])
+    return shlex.quote(remote_dir)
+
+
+def remote_command(role: Role, cluster: Cluster, grace_period: float) -> str:
+    """The command string ssh hands to the remote login shell."""
+    binary = cluster.binary
+    if not binary.startswith(("/", "~")) and "/" not in binary:
+        binary = "./" + binary  # relative to remote_dir, not looked up in PATH
+    command = ["env"] + [f"{k}={v}" for k, v in role.env.items()] + [binary] + role.flags
+    return (f"cd {_remote_dir_word(cluster.ssh.remote_dir)} && exec sh -c "
+            f"{shlex.quote(REMOTE_SUPERVISOR)} pstrain-launch {int(round(grace_period))} "
+            + " ".join(shlex.quote(word) for word in command))
+
+
+def ssh_argv(role: Role, cluster: Cluster, grace_period: float) -> List[str]:
+    ssh = cluster.ssh
+    argv = ["ssh"]
+    for option in ssh.options:  # first: ssh keeps the first value given for an option
+        argv += ["-o", option]
+    argv += ["-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=accept-new"]
+    if ssh.port is not None:
+        argv += ["-p", str(ssh.port)]
+    if ssh.identity_file:
+        argv += ["-i", os.path.expanduser(ssh.identity_file)]
+    argv.append(f"{ssh.user}@{role.host}" if ssh.user else role.host)
+    argv.append(remote_command(role, cluster, grace_period))
+    return argv
+
+
+def describe(role: Role, argv: List[str], ssh_mode: bool) -> str:
+    """A copy-pasteable shell line for --dry_run."""
+    if ssh_mode:
+        return " ".join(shlex.quote(word) for word in argv)
+    env = [f"{k}={shlex.quote(v)}" for k, v in role.env.items()]
+    return " ".join(["env"] + env + [shlex.quote(word) for word in argv])

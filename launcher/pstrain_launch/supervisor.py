@@ -1,0 +1,298 @@
+"""Starts every role, reports progress, and stops them all on the first failure or a signal."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import Callable, List, Optional
+
+from .progress import RoleProgress, format_elapsed, tail
+from .roles import Role
+
+POLL_S = 0.2
+SSH_EXTRA_GRACE_S = 5.0  # the remote watcher's own grace period runs first
+SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}
+
+
+def exit_code(returncode: int) -> int:
+    """A shell-style exit code: 128+N for death by signal N."""
+    return returncode if returncode >= 0 else 128 - returncode
+
+
+def describe_exit(returncode: int) -> str:
+    if returncode >= 0:
+        return f"exit {returncode}"
+    try:
+        return f"killed by {signal.Signals(-returncode).name}"
+    except ValueError:
+        return f"killed by signal {-returncode}"
+
+
+def short_exit(returncode: Optional[int]) -> str:
+    """`0`, `3`, `SIGKILL` or `not started`."""
+    if returncode is None:
+        return "not started"
+    return describe_exit(returncode).split()[-1]
+
+
+def _parent_death_signal() -> Optional[Callable[[], None]]:
+    """A preexec_fn asking Linux to SIGTERM the child if the launcher dies without cleaning up
+    (e.g. SIGKILL); None where prctl is unavailable."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def set_it() -> None:
+        prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # the launcher died before prctl took effect
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return set_it
+
+
+class RoleProcess:
+    """One role's child: the binary itself (local) or the ssh that runs it (ssh). Each child
+    leads its own process group, so stopping it stops whatever it started too."""
+
+    def __init__(self, role: Role, argv: List[str], ssh: bool):
+        self.role = role
+        self.argv = argv
+        self.ssh = ssh
+        self.popen: Optional[subprocess.Popen] = None
+        self.returncode: Optional[int] = None
+        self.stopped_by_launcher = False
+        self.progress = RoleProgress(role.log_path)
+
+    def start(self, preexec: Optional[Callable[[], None]]) -> None:
+        env = dict(os.environ)
+        if not self.ssh:
+            env.update(self.role.env)  # ssh mode sets them in the remote command
+        with open(self.role.log_path, "wb") as log:
+            # ssh mode keeps ssh's stdin open: closing it tells the remote watcher to stop.
+            self.popen = subprocess.Popen(
+                self.argv, stdin=subprocess.PIPE if self.ssh else subprocess.DEVNULL,
+                stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+                preexec_fn=preexec)
+
+    @property
+    def running(self) -> bool:
+        return self.popen is not None and self.returncode is None
+
+    def poll(self) -> Optional[int]:
+        if self.running:
+            self.returncode = self.popen.poll()
+        return self.returncode
+
+    def signal_group(self, sig: int) -> bool:
+        try:
+            os.killpg(self.popen.pid, sig)
+            return True
+        except (ProcessLookupError, PermissionError):
+            return False
+
+    def request_stop(self) -> None:
+        """SIGTERM locally; over ssh, close ssh's stdin so the remote watcher sends it."""
+        if not self.running:
+            return
+        self.stopped_by_launcher = True
+        if self.ssh:
+            try:
+                self.popen.stdin.close()
+            except OSError:
+                pass
+        else:
+            self.signal_group(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.signal_group(signal.SIGKILL)
+
+    def group_alive(self) -> bool:
+        return self.popen is not None and self.signal_group(0)
+
+
+class Supervisor:
+    def __init__(self, processes: List[RoleProcess], log_dir: str, grace_period: float,
+                 shutdown_timeout: float, progress_interval: float):
+        self.procs = processes
+        self.log_dir = log_dir
+        self.grace_period = grace_period
+        self.shutdown_timeout = shutdown_timeout
+        self.progress_interval = progress_interval
+        self.signal: Optional[int] = None
+        self.stopping = False
+        self.hurry = False
+        self.failure: Optional[RoleProcess] = None
+        self.failure_code = 0
+        self.start_time = time.monotonic()
+        self._last_summary = ""
+        self._last_print = 0.0
+
+    # ---- output ----
+    @staticmethod
+    def say(message: str, err: bool = False) -> None:
+        stream = sys.stderr if err else sys.stdout
+        try:
+            print(f"[launcher] {message}", file=stream, flush=True)
+        except BrokenPipeError:
+            pass
+
+    def summary(self) -> str:
+        parts = []
+        for p in self.procs:
+            p.progress.update()
+            info = p.progress.describe()
+            if p.popen is None:
+                state = "not started"
+            elif p.returncode is None:
+                state = info or "up"
+            else:
+                state = f"{info} {describe_exit(p.returncode)}".strip()
+            parts.append(f"{p.role.name} {state}")
+        return "  ".join(parts)
+
+    def _print_progress(self, force: bool = False) -> None:
+        if self.progress_interval <= 0 and not force:
+            return
+        now = time.monotonic()
+        text = self.summary()
+        since = now - self._last_print
+        if force or (text != self._last_summary and since >= self.progress_interval) or \
+                since >= max(60.0, self.progress_interval):
+            self.say(f"{format_elapsed(now - self.start_time)}  {text}")
+            self._last_summary, self._last_print = text, now
+
+    # ---- signals ----
+    def _on_signal(self, signum: int, _frame) -> None:
+        if self.signal is None and not self.stopping:
+            self.signal = signum
+        else:
+            self.hurry = True  # a second Ctrl-C: SIGKILL now
+
+    def _install_signal_handlers(self) -> None:
+        for sig in SIGNAL_EXIT:
+            signal.signal(sig, self._on_signal)
+
+    # ---- lifecycle ----
+    def _reap(self) -> None:
+        for p in self.procs:
+            if not p.running or p.poll() is None:
+                continue
+            how = describe_exit(p.returncode)
+            if p.stopped_by_launcher:
+                self.say(f"{p.role.name} stopped ({how})")
+            elif p.returncode == 0:
+                self.say(f"{p.role.name} finished ({how})")
+            elif self.failure is None and not self.stopping:
+                self.failure, self.failure_code = p, exit_code(p.returncode)
+                self.say(f"{p.role.name} failed ({how}); stopping the other roles", err=True)
+            else:
+                self.say(f"{p.role.name} {how}")
+
+    def _start_all(self) -> bool:
+        preexec = _parent_death_signal()
+        for p in self.procs:
+            if self.signal is not None:
+                return False
+            try:
+                p.start(preexec)
+            except OSError as e:
+                self.say(f"cannot start {p.role.name} ({p.argv[0]}): {e.strerror}", err=True)
+                self.failure, self.failure_code = p, 126 if e.errno == 13 else 127
+                return False
+            self.say(f"started {p.role.name} (pid {p.popen.pid}) -> {p.role.log_path}")
+        return True
+
+    def _stop_all(self) -> None:
+        self.stopping = True
+        for p in self.procs:
+            p.request_stop()
+        grace = self.grace_period + (SSH_EXTRA_GRACE_S if any(p.ssh for p in self.procs) else 0)
+        deadline = time.monotonic() + grace
+        killed = False
+        while any(p.running for p in self.procs):
+            self._reap()
+            if not killed and (self.hurry or time.monotonic() >= deadline):
+                for p in self.procs:
+                    if p.running:
+                        self.say(f"{p.role.name} still running; sending SIGKILL")
+                        p.kill()
+                killed = True
+            time.sleep(0.05)
+        self._reap()
+        # Whatever a role left behind in its process group goes too.
+        stragglers = [p for p in self.procs if not p.ssh and p.group_alive()]
+        for p in stragglers:
+            p.signal_group(signal.SIGTERM)
+        if stragglers:
+            time.sleep(1.0)
+        for p in stragglers:
+            p.kill()
+
+    def _signal_exit(self) -> int:
+        self.say(f"got {signal.Signals(self.signal).name}; stopping every role", err=True)
+        return SIGNAL_EXIT[self.signal]
+
+    def _wait(self) -> int:
+        """Polls until every role is done or one fails; returns the launcher's exit code."""
+        workers_done_at = None
+        while True:
+            self._reap()
+            if self.failure is not None:
+                return self.failure_code
+            if self.signal is not None:
+                return self._signal_exit()
+            now = time.monotonic()
+            workers = [p for p in self.procs if p.role.job == "worker"]
+            if all(p.returncode == 0 for p in workers):
+                running = [p for p in self.procs if p.running]
+                if not running:
+                    return 0
+                if workers_done_at is None:
+                    workers_done_at = now
+                    self.say(f"all workers finished; waiting up to {self.shutdown_timeout:g} s "
+                             f"for {', '.join(p.role.name for p in running)}")
+                elif now - workers_done_at > self.shutdown_timeout:
+                    stuck = [p for p in running if p.role.job == "ps"]
+                    late = f"still running {self.shutdown_timeout:g} s after the workers finished"
+                    if stuck:
+                        self.say(f"{', '.join(p.role.name for p in stuck)} {late}; expected the "
+                                 "servers to exit after the chief's shutdown", err=True)
+                        self.failure, self.failure_code = stuck[0], 1
+                        return 1
+                    self.say(f"{', '.join(p.role.name for p in running)} {late}; stopping")
+                    return 0
+            self._print_progress()
+            time.sleep(POLL_S)
+
+    def run(self) -> int:
+        self._install_signal_handlers()
+        os.makedirs(self.log_dir, exist_ok=True)
+        names = ", ".join(os.path.basename(p.role.log_path) for p in self.procs)
+        self.say(f"logs: {self.log_dir}/ ({names})")
+        if self._start_all():
+            code = self._wait()
+        else:
+            code = self.failure_code if self.failure else self._signal_exit()
+        self._stop_all()
+        self._print_progress(force=True)
+        self.say("exit codes: " + ", ".join(
+            f"{p.role.name} {short_exit(p.returncode)}"
+            + (" (stopped)" if p.stopped_by_launcher else "") for p in self.procs))
+        if self.failure is not None:
+            self.say(f"last lines of {self.failure.role.log_path} ({self.failure.role.name}):",
+                     err=True)
+            for line in tail(self.failure.role.log_path, 20):
+                try:
+                    print(f"  | {line}", file=sys.stderr, flush=True)
+                except BrokenPipeError:
+                    pass
+            self.say(f"exit {code}: {self.failure.role.name} failed", err=True)
+        return code

@@ -1,0 +1,22 @@
+#include "ps/ps_role.h"
+
+#include "common/config.h"
+#include "common/wire/transport.h"
+
+namespace pstrain {
+namespace ps {
+
+Status RunParameterServer(const PsRoleOptions& o) {
+  ASSIGN_OR_RETURN(ConfigNode config, ConfigNode::LoadFile(o.config_path));
+  ASSIGN_OR_RETURN(ConfigNode train, config.Child("train"));
+  ASSIGN_OR_RETURN(std::unique_ptr<VariableStore> store, VariableStore::FromConfig(train));
+  ParameterServer server(o.server, std::move(store));
+  RETURN_IF_ERROR(server.RestoreIfPresent());
+  // Listen on every interface at this task's port: the host part names the machine for peers.
+  const std::string port = o.bind_host_port.substr(o.bind_host_port.rfind(':') + 1);
+  ASSIGN_OR_RETURN(auto socket, wire::ServerSocket::Bind("tcp://*:" + port));
+  return server.Serve(socket.get());
+}
+
+}  // namespace ps
+}  // namespace pstrain

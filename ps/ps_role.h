@@ -1,0 +1,23 @@
+// The parameter-server role of the pstrain binary (--job_name=ps).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "ps/server.h"
+
+namespace pstrain {
+namespace ps {
+
+struct PsRoleOptions {
+  ServerOptions server;
+  std::string config_path;  // its `train:` section gives the optimizer, schedule and clipping
+  std::string bind_host_port;  // this task's entry of --ps_hosts
+};
+
+// Restores the shard if a checkpoint exists, serves until the chief's shutdown.
+Status RunParameterServer(const PsRoleOptions& options);
+
+}  // namespace ps
+}  // namespace pstrain

@@ -1,0 +1,103 @@
+// A parameter server task: holds its shard of the variables (given by the chief, or restored
+// from the shard's latest checkpoint), answers pulls, applies pushed gradients in one of three
+// update modes, keeps the global step (authoritative on task 0), saves checkpoints on request.
+//
+//   async       every push is applied on arrival;
+//   accumulate  pushes are summed until N have arrived, then their mean is applied once; a push
+//               computed from a version older than max_staleness updates is dropped and counted;
+//   sync        accumulate with N = workers - backup_workers, and each push's reply waits until
+//               the update it took part in is applied (workers move in lockstep).
+//
+// Requests are handled one at a time on the server's thread, so a pull never sees a partly
+// applied update; optimizer loops use every core for large variables.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "common/wire/message.h"
+#include "common/wire/transport.h"
+#include "ps/gradient_accumulator.h"
+#include "ps/variable_store.h"
+
+namespace pstrain {
+namespace ps {
+
+enum class UpdateMode { kAsync, kAccumulate, kSync };
+Result<UpdateMode> ParseUpdateMode(const std::string& name);
+
+struct ServerOptions {
+  int task_index = 0;
+  int num_ps = 1;
+  int num_workers = 1;
+  UpdateMode mode = UpdateMode::kAsync;
+  int accumulate_n = 0;        // accumulate: pushes per update (0: the number of workers)
+  int64_t max_staleness = 0;   // accumulate and sync
+  int backup_workers = 0;      // sync: aggregate the first N - backup_workers of N
+  std::string train_dir;       // shard checkpoints in <train_dir>/ps-<k>-of-<n>
+  int max_to_keep = 5;
+};
+
+struct ServerStats {
+  int64_t pushes = 0, pulls = 0, updates = 0, dropped_stale = 0, rejected = 0;
+};
+
+class ParameterServer {
+ public:
+  ParameterServer(ServerOptions options, std::unique_ptr<VariableStore> store);
+
+  // Restores this shard from its latest checkpoint if there is one.
+  Status RestoreIfPresent();
+
+  struct Outgoing {
+    std::string peer;
+    wire::Message message;
+  };
+  // Handles one request; returns the replies to send now (including deferred ones it releases).
+  std::vector<Outgoing> Handle(const std::string& peer, const wire::Message& request);
+
+  // Serves on `socket` until the chief's shutdown.
+  Status Serve(wire::ServerSocket* socket);
+
+  bool initialized() const { return initialized_; }
+  bool shutdown_requested() const { return shutdown_; }
+  int64_t global_step() const { return global_step_; }
+  const ServerStats& stats() const { return stats_; }
+  const VariableStore& store() const { return *store_; }
+  std::string ShardDir() const;
+
+ private:
+  wire::Message Reply(const wire::Message& request, wire::MessageType type) const;
+  wire::Message Error(const wire::Message& request, const std::string& what);
+  std::vector<Outgoing> HandleInit(const std::string& peer, const wire::Message& request);
+  std::vector<Outgoing> HandlePull(const std::string& peer, const wire::Message& request);
+  wire::Message PullReply(const wire::Message& request);
+  std::vector<Outgoing> HandlePush(const std::string& peer, const wire::Message& request);
+  std::vector<Outgoing> HandleBarrier(const std::string& peer, const wire::Message& request);
+  std::vector<Outgoing> HandleCheckpoint(const std::string& peer, const wire::Message& request);
+  int required_pushes() const;
+  std::string Who(const wire::Message& m) const;
+
+  ServerOptions options_;
+  std::unique_ptr<VariableStore> store_;
+  bool initialized_ = false;
+  bool shutdown_ = false;
+  int64_t global_step_ = 0;  // updates applied here; task 0's is the cluster's global step
+  std::map<std::string, GradientAccumulator> accumulators_;
+  int pushes_in_window_ = 0;  // accepted pushes towards the next accumulated update
+  struct Waiting {
+    std::string peer;
+    wire::Message request;
+  };
+  std::vector<Waiting> waiting_pushes_;                    // sync mode
+  std::vector<Waiting> waiting_pulls_;                     // sync mode, behind their push
+  std::map<std::string, std::vector<Waiting>> barriers_;  // by barrier name
+  ServerStats stats_;
+};
+
+}  // namespace ps
+}  // namespace pstrain

@@ -1,0 +1,144 @@
+// Whole clusters of real processes on loopback: 2 parameter servers, 2 workers and an
+// evaluator train RefNet on Fashion-MNIST to the accuracy target.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "common/wire/transport.h"
+#include "tests/test_env.h"
+
+namespace pstrain {
+namespace {
+
+namespace fs = std::filesystem;
+
+int FreePort() {
+  auto s = wire::ServerSocket::Bind("tcp://127.0.0.1:0");
+  std::string e = s.value()->endpoint();
+  return std::stoi(e.substr(e.rfind(':') + 1));
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+struct ClusterResult {
+  std::map<std::string, int> exit_codes;
+  std::map<std::string, std::string> logs;
+};
+
+ClusterResult RunCluster(const std::string& name, const std::vector<std::string>& flags) {
+  const std::string dir = ::testing::TempDir() + "/cluster_" + name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::string ps_hosts, worker_hosts;
+  for (int i = 0; i < 2; ++i) ps_hosts += (i ? "," : "") + ("127.0.0.1:" + std::to_string(FreePort()));
+  for (int i = 0; i < 2; ++i) {
+    worker_hosts += (i ? "," : "") + ("127.0.0.1:" + std::to_string(FreePort()));
+  }
+  std::vector<std::string> common{"--ps_hosts=" + ps_hosts, "--worker_hosts=" + worker_hosts,
+                                  "--config=" + testing::SourceDir() + "/configs/refnet.yaml",
+                                  "--train_dir=" + dir, "--evaluators=1",
+                                  "--eval_interval_secs=20", "--log_every_n_steps=100"};
+  common.insert(common.end(), flags.begin(), flags.end());
+  std::vector<std::pair<std::string, std::vector<std::string>>> roles{
+      {"ps0", {"--job_name=ps", "--task_index=0"}},
+      {"ps1", {"--job_name=ps", "--task_index=1"}},
+      {"worker0", {"--job_name=worker", "--task_index=0"}},
+      {"worker1", {"--job_name=worker", "--task_index=1"}},
+      {"evaluator", {"--job_name=evaluator", "--task_index=0"}}};
+  std::map<pid_t, std::string> running;
+  for (auto& [role, args] : roles) {
+    args.insert(args.begin(), PSTRAIN_BINARY);
+    args.insert(args.end(), common.begin(), common.end());
+    const std::string log = dir + "/" + role + ".log";
+    pid_t pid = fork();
+    if (pid == 0) {
+      FILE* f = std::fopen(log.c_str(), "w");
+      dup2(fileno(f), 1);
+      dup2(fileno(f), 2);
+      // Servers never see a GPU, as the launcher arranges.
+      if (role.rfind("ps", 0) == 0) setenv("CUDA_VISIBLE_DEVICES", "", 1);
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    running[pid] = role;
+  }
+  ClusterResult result;
+  // Every role must end by itself; a hang is killed after 15 minutes and reported as -1.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(15);
+  while (!running.empty()) {
+    int status = 0;
+    pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid > 0 && running.count(pid)) {
+      result.exit_codes[running[pid]] = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      running.erase(pid);
+      continue;
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      for (auto& [p, role] : running) {
+        kill(p, SIGKILL);
+        waitpid(p, nullptr, 0);
+        result.exit_codes[role] = -1;
+      }
+      break;
+    }
+    usleep(200 * 1000);
+  }
+  for (auto& [role, args] : roles) result.logs[role] = ReadFile(dir + "/" + role + ".log");
+  return result;
+}
+
+double LastAccuracy(const std::string& log, const std::string& marker) {
+  size_t at = log.rfind(marker);
+  if (at == std::string::npos) return 0;
+  return std::atof(log.c_str() + at + marker.size());
+}
+
+void ExpectTrainedTo(const ClusterResult& r, double target) {
+  for (const auto& [role, code] : r.exit_codes) {
+    EXPECT_EQ(code, 0) << role << " failed:\n" << r.logs.at(role).substr(0, 20000);
+  }
+  const double chief = LastAccuracy(r.logs.at("worker0"), "test accuracy ");
+  const double evaluator = LastAccuracy(r.logs.at("evaluator"), "test accuracy ");
+  EXPECT_GE(chief, target) << r.logs.at("worker0").substr(0, 20000);
+  EXPECT_GE(evaluator, target) << r.logs.at("evaluator");
+  // Both servers held variables and stopped cleanly on the chief's shutdown.
+  for (const char* ps : {"ps0", "ps1"}) {
+    EXPECT_NE(r.logs.at(ps).find("shutdown requested by chief 0"), std::string::npos) << ps;
+  }
+}
+
+TEST(ClusterTest, AsyncTwoServersTwoWorkersAndEvaluatorReach90Percent) {
+  if (!fs::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")) {
+    GTEST_SKIP() << "Fashion-MNIST is not installed (dataset-fashion-mnist)";
+  }
+  ClusterResult r = RunCluster("async", {"--update_mode=async", "--epochs=3"});
+  ExpectTrainedTo(r, 0.90);
+}
+
+TEST(ClusterTest, AccumulateTwoServersTwoWorkersAndEvaluatorReach90Percent) {
+  if (!fs::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")) {
+    GTEST_SKIP() << "Fashion-MNIST is not installed (dataset-fashion-mnist)";
+  }
+  ClusterResult r = RunCluster("accumulate", {"--update_mode=accumulate", "--accumulate_n=2",
+                                              "--max_staleness=1", "--epochs=3"});
+  ExpectTrainedTo(r, 0.90);
+  EXPECT_NE(r.logs.at("ps0").find("stale dropped"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace pstrain

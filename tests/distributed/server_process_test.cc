@@ -1,0 +1,175 @@
+// A real parameter-server process (pstrain --job_name=ps) on loopback, driven by a test client
+// speaking the wire protocol: stale gradients are dropped, bad pushes change nothing.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <zmq.h>
+
+#include "common/wire/transport.h"
+#include "tests/test_env.h"
+
+namespace pstrain {
+namespace {
+
+using std::chrono::milliseconds;
+using wire::Message;
+using wire::MessageType;
+
+int FreePort() {
+  auto s = wire::ServerSocket::Bind("tcp://127.0.0.1:0");
+  std::string e = s.value()->endpoint();
+  return std::stoi(e.substr(e.rfind(':') + 1));
+}
+
+class ServerProcess {
+ public:
+  explicit ServerProcess(const std::vector<std::string>& extra) {
+    port_ = FreePort();
+    dir_ = ::testing::TempDir() + "/ps_" + std::to_string(port_);
+    std::filesystem::remove_all(dir_);
+    std::vector<std::string> args{PSTRAIN_BINARY, "--job_name=ps", "--task_index=0",
+                                  "--ps_hosts=127.0.0.1:" + std::to_string(port_),
+                                  "--worker_hosts=127.0.0.1:1,127.0.0.1:2",
+                                  "--config=" + testing::SourceDir() +
+                                      "/tests/distributed/testdata/sgd.yaml",
+                                  "--train_dir=" + dir_};
+    args.insert(args.end(), extra.begin(), extra.end());
+    pid_ = fork();
+    if (pid_ == 0) {
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    auto c = wire::Connection::Connect("tcp://127.0.0.1:" + std::to_string(port_));
+    client_ = std::move(c).value();
+  }
+  ~ServerProcess() {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  // Retries until the process is listening.
+  Result<Message> Call(Message m) {
+    m.role = "worker";
+    m.task_index = 0;
+    for (int i = 0;; ++i) {
+      auto r = client_->Call(m, milliseconds(i < 20 ? 500 : 5000));
+      if (r.ok() || r.status().code() != StatusCode::kUnavailable || i > 20) return r;
+    }
+  }
+  bool Alive() { return waitpid(pid_, nullptr, WNOHANG) == 0; }
+  int port() const { return port_; }
+
+ private:
+  int port_ = 0;
+  pid_t pid_ = -1;
+  std::string dir_;
+  std::unique_ptr<wire::Connection> client_;
+};
+
+Message Init() {
+  Message m;
+  m.type = MessageType::kRegister;
+  m.role = "chief";
+  m.tensors.push_back({"fc/weights", Tensor::Filled(Shape{2, 4}, 1.0f)});
+  m.tensors.push_back({"fc/bias", Tensor::Filled(Shape{2}, 0.5f)});
+  return m;
+}
+
+Message Push(int64_t step, float g) {
+  Message m;
+  m.type = MessageType::kPush;
+  m.step = step;
+  m.tensors.push_back({"fc/weights", Tensor::Filled(Shape{2, 4}, g)});
+  return m;
+}
+
+float PulledWeight(ServerProcess* ps, int64_t* step = nullptr) {
+  Message pull;
+  pull.type = MessageType::kPull;
+  pull.names = {"fc/weights"};
+  auto r = ps->Call(pull);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  if (step) *step = r->step;
+  return r->tensors.at(0).tensor[0];
+}
+
+TEST(ServerProcessTest, StaleGradientIsDroppedAndCounted) {
+  ServerProcess ps({"--update_mode=accumulate", "--accumulate_n=2", "--max_staleness=0"});
+  ASSERT_TRUE(ps.Call(Init()).ok());
+  // Two gradients from version 0 make one update with their mean: 1 - 1.0 * (0.5 + 1.5) / 2.
+  auto r = ps.Call(Push(0, 0.5f));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->value, 0);
+  ASSERT_TRUE(ps.Call(Push(0, 1.5f)).ok());
+  int64_t step = -1;
+  EXPECT_FLOAT_EQ(PulledWeight(&ps, &step), 0.0f);
+  EXPECT_EQ(step, 1);
+  // A third gradient computed from version 0 is now stale: dropped, and it changes nothing.
+  r = ps.Call(Push(0, 100.0f));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->value, -1) << "the reply marks a dropped push";
+  EXPECT_NE(r->text.find("stale"), std::string::npos) << r->text;
+  ASSERT_TRUE(ps.Call(Push(1, 1.0f)).ok());  // a fresh one alone does not make an update
+  EXPECT_FLOAT_EQ(PulledWeight(&ps, &step), 0.0f);
+  EXPECT_EQ(step, 1);
+}
+
+TEST(ServerProcessTest, MalformedMisshapenUnknownAndNanPushesChangeNothing) {
+  ServerProcess ps({"--update_mode=async"});
+  ASSERT_TRUE(ps.Call(Init()).ok());
+  const float before = PulledWeight(&ps);
+
+  Message wrong_shape = Push(0, 1.0f);
+  wrong_shape.tensors[0].tensor = Tensor::Filled(Shape{4, 2}, 1.0f);
+  auto r = ps.Call(wrong_shape);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("has shape [4,2], the variable has [2,4]"),
+            std::string::npos)
+      << r.status().message();
+
+  Message unknown = Push(0, 1.0f);
+  unknown.tensors.push_back({"no/such", Tensor::Filled(Shape{1}, 1.0f)});
+  r = ps.Call(unknown);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("no variable named 'no/such'"), std::string::npos);
+
+  Message nan = Push(0, 1.0f);
+  nan.tensors[0].tensor[3] = std::numeric_limits<float>::quiet_NaN();
+  r = ps.Call(nan);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("NaN or Inf"), std::string::npos);
+
+  // Raw garbage frames from a plain ZeroMQ socket.
+  void* ctx = zmq_ctx_new();
+  void* raw = zmq_socket(ctx, ZMQ_DEALER);
+  ASSERT_EQ(zmq_connect(raw, ("tcp://127.0.0.1:" + std::to_string(ps.port())).c_str()), 0);
+  const char garbage[] = "this is not a capnp message at all";
+  zmq_send(raw, garbage, sizeof(garbage), ZMQ_SNDMORE);
+  zmq_send(raw, garbage, 5, 0);
+  char reply[4096];
+  zmq_pollitem_t item{raw, 0, ZMQ_POLLIN, 0};
+  ASSERT_EQ(zmq_poll(&item, 1, 5000), 1) << "no error reply to a malformed message";
+  int n = zmq_recv(raw, reply, sizeof(reply), 0);
+  EXPECT_GT(n, 0);
+  int linger = 0;
+  zmq_setsockopt(raw, ZMQ_LINGER, &linger, sizeof(linger));
+  zmq_close(raw);
+  zmq_ctx_term(ctx);
+
+  EXPECT_TRUE(ps.Alive());
+  EXPECT_EQ(PulledWeight(&ps), before) << "a refused push changed a variable";
+  // And a good push still works.
+  ASSERT_TRUE(ps.Call(Push(0, 0.25f)).ok());
+  EXPECT_FLOAT_EQ(PulledWeight(&ps), before - 0.25f);
+}
+
+}  // namespace
+}  // namespace pstrain

@@ -1,0 +1,233 @@
+#include "common/wire/codec.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <random>
+
+#include "tests/wire/wire_test_util.h"
+
+namespace pstrain {
+namespace wire {
+namespace {
+
+Message FullMessage() {
+  Message m;
+  m.type = MessageType::kPush;
+  m.request_id = 0x1234567890abcdefULL;
+  m.role = "worker";
+  m.task_index = 3;
+  m.step = -42;
+  m.value = 1LL << 40;
+  m.text = "train_dir/ü";
+  m.names = {"conv1/w", "conv1/b"};
+  m.tensors = {{"conv1/w", RandomBitsTensor({4, 3, 5, 5}, 1)},
+               {"conv1/b", RandomBitsTensor({4}, 2)},
+               {"scalar", RandomBitsTensor({}, 3)},
+               {"empty", Tensor(Shape{0, 7})},
+               {"big", RandomBitsTensor({64, 1024}, 4)}};
+  return m;
+}
+
+TEST(CodecTest, EncodeThenDecodeKeepsEveryField) {
+  const Message m = FullMessage();
+  Result<EncodedMessage> encoded = Encode(m);
+  ASSERT_TRUE(encoded.ok()) << encoded.status().ToString();
+  Result<Message> decoded = Decode(FramesOf(*encoded));
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->type, m.type);
+  EXPECT_EQ(decoded->request_id, m.request_id);
+  EXPECT_EQ(decoded->role, m.role);
+  EXPECT_EQ(decoded->task_index, m.task_index);
+  EXPECT_EQ(decoded->step, m.step);
+  EXPECT_EQ(decoded->value, m.value);
+  EXPECT_EQ(decoded->text, m.text);
+  EXPECT_EQ(decoded->names, m.names);
+  ASSERT_EQ(decoded->tensors.size(), m.tensors.size());
+  for (size_t i = 0; i < m.tensors.size(); ++i) {
+    EXPECT_EQ(decoded->tensors[i].name, m.tensors[i].name);
+    EXPECT_TRUE(BitwiseEqual(decoded->tensors[i].tensor, m.tensors[i].tensor)) << i;
+  }
+}
+
+TEST(CodecTest, ErrorReplyCarriesItsStatusCode) {
+  Message request;
+  request.request_id = 9;
+  Result<EncodedMessage> encoded = Encode(ErrorReply(request, NotFound("no variable 'w'")));
+  ASSERT_TRUE(encoded.ok());
+  Result<Message> decoded = Decode(FramesOf(*encoded));
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->request_id, 9u);
+  const Status status = StatusOfReply(*decoded);
+  EXPECT_EQ(status.code(), StatusCode::kNotFound);
+  EXPECT_EQ(status.message(), "no variable 'w'");
+}
+
+TEST(CodecTest, LargeTensorIsDecodedInPlaceAndHoldsItsFrame) {
+  Message m;
+  m.tensors = {{"w", RandomBitsTensor({1 << 16}, 5)}};
+  Result<EncodedMessage> encoded = Encode(m);
+  ASSERT_TRUE(encoded.ok());
+  std::vector<Frame> frames = FramesOf(*encoded);
+  const void* frame_data = frames[1].data;
+  std::weak_ptr<const void> frame_owner = frames[1].owner;
+  Result<Message> decoded = Decode(frames);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->tensors[0].tensor.data(), frame_data);
+  frames.clear();
+  EXPECT_FALSE(frame_owner.expired()) << "the decoded tensor must keep its frame alive";
+  decoded = Internal("dropped");
+  EXPECT_TRUE(frame_owner.expired()) << "the frame must be released with the tensor";
+}
+
+TEST(CodecTest, SmallOrUnalignedTensorFramesAreCopied) {
+  const Tensor small = RandomBitsTensor({16}, 6);
+  Message m;
+  m.tensors = {{"b", small}};
+  Result<EncodedMessage> encoded = Encode(m);
+  ASSERT_TRUE(encoded.ok());
+  std::vector<Frame> frames = FramesOf(*encoded);
+  Result<Message> decoded = Decode(frames);
+  ASSERT_TRUE(decoded.ok());
+  EXPECT_NE(decoded->tensors[0].tensor.data(), frames[1].data);
+
+  // A large frame one byte off float alignment.
+  const Tensor big = RandomBitsTensor({1 << 14}, 7);
+  std::vector<char> shifted(big.bytes() + 1);
+  std::memcpy(shifted.data() + 1, big.data(), big.bytes());
+  m.tensors = {{"w", big}};
+  encoded = Encode(m);
+  ASSERT_TRUE(encoded.ok());
+  frames = FramesOf(*encoded);
+  frames[1].data = shifted.data() + 1;
+  decoded = Decode(frames);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(decoded->tensors[0].tensor.data()) % alignof(float), 0u);
+  EXPECT_TRUE(BitwiseEqual(decoded->tensors[0].tensor, big));
+}
+
+TEST(CodecTest, UnalignedHeaderIsCopiedAndDecodes) {
+  Result<EncodedMessage> encoded = Encode(FullMessage());
+  ASSERT_TRUE(encoded.ok());
+  std::vector<Frame> frames = FramesOf(*encoded);
+  std::vector<char> shifted(encoded->header.size() + 1);
+  std::memcpy(shifted.data() + 1, encoded->header.data(), encoded->header.size());
+  frames[0].data = shifted.data() + 1;
+  Result<Message> decoded = Decode(frames);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->names, FullMessage().names);
+}
+
+TEST(CodecTest, EncodeRefusesEmptyNamesAndBufferlessTensors) {
+  Message m;
+  m.type = MessageType::kPull;
+  m.names = {"a", ""};
+  Result<EncodedMessage> encoded = Encode(m);
+  ASSERT_FALSE(encoded.ok());
+  EXPECT_NE(encoded.status().message().find("name 1 of the pull is empty"), std::string::npos);
+
+  m.names.clear();
+  m.tensors = {{"w", Tensor()}};
+  encoded = Encode(m);
+  ASSERT_FALSE(encoded.ok());
+  EXPECT_NE(encoded.status().message().find("'w'"), std::string::npos);
+  EXPECT_NE(encoded.status().message().find("no buffer"), std::string::npos);
+}
+
+TEST(CodecTest, TrailingBytesAfterHeaderAreRefused) {
+  Result<EncodedMessage> encoded = Encode(Message{});
+  ASSERT_TRUE(encoded.ok());
+  encoded->header.append(8, '\0');
+  Result<Message> decoded = Decode(FramesOf(*encoded));
+  ASSERT_FALSE(decoded.ok());
+  EXPECT_EQ(decoded.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(decoded.status().message().find("8 bytes after"), std::string::npos)
+      << decoded.status().message();
+}
+
+TEST(CodecTest, UnknownErrorCodeIsRefused) {
+  const std::string header = RawHeader([](schema::Header::Builder h) {
+    h.setType(schema::MessageType::ERROR);
+    h.setErrorCode(999);
+  });
+  Result<Message> decoded = Decode({{header.data(), header.size(), nullptr}});
+  ASSERT_FALSE(decoded.ok());
+  EXPECT_NE(decoded.status().message().find("unknown error code 999"), std::string::npos);
+}
+
+// Random byte flips, truncations, extensions, shortened and dropped or duplicated frames of a valid
+// message must each decode or fail with an error, never crash (run under ASan/UBSan for the full
+// value).
+TEST(CodecTest, RandomMutationsOfAValidMessageNeverCrash) {
+  Message m = FullMessage();
+  m.tensors.pop_back();  // keep each iteration cheap
+  Result<EncodedMessage> encoded = Encode(m);
+  ASSERT_TRUE(encoded.ok());
+  const std::vector<Frame> valid = FramesOf(*encoded);
+  std::mt19937 rng(20240601);
+  MessageLimits limits;
+  limits.max_header_bytes = 1 << 16;
+  int decoded_ok = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (int iter = 0; iter < 20000; ++iter) {
+    std::string header = encoded->header;
+    std::vector<Frame> frames = valid;
+    const int flips = 1 + rng() % 8;
+    for (int f = 0; f < flips; ++f) {
+      switch (rng() % 7) {
+        case 0:
+        case 1:
+        case 2:  // flip bits in one byte
+          header[rng() % header.size()] ^= static_cast<char>(1 + rng() % 255);
+          break;
+        case 3:  // truncate (often to a multiple of 8, so the parser sees it)
+          header.resize((rng() % header.size()) & ~static_cast<size_t>(rng() % 2 ? 7 : 0));
+          if (header.empty()) header.assign(8, '\0');
+          break;
+        case 4:  // append garbage words
+          for (int i = 0; i < 8 * (1 + static_cast<int>(rng() % 4)); ++i) {
+            header.push_back(static_cast<char>(rng()));
+          }
+          break;
+        case 5:  // drop or duplicate a tensor frame
+          if (frames.size() > 1 && rng() % 2) {
+            frames.erase(frames.begin() + 1 + rng() % (frames.size() - 1));
+          } else {
+            frames.push_back(frames[rng() % frames.size()]);
+          }
+          break;
+        case 6:  // shorten a tensor frame (a longer one would claim bytes that are not there)
+          if (frames.size() > 1) {
+            Frame& f = frames[1 + rng() % (frames.size() - 1)];
+            f.size = rng() % 2 ? f.size / 2 : f.size - std::min<size_t>(f.size, 4);
+          }
+          break;
+      }
+    }
+    // The header is copied into 8-byte-aligned storage half the time, to reach both paths.
+    std::vector<uint64_t> aligned((header.size() + 7) / 8);
+    if (rng() % 2) {
+      std::memcpy(aligned.data(), header.data(), header.size());
+      frames[0] = {aligned.data(), header.size(), nullptr};
+    } else {
+      frames[0] = {header.data(), header.size(), nullptr};
+    }
+    Result<Message> decoded = Decode(frames, limits);
+    if (decoded.ok()) {
+      ++decoded_ok;
+      for (const NamedTensor& t : decoded->tensors) EXPECT_FALSE(t.name.empty());
+    } else {
+      EXPECT_FALSE(decoded.status().message().empty());
+    }
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  LOG(INFO) << "20000 mutations decoded in " << seconds << " s, " << decoded_ok << " decoded";
+  EXPECT_LT(seconds, 5.0);
+}
+
+}  // namespace
+}  // namespace wire
+}  // namespace pstrain

@@ -1,0 +1,153 @@
+// pstrain: one binary for every role of a cluster, with TensorFlow's flags:
+//   pstrain --job_name=ps     --task_index=0 --ps_hosts=h:2222 --worker_hosts=h:2232,h:2233 ...
+//   pstrain --job_name=worker --task_index=1 --ps_hosts=... --worker_hosts=... --config=...
+//   pstrain --job_name=evaluator --ps_hosts=... --worker_hosts=... --config=...
+// The launcher (launcher/pstrain-launch) writes these command lines from a cluster config.
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+
+#include <gflags/gflags.h>
+#include <glog/logging.h>
+
+#include "ps/ps_role.h"
+#include "worker/worker_role.h"
+
+DEFINE_string(job_name, "", "this process's role: ps, worker or evaluator");
+DEFINE_int32(task_index, 0, "index of this task within its job");
+DEFINE_string(ps_hosts, "", "comma-separated host:port of every parameter server task");
+DEFINE_string(worker_hosts, "", "comma-separated host:port of every worker task");
+DEFINE_string(config, "configs/refnet.yaml", "model and training config (YAML)");
+DEFINE_string(train_dir, "", "checkpoints (servers save their shards under it)");
+DEFINE_string(logdir, "", "TensorBoard logs (default <train_dir>/logs)");
+DEFINE_string(update_mode, "async", "how servers apply gradients: async, accumulate or sync");
+DEFINE_int32(accumulate_n, 0, "accumulate mode: gradients per update (0: number of workers)");
+DEFINE_int64(max_staleness, 0,
+             "accumulate/sync: drop gradients computed more than this many updates ago");
+DEFINE_int32(backup_workers, 0, "sync mode: update with the first (workers - backup) pushes");
+DEFINE_int64(partition_bytes, 8 << 20, "split variables larger than this across servers");
+DEFINE_int64(max_steps, 0, "stop at this global step (0: the config's max_steps or epochs)");
+DEFINE_int64(epochs, 0, "epochs to train (0: the config's train.epochs)");
+DEFINE_int64(log_every_n_steps, 100, "local steps between progress lines");
+DEFINE_int64(save_checkpoints_steps, 0, "chief: checkpoint every N global steps");
+DEFINE_double(save_checkpoints_secs, 60, "chief: checkpoint every N seconds");
+DEFINE_int32(max_to_keep, 5, "checkpoints kept per server shard");
+DEFINE_int32(evaluators, 0, "evaluator tasks in the cluster (they join the final barrier)");
+DEFINE_double(eval_interval_secs, 10, "evaluator: seconds between evaluations");
+DEFINE_string(data_dir, "", "Fashion-MNIST IDX directory (default: the config's)");
+
+namespace {
+
+std::vector<std::string> SplitHosts(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string h; std::getline(ss, h, ',');) {
+    if (!h.empty()) out.push_back(h);
+  }
+  return out;
+}
+
+// Stops at start with a message naming the flag, as every role's first line of defence.
+bool Fail(const std::string& message) {
+  LOG(ERROR) << message;
+  return false;
+}
+
+bool Validate(const std::vector<std::string>& ps, const std::vector<std::string>& workers) {
+  const std::string job = FLAGS_job_name;
+  if (job != "ps" && job != "worker" && job != "evaluator") {
+    return Fail("--job_name must be ps, worker or evaluator, got '" + job + "'");
+  }
+  if (ps.empty()) return Fail("--ps_hosts is required (host:port of every parameter server)");
+  if (workers.empty()) return Fail("--worker_hosts is required (host:port of every worker)");
+  for (const auto& h : ps) {
+    auto colon = h.rfind(':');
+    if (colon == std::string::npos || colon + 1 == h.size() ||
+        h.find_first_not_of("0123456789", colon + 1) != std::string::npos) {
+      return Fail("--ps_hosts entry '" + h + "' is not host:port");
+    }
+  }
+  const size_t count = job == "ps" ? ps.size() : job == "worker" ? workers.size() : 1;
+  if (FLAGS_task_index < 0 || static_cast<size_t>(FLAGS_task_index) >= count) {
+    return Fail("--task_index=" + std::to_string(FLAGS_task_index) + " is out of range for " +
+                std::to_string(count) + " " + job + " task(s)");
+  }
+  if (FLAGS_train_dir.empty()) return Fail("--train_dir is required");
+  if (FLAGS_update_mode != "accumulate" && FLAGS_accumulate_n != 0) {
+    return Fail("--accumulate_n applies only to --update_mode=accumulate, got --update_mode=" +
+                FLAGS_update_mode);
+  }
+  if (FLAGS_backup_workers < 0 ||
+      (FLAGS_backup_workers > 0 &&
+       (FLAGS_update_mode != "sync" ||
+        static_cast<size_t>(FLAGS_backup_workers) >= workers.size()))) {
+    return Fail("--backup_workers must be below the number of workers (" +
+                std::to_string(workers.size()) + ") and needs --update_mode=sync");
+  }
+  if (FLAGS_max_staleness < 0) return Fail("--max_staleness must be >= 0");
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  gflags::SetUsageMessage(
+      "one role of a pstrain cluster.\n  pstrain --job_name=ps|worker|evaluator --task_index=N "
+      "--ps_hosts=h:p,... --worker_hosts=h:p,... --config=FILE --train_dir=DIR");
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  FLAGS_logtostderr = true;
+  google::InitGoogleLogging(argv[0]);
+  if (argc > 1) {
+    LOG(ERROR) << "unexpected argument '" << argv[1] << "' (flags are --name=value)";
+    return 2;
+  }
+  const auto ps = SplitHosts(FLAGS_ps_hosts), workers = SplitHosts(FLAGS_worker_hosts);
+  if (!Validate(ps, workers)) return 2;
+  std::filesystem::create_directories(FLAGS_train_dir);
+  const std::string logdir = FLAGS_logdir.empty() ? FLAGS_train_dir + "/logs" : FLAGS_logdir;
+  pstrain::Status status;
+  if (FLAGS_job_name == "ps") {
+    auto mode = pstrain::ps::ParseUpdateMode(FLAGS_update_mode);
+    if (!mode.ok()) {
+      LOG(ERROR) << mode.status().message();
+      return 2;
+    }
+    pstrain::ps::PsRoleOptions o;
+    o.server.task_index = FLAGS_task_index;
+    o.server.num_ps = static_cast<int>(ps.size());
+    o.server.num_workers = static_cast<int>(workers.size());
+    o.server.mode = mode.value();
+    o.server.accumulate_n = FLAGS_accumulate_n;
+    o.server.max_staleness = FLAGS_max_staleness;
+    o.server.backup_workers = FLAGS_backup_workers;
+    o.server.train_dir = FLAGS_train_dir;
+    o.server.max_to_keep = FLAGS_max_to_keep;
+    o.config_path = FLAGS_config;
+    o.bind_host_port = ps[FLAGS_task_index];
+    status = pstrain::ps::RunParameterServer(o);
+  } else {
+    pstrain::worker::RoleOptions o;
+    o.task_index = FLAGS_task_index;
+    o.ps_hosts = ps;
+    o.worker_hosts = workers;
+    o.evaluators = FLAGS_evaluators;
+    o.config_path = FLAGS_config;
+    o.train_dir = FLAGS_train_dir;
+    o.logdir = logdir;
+    o.data_dir = FLAGS_data_dir;
+    o.partition_bytes = FLAGS_partition_bytes;
+    o.max_steps = FLAGS_max_steps;
+    o.epochs = FLAGS_epochs;
+    o.log_every_n_steps = std::max<int64_t>(1, FLAGS_log_every_n_steps);
+    o.save_checkpoints_steps = FLAGS_save_checkpoints_steps;
+    o.save_checkpoints_secs = FLAGS_save_checkpoints_secs;
+    o.eval_interval_secs = FLAGS_eval_interval_secs;
+    status = FLAGS_job_name == "worker" ? pstrain::worker::RunWorker(o)
+                                        : pstrain::worker::RunEvaluator(o);
+  }
+  if (!status.ok()) {
+    LOG(ERROR) << FLAGS_job_name << " " << FLAGS_task_index << ": " << status.ToString();
+    return 1;
+  }
+  return 0;
+}

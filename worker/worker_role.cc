@@ -1,0 +1,191 @@
+#include "worker/worker_role.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iomanip>
+#include <thread>
+
+#include "common/checkpoint/safetensors.h"
+#include "common/checkpoint/save_trigger.h"
+#include "common/summary/summary_writer.h"
+#include "ps/learning_rate.h"
+#include "worker/input/input_pipeline.h"
+#include "worker/ps_client.h"
+#include "worker/training_setup.h"
+
+namespace pstrain {
+namespace worker {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Setup {
+  explicit Setup(ConfigNode c) : config(std::move(c)) {}
+  ConfigNode config;
+  std::unique_ptr<Model> model;
+  TrainConfig train;
+  InputOptions input;
+  int64_t max_steps = 0;
+  int64_t steps_per_epoch = 1;
+};
+
+Result<Setup> Load(const RoleOptions& o) {
+  ASSIGN_OR_RETURN(ConfigNode config, ConfigNode::LoadFile(o.config_path));
+  Setup s(std::move(config));
+  RETURN_IF_ERROR(s.config.CheckKeys({"model", "train", "input"}));
+  ASSIGN_OR_RETURN(ConfigNode model_node, s.config.Child("model"));
+  ASSIGN_OR_RETURN(s.model, Model::FromConfig(model_node));
+  ASSIGN_OR_RETURN(ConfigNode train_node, s.config.Child("train"));
+  ASSIGN_OR_RETURN(s.train, ReadTrainConfig(train_node));
+  ASSIGN_OR_RETURN(s.input, ReadInputOptions(s.config, o.data_dir));
+  const int64_t examples = s.input.images ? s.input.images->count : 60000;
+  // Global steps per epoch do not depend on the number of workers: each push is one step.
+  s.steps_per_epoch = std::max<int64_t>(1, examples / s.train.batch_size);
+  const int64_t epochs = o.epochs > 0 ? o.epochs : s.train.epochs;
+  s.max_steps = o.max_steps > 0 ? o.max_steps
+                                : (s.train.max_steps > 0 ? s.train.max_steps
+                                                         : epochs * s.steps_per_epoch);
+  s.model->InitVariables(s.train.seed);
+  return s;
+}
+
+}  // namespace
+
+Status RunWorker(const RoleOptions& o) {
+  const bool chief = o.task_index == 0;
+  const std::string who = "worker " + std::to_string(o.task_index);
+  const int num_workers = static_cast<int>(o.worker_hosts.size());
+  ASSIGN_OR_RETURN(Setup s, Load(o));
+  ASSIGN_OR_RETURN(ConfigNode train_node, s.config.Child("train"));
+  ASSIGN_OR_RETURN(ConfigNode lr_node, train_node.Child("learning_rate"));
+  ASSIGN_OR_RETURN(ps::LearningRateSchedule schedule, ps::LearningRateSchedule::FromConfig(lr_node));
+  Model* model = s.model.get();
+  ASSIGN_OR_RETURN(auto client, PsClient::Connect(o.ps_hosts, chief ? "chief" : "worker",
+                                                  o.task_index, model->variables(),
+                                                  o.partition_bytes));
+  if (chief) {
+    ASSIGN_OR_RETURN(int kept, client->Initialize(0));
+    LOG(INFO) << who << " (chief): " << model->Summary() << "variables on "
+              << o.ps_hosts.size() << " parameter servers"
+              << (kept ? " (" + std::to_string(kept) + " kept values restored from checkpoints)"
+                       : "");
+  } else {
+    RETURN_IF_ERROR(client->WaitUntilInitialized(std::chrono::seconds(o.init_timeout_secs)));
+  }
+  ASSIGN_OR_RETURN(int64_t step, client->Pull());
+  ASSIGN_OR_RETURN(auto pipeline,
+                   InputPipeline::Create(s.input, s.train.batch_size, o.task_index, num_workers,
+                                         s.train.seed + 1000 * o.task_index + step));
+  std::unique_ptr<SummaryWriter> log;
+  if (chief && !o.logdir.empty()) {
+    ASSIGN_OR_RETURN(log, SummaryWriter::Open(o.logdir, "train"));
+  }
+  SaveTrigger trigger(SavePolicy{o.save_checkpoints_steps, o.save_checkpoints_secs}, step,
+                      Clock::now());
+  LOG(INFO) << who << ": training " << model->name() << " from global step " << step << " to "
+            << s.max_steps << " on shard " << o.task_index << " of " << num_workers;
+
+  std::mt19937_64 rng(s.train.seed * 7919 + o.task_index);
+  auto window_start = Clock::now();
+  int64_t window_steps = 0, window_examples = 0, staleness = 0, dropped = 0, local_steps = 0;
+  double window_loss = 0;
+  while (step < s.max_steps) {
+    Result<Batch> batch = pipeline->Next();
+    if (!batch.ok()) return batch.status().WithContext(who + ": training input");
+    const float loss = model->Forward(batch->images, batch->labels, true, &rng);
+    if (!std::isfinite(loss)) {
+      return Internal(who + ": step " + std::to_string(step) + ": the loss is " +
+                      std::to_string(loss) + "; training diverged (lower the learning rate)");
+    }
+    model->Backward();
+    PrepareGradients(s.train, model);
+    Result<PushPullResult> r = client->PushAndPull(step);
+    if (!r.ok()) return r.status().WithContext(who + ": step " + std::to_string(step));
+    staleness += std::max<int64_t>(0, r->global_step - step - 1);
+    dropped += r->dropped;
+    step = r->global_step;
+    ++local_steps;
+    ++window_steps;
+    window_examples += batch->images.dim(0);
+    window_loss += loss;
+    if (local_steps % o.log_every_n_steps == 0 || step >= s.max_steps) {
+      const double secs = std::chrono::duration<double>(Clock::now() - window_start).count();
+      const double rate = window_examples / std::max(secs, 1e-9);
+      LOG(INFO) << who << ": step " << step << "/" << s.max_steps << " (epoch " << std::fixed
+                << std::setprecision(2) << static_cast<double>(step) / s.steps_per_epoch
+                << ") loss " << std::setprecision(4) << window_loss / window_steps << " lr "
+                << schedule.At(step) << " " << std::setprecision(1) << rate
+                << " examples/s staleness " << std::setprecision(2)
+                << static_cast<double>(staleness) / window_steps << " dropped " << dropped;
+      if (log) {
+        log->AddScalar("loss", step, static_cast<float>(window_loss / window_steps));
+        log->AddScalar("learning_rate", step, schedule.At(step));
+        log->AddScalar("examples_per_sec", step, static_cast<float>(rate));
+        log->AddScalar("global_step/sec", step, static_cast<float>(window_steps / secs));
+        log->AddScalar("staleness", step, static_cast<float>(staleness) / window_steps);
+        log->AddScalar("dropped_gradients", step, static_cast<float>(dropped));
+      }
+      window_start = Clock::now();
+      window_steps = window_examples = staleness = 0;
+      window_loss = 0;
+    }
+    if (chief && trigger.ShouldSave(step, Clock::now())) {
+      RETURN_IF_ERROR(client->Checkpoint(step, o.train_dir));
+      LOG(INFO) << who << ": step " << step << ": servers saved a checkpoint in " << o.train_dir;
+    }
+  }
+  LOG(INFO) << who << ": reached step " << step << " after " << local_steps
+            << " local steps; waiting for the others";
+  RETURN_IF_ERROR(client->Barrier("done", num_workers + o.evaluators));
+  if (!chief) return Status::OK();
+  ASSIGN_OR_RETURN(step, client->Pull());
+  RETURN_IF_ERROR(client->Checkpoint(step, o.train_dir));
+  ASSIGN_OR_RETURN(Evaluation e, Evaluate(model, s.input, s.train.seed));
+  CheckpointData exported;
+  exported.global_step = step;
+  for (Variable* v : model->variables()) exported.tensors[v->name] = v->value;
+  RETURN_IF_ERROR(ExportSafetensors(exported, o.train_dir + "/model.safetensors"));
+  RETURN_IF_ERROR(client->Shutdown());
+  if (log) RETURN_IF_ERROR(log->Close());
+  std::printf("done: global step %ld, test accuracy %.4f, test loss %.4f\n",
+              static_cast<long>(step), e.accuracy, e.loss);
+  std::fflush(stdout);
+  return Status::OK();
+}
+
+Status RunEvaluator(const RoleOptions& o) {
+  const std::string who = "evaluator " + std::to_string(o.task_index);
+  ASSIGN_OR_RETURN(Setup s, Load(o));
+  Model* model = s.model.get();
+  ASSIGN_OR_RETURN(auto client, PsClient::Connect(o.ps_hosts, "evaluator", o.task_index,
+                                                  model->variables(), o.partition_bytes));
+  RETURN_IF_ERROR(client->WaitUntilInitialized(std::chrono::seconds(o.init_timeout_secs)));
+  std::unique_ptr<SummaryWriter> log;
+  if (!o.logdir.empty()) {
+    ASSIGN_OR_RETURN(log, SummaryWriter::Open(o.logdir, "eval"));
+  }
+  int64_t last = -1;
+  for (;;) {
+    const auto start = Clock::now();
+    ASSIGN_OR_RETURN(int64_t step, client->Pull());
+    if (step != last) {
+      ASSIGN_OR_RETURN(Evaluation e, Evaluate(model, s.input, s.train.seed));
+      LOG(INFO) << who << ": step " << step << ": test accuracy " << std::fixed
+                << std::setprecision(4) << e.accuracy << ", test loss " << e.loss;
+      if (log) {
+        log->AddScalar("accuracy", step, static_cast<float>(e.accuracy));
+        log->AddScalar("loss", step, static_cast<float>(e.loss));
+        RETURN_IF_ERROR(log->Flush());
+      }
+      last = step;
+    }
+    if (step >= s.max_steps) break;
+    std::this_thread::sleep_until(start + std::chrono::milliseconds(
+                                              static_cast<int64_t>(o.eval_interval_secs * 1000)));
+  }
+  return client->Barrier("done", static_cast<int>(o.worker_hosts.size()) + o.evaluators);
+}
+
+}  // namespace worker
+}  // namespace pstrain

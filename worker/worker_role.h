@@ -1,0 +1,33 @@
+// The worker and evaluator roles of the pstrain binary. Worker 0 is the chief: it initialises
+// the variables on the servers, writes the training summaries, asks the servers for
+// checkpoints and, once every worker is done, shuts the servers down. The evaluator pulls the
+// variables every few seconds and writes evaluation summaries.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace pstrain {
+namespace worker {
+
+struct RoleOptions {
+  int task_index = 0;
+  std::vector<std::string> ps_hosts, worker_hosts;
+  int evaluators = 0;  // evaluators taking part in the final barrier
+  std::string config_path, train_dir, logdir, data_dir;
+  int64_t partition_bytes = 8 << 20;
+  int64_t max_steps = 0, epochs = 0;
+  int64_t log_every_n_steps = 100;
+  int64_t save_checkpoints_steps = 0;
+  double save_checkpoints_secs = 60;
+  double eval_interval_secs = 10;
+  int init_timeout_secs = 300;
+};
+
+Status RunWorker(const RoleOptions& options);
+Status RunEvaluator(const RoleOptions& options);
+
+}  // namespace worker
+}  // namespace pstrain
