@@ -21,7 +21,9 @@
 #include <thread>
 #include <vector>
 
+#include "common/config.h"
 #include "common/wire/transport.h"
+#include "ps/server.h"
 
 DEFINE_int32(mib, 64, "size of the large variable in MiB");
 DEFINE_int32(iters, 10, "push+pull rounds of the large variable (and raw socket rounds) a trial");
@@ -44,30 +46,33 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// The server side, kept small so the parameter-server loop can take its place: push keeps the
-// latest gradients (not applied: this measures the transport) and replies ok; pull replies
-// with the variables named; shutdown ends the loop.
-void ServeVariables(wire::ServerSocket* server, std::map<std::string, Tensor> variables) {
-  std::map<std::string, Tensor> gradients;
-  while (true) {
-    Result<wire::Incoming> in = server->Receive(std::chrono::milliseconds(1000));
-    if (!in.ok()) continue;  // timeout
-    if (!in->message.ok()) {
-      CHECK(server->Reply(in->peer, wire::ErrorReply({}, in->message.status())).ok());
-      continue;
-    }
-    const Message& request = in->message.value();
-    Message reply;
-    reply.request_id = request.request_id;
-    if (request.type == MessageType::kPush) {
-      for (const wire::NamedTensor& g : request.tensors) gradients[g.name] = g.tensor;
-    } else if (request.type == MessageType::kPull) {
-      for (const std::string& name : request.names)
-        reply.tensors.push_back({name, variables[name]});
-    }
-    CHECK(server->Reply(in->peer, reply).ok());
-    if (request.type == MessageType::kShutdown) return;
+// The real server loop: ps::ParameterServer in async mode with SGD, so every push is applied
+// to the variable (a streaming update over its bytes) before the reply, as in training.
+void ServeVariables(wire::ServerSocket* server) {
+  auto config = ConfigNode::Parse(
+      "{optimizer: {type: sgd}, learning_rate: {schedule: constant, initial: 0.001}}", "bench");
+  CHECK(config.ok()) << config.status().ToString();
+  auto store = ps::VariableStore::FromConfig(config.value());
+  CHECK(store.ok()) << store.status().ToString();
+  ps::ServerOptions options;
+  options.mode = ps::UpdateMode::kAsync;
+  ps::ParameterServer ps(options, std::move(store).value());
+  Status s = ps.Serve(server);
+  CHECK(s.ok()) << s.ToString();
+}
+
+// The chief's initialisation: the big variable and the small ones the rate tests push.
+void InitializeVariables(wire::Connection* conn, size_t bytes) {
+  Message init;
+  init.type = MessageType::kRegister;
+  init.role = "chief";
+  init.tensors.push_back({"w", Tensor::Filled({static_cast<int64_t>(bytes / sizeof(float))}, 0.25f)});
+  for (int v = 0; v < FLAGS_small_vars; ++v) {
+    init.tensors.push_back({"layer" + std::to_string(v) + "/w",
+                            Tensor::Filled({FLAGS_small_floats}, 0.0f)});
   }
+  Result<Message> r = conn->Call(init, kTimeout);
+  CHECK(r.ok()) << r.status().ToString();
 }
 
 // GB/s of tensor bytes for push + pull of a `bytes` variable through the transport.
@@ -167,12 +172,11 @@ int Main() {
   auto bound = wire::ServerSocket::Bind("tcp://127.0.0.1:0");
   CHECK(bound.ok()) << bound.status().ToString();
   std::unique_ptr<wire::ServerSocket> server = std::move(bound).value();
-  std::map<std::string, Tensor> variables;
-  variables["w"] = Tensor::Filled({static_cast<int64_t>(bytes / sizeof(float))}, 0.25f);
-  std::thread server_thread(ServeVariables, server.get(), variables);
+  std::thread server_thread(ServeVariables, server.get());
   auto connected = wire::Connection::Connect(server->endpoint());
   CHECK(connected.ok()) << connected.status().ToString();
   std::unique_ptr<wire::Connection> conn = std::move(connected).value();
+  InitializeVariables(conn.get(), bytes);
 
   std::printf(
       "== loopback TCP, %d MiB float32 variable, %d trials of %d push+pull rounds, %u cores\n",
@@ -186,7 +190,7 @@ int Main() {
   }
   const double ours = Median(ours_trials);
   const double raw = Median(raw_trials);
-  std::printf("pstrain transport push+pull: %.2f GB/s of tensor bytes (median)\n", ours);
+  std::printf("pstrain push+pull through the parameter server (SGD applied): %.2f GB/s of tensor bytes (median)\n", ours);
   std::printf("raw TCP socket pair send+recv: %.2f GB/s (median)\n", raw);
   const double many = PushRate(conn.get(), FLAGS_small_vars, FLAGS_small_floats, FLAGS_small_iters);
   std::printf("small variables, %d x %d floats per push: %.0f updates/s (%.0f pushes/s)\n",

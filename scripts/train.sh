@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# Installs, builds and runs the main job: RefNet on Fashion-MNIST in one process, with
-# TensorBoard logs and checkpoints under runs/refnet. Extra flags go to the trainer.
+# Installs, builds and runs the main job: RefNet on Fashion-MNIST on a local cluster of
+# 1 parameter server, 2 workers and an evaluator (configs/clusters/local.yaml), with TensorBoard
+# logs and checkpoints under runs/refnet. Extra flags after the script go to every role, e.g.
+#   bash scripts/train.sh --update_mode=accumulate --max_steps=500
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
-exec build/worker/pstrain-train --config=configs/refnet.yaml --train_dir=runs/refnet \
-  --logdir=runs/refnet/logs "$@"
+extra=()
+if [[ $# -gt 0 ]]; then extra=(-- "$@"); fi
+exec launcher/pstrain-launch --cluster configs/clusters/local.yaml --config configs/refnet.yaml \
+  --train_dir runs/refnet "${extra[@]}"

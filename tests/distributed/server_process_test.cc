@@ -171,5 +171,41 @@ TEST(ServerProcessTest, MalformedMisshapenUnknownAndNanPushesChangeNothing) {
   EXPECT_FLOAT_EQ(PulledWeight(&ps), before - 0.25f);
 }
 
+// Runs the binary with `args`; returns the exit code, output in *out.
+int RunRole(const std::string& args, std::string* out) {
+  FILE* p = popen((std::string(PSTRAIN_BINARY) + " " + args + " 2>&1").c_str(), "r");
+  char buf[4096];
+  out->clear();
+  while (size_t n = fread(buf, 1, sizeof(buf), p)) out->append(buf, n);
+  int status = pclose(p);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST(RoleFlagsTest, MissingOrContradictoryFlagsStopAtStartNamingTheFlag) {
+  const std::string hosts = "--ps_hosts=127.0.0.1:1 --worker_hosts=127.0.0.1:2 --train_dir=" +
+                            ::testing::TempDir() + "/flags";
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {"--job_name=chief " + hosts, "--job_name must be ps, worker or evaluator, got 'chief'"},
+      {"--job_name=worker --worker_hosts=127.0.0.1:2 --train_dir=/tmp/x", "--ps_hosts is required"},
+      {"--job_name=worker --task_index=3 " + hosts,
+       "--task_index=3 is out of range for 1 worker task(s)"},
+      {"--job_name=ps --accumulate_n=2 " + hosts,
+       "--accumulate_n applies only to --update_mode=accumulate"},
+      {"--job_name=ps --update_mode=sync --backup_workers=1 " + hosts,
+       "--backup_workers must be below the number of workers (1)"},
+      {"--job_name=ps --ps_hosts=nohost --worker_hosts=127.0.0.1:2 --train_dir=/tmp/x",
+       "--ps_hosts entry 'nohost' is not host:port"},
+  };
+  for (const auto& [args, message] : cases) {
+    std::string out;
+    EXPECT_EQ(RunRole(args, &out), 2) << args << "\n" << out;
+    EXPECT_NE(out.find(message), std::string::npos) << args << "\n" << out;
+  }
+  std::string out;
+  EXPECT_EQ(RunRole("--helpshort", &out), 1);  // gflags' own exit code for help
+  EXPECT_NE(out.find("-job_name"), std::string::npos) << out;
+  EXPECT_NE(out.find("-update_mode"), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace pstrain

@@ -57,12 +57,26 @@ class RoleCommandTest(unittest.TestCase):
 
     def test_cuda_visible_devices_is_empty_for_ps_and_evaluator_and_the_gpus_for_workers(self):
         roles = build_roles(parse_cluster(TWO_PS, "c.yaml"), OPTS)
-        self.assertEqual([r.env for r in roles], [
+        self.assertEqual([{k: r.env[k] for k in ("CUDA_VISIBLE_DEVICES", "PSTRAIN_ROLE")}
+                          for r in roles], [
             {"CUDA_VISIBLE_DEVICES": "", "PSTRAIN_ROLE": "ps:0"},
             {"CUDA_VISIBLE_DEVICES": "", "PSTRAIN_ROLE": "ps:1"},
             {"CUDA_VISIBLE_DEVICES": "0,1", "PSTRAIN_ROLE": "worker:0"},
             {"CUDA_VISIBLE_DEVICES": "", "PSTRAIN_ROLE": "worker:1"},
             {"CUDA_VISIBLE_DEVICES": "", "PSTRAIN_ROLE": "evaluator:0"}])
+
+    def test_local_roles_split_the_cores_and_idle_openmp_threads_sleep(self):
+        one_host = ("ps:\n  - {host: 127.0.0.1, port: 2222}\nworker:\n"
+                    "  - {host: 127.0.0.1, port: 2232}\n  - {host: 127.0.0.1, port: 2233}\n"
+                    "evaluator:\n  - {host: 127.0.0.1}\n")
+        roles = build_roles(parse_cluster(one_host, "c.yaml"), OPTS)
+        for r in roles:
+            self.assertEqual(r.env["OMP_WAIT_POLICY"], "PASSIVE")
+            self.assertIn("glibc.malloc.hugetlb=1", r.env["GLIBC_TUNABLES"])
+        threads = {r.name: int(r.env["OMP_NUM_THREADS"]) for r in roles}
+        cores = os.cpu_count() or 1
+        self.assertEqual(threads, {"ps0": 1, "worker0": max(1, cores // 2),
+                                   "worker1": max(1, cores // 2), "evaluator0": 1})
 
     def test_ssh_command_runs_the_role_in_remote_dir_without_a_tty(self):
         cluster = parse_cluster(TWO_PS + SSH, "c.yaml")
@@ -76,7 +90,8 @@ class RoleCommandTest(unittest.TestCase):
         self.assertEqual(shlex.split(argv[-1]), [
             "cd", "/opt/my pstrain", "&&", "exec", "sh", "-c", REMOTE_SUPERVISOR,
             "pstrain-launch", "10", "env", "CUDA_VISIBLE_DEVICES=0,1",
-            "PSTRAIN_ROLE=worker:0", "./pstrain"] + common_flags("worker", 0))
+            "PSTRAIN_ROLE=worker:0", "OMP_WAIT_POLICY=PASSIVE",
+            "GLIBC_TUNABLES=glibc.malloc.hugetlb=1", "./pstrain"] + common_flags("worker", 0))
 
     def test_dry_run_prints_every_role_with_env_and_starts_nothing(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -94,8 +109,12 @@ class RoleCommandTest(unittest.TestCase):
                 ["CUDA_VISIBLE_DEVICES=0,1", "PSTRAIN_ROLE=worker:1"],
                 ["CUDA_VISIBLE_DEVICES=", "PSTRAIN_ROLE=evaluator:0"]])
             self.assertEqual(commands[2][0], "env")
-            self.assertEqual(os.path.realpath(commands[2][3]), FAKE)
-            self.assertEqual(commands[2][4:], [
+            # env NAME=VALUE... BINARY FLAGS...
+            binary_at = next(i for i, w in enumerate(commands[2]) if i > 0 and "=" not in w)
+            self.assertIn("OMP_NUM_THREADS=" + str(max(1, (os.cpu_count() or 1) // 2)),
+                          commands[2][:binary_at])
+            self.assertEqual(os.path.realpath(commands[2][binary_at]), FAKE)
+            self.assertEqual(commands[2][binary_at + 1:], [
                 "--job_name=worker", "--task_index=1", "--ps_hosts=127.0.0.1:2222",
                 "--worker_hosts=127.0.0.1:2232,127.0.0.1:2233", "--evaluators=1",
                 f"--config={os.path.join(REPO, 'configs', 'refnet.yaml')}",
