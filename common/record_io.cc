@@ -6,29 +6,13 @@
 #include <cstring>
 
 #include "common/crc32c.h"
+#include "common/little_endian.h"
 
 namespace pstrain {
 namespace {
 
 // Reject absurd lengths before allocating: a corrupt length must not exhaust memory.
 constexpr uint64_t kMaxRecordBytes = 1ull << 31;
-
-void EncodeFixed64(char* p, uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<char>((v >> (8 * i)) & 0xff);
-}
-void EncodeFixed32(char* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<char>((v >> (8 * i)) & 0xff);
-}
-uint64_t DecodeFixed64(const char* p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(static_cast<uint8_t>(p[i])) << (8 * i);
-  return v;
-}
-uint32_t DecodeFixed32(const char* p) {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(static_cast<uint8_t>(p[i])) << (8 * i);
-  return v;
-}
 
 std::string Errno() { return std::strerror(errno); }
 
@@ -61,10 +45,10 @@ RecordWriter::~RecordWriter() {
 Status RecordWriter::Write(const std::string& record) {
   if (!file_) return FailedPrecondition("record writer for '" + path_ + "' is closed");
   char header[12];
-  EncodeFixed64(header, record.size());
-  EncodeFixed32(header + 8, crc32c::Mask(crc32c::Value(header, 8)));
+  little_endian::Put64(header, record.size());
+  little_endian::Put32(header + 8, crc32c::Mask(crc32c::Value(header, 8)));
   char footer[4];
-  EncodeFixed32(footer, crc32c::Mask(crc32c::Value(record.data(), record.size())));
+  little_endian::Put32(footer, crc32c::Mask(crc32c::Value(record.data(), record.size())));
   if (std::fwrite(header, 1, 12, file_) != 12 ||
       std::fwrite(record.data(), 1, record.size(), file_) != record.size() ||
       std::fwrite(footer, 1, 4, file_) != 4) {
@@ -124,10 +108,10 @@ Status RecordReader::Next(std::string* record) {
   size_t got = std::fread(header, 1, 12, file_);
   if (got == 0 && std::feof(file_)) return OutOfRange("end of " + path_);
   if (got != 12) return DataLoss("truncated record header in " + where);
-  if (crc32c::Unmask(DecodeFixed32(header + 8)) != crc32c::Value(header, 8)) {
+  if (crc32c::Unmask(little_endian::Get32(header + 8)) != crc32c::Value(header, 8)) {
     return DataLoss("corrupt record length (CRC mismatch) in " + where);
   }
-  uint64_t length = DecodeFixed64(header);
+  uint64_t length = little_endian::Get64(header);
   if (length > kMaxRecordBytes) {
     return DataLoss("record length " + std::to_string(length) + " exceeds the limit in " + where);
   }
@@ -138,7 +122,7 @@ Status RecordReader::Next(std::string* record) {
     return DataLoss("truncated record (expected " + std::to_string(length) + " bytes) in " +
                     where);
   }
-  if (crc32c::Unmask(DecodeFixed32(footer)) != crc32c::Value(record->data(), length)) {
+  if (crc32c::Unmask(little_endian::Get32(footer)) != crc32c::Value(record->data(), length)) {
     return DataLoss("corrupt record data (CRC mismatch) in " + where);
   }
   offset_ += 12 + length + 4;

@@ -14,6 +14,7 @@
 
 #include "common/checkpoint/atomic_file.h"
 #include "common/crc32c.h"
+#include "common/little_endian.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "checkpoints store raw little-endian floats; a big-endian host needs byte swaps");
@@ -33,22 +34,6 @@ constexpr char kZeros[kAlignment] = {};
 
 uint64_t AlignUp(uint64_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; }
 
-void PutU32(char* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<char>((v >> (8 * i)) & 0xff);
-}
-void PutU64(char* p, uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<char>((v >> (8 * i)) & 0xff);
-}
-uint32_t GetU32(const char* p) {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(static_cast<uint8_t>(p[i])) << (8 * i);
-  return v;
-}
-uint64_t GetU64(const char* p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(static_cast<uint8_t>(p[i])) << (8 * i);
-  return v;
-}
 
 std::string Hex(uint32_t v) {
   char buf[16];
@@ -197,9 +182,9 @@ Status WriteCheckpoint(const std::string& path, const CheckpointData& data) {
 
   char preamble[kPreambleBytes];
   std::memcpy(preamble, kMagic, 8);
-  PutU32(preamble + 8, kVersion);
-  PutU32(preamble + 12, crc32c::Mask(crc32c::Value(header.data(), header.size())));
-  PutU64(preamble + 16, header.size());
+  little_endian::Put32(preamble + 8, kVersion);
+  little_endian::Put32(preamble + 12, crc32c::Mask(crc32c::Value(header.data(), header.size())));
+  little_endian::Put64(preamble + 16, header.size());
   const uint64_t header_end = kPreambleBytes + header.size();
 
   ASSIGN_OR_RETURN(AtomicFileWriter writer, AtomicFileWriter::Create(path));
@@ -222,8 +207,8 @@ Status WriteCheckpoint(const std::string& path, const CheckpointData& data) {
   RETURN_IF_ERROR(append(kZeros, AlignUp(written - data_start) - (written - data_start)));
 
   char footer[kFooterBytes];
-  PutU64(footer, written);
-  PutU32(footer + 8, crc32c::Mask(crc));
+  little_endian::Put64(footer, written);
+  little_endian::Put32(footer + 8, crc32c::Mask(crc));
   std::memcpy(footer + 12, kFooterMagic, 4);
   RETURN_IF_ERROR(writer.Append(footer, kFooterBytes));
   return writer.Commit();
@@ -250,19 +235,19 @@ Result<CheckpointData> ReadCheckpoint(const std::string& path) {
   if (std::memcmp(preamble, kMagic, 8) != 0) {
     return loss("bad magic (not a pstrain checkpoint; expected \"PSTCKPT\")");
   }
-  uint32_t version = GetU32(preamble + 8);
+  uint32_t version = little_endian::Get32(preamble + 8);
   if (version != kVersion) {
     return loss("unsupported version " + std::to_string(version) + " (expected " +
                 std::to_string(kVersion) + ")");
   }
-  const uint64_t header_bytes = GetU64(preamble + 16);
+  const uint64_t header_bytes = little_endian::Get64(preamble + 16);
   if (header_bytes > file_bytes - kPreambleBytes - kFooterBytes) {
     return loss("truncated: header of " + std::to_string(header_bytes) +
                 " bytes does not fit in a file of " + std::to_string(file_bytes) + " bytes");
   }
   std::string header(header_bytes, '\0');
   if (!ReadFull(fd.get(), header.data(), header_bytes)) return loss("cannot read the header");
-  uint32_t stored_header_crc = crc32c::Unmask(GetU32(preamble + 12));
+  uint32_t stored_header_crc = crc32c::Unmask(little_endian::Get32(preamble + 12));
   uint32_t header_crc = crc32c::Value(header.data(), header.size());
   if (stored_header_crc != header_crc) {
     return loss("header checksum mismatch (stored " + Hex(stored_header_crc) + ", computed " +
@@ -306,11 +291,11 @@ Result<CheckpointData> ReadCheckpoint(const std::string& path) {
   char footer[kFooterBytes];
   if (!ReadFull(fd.get(), footer, kFooterBytes)) return loss("cannot read the footer");
   if (std::memcmp(footer + 12, kFooterMagic, 4) != 0) return loss("bad footer magic");
-  if (GetU64(footer) != data_start + parsed.data_bytes) {
-    return loss("footer says " + std::to_string(GetU64(footer)) + " bytes precede it, expected " +
+  if (little_endian::Get64(footer) != data_start + parsed.data_bytes) {
+    return loss("footer says " + std::to_string(little_endian::Get64(footer)) + " bytes precede it, expected " +
                 std::to_string(data_start + parsed.data_bytes));
   }
-  uint32_t stored_crc = crc32c::Unmask(GetU32(footer + 8));
+  uint32_t stored_crc = crc32c::Unmask(little_endian::Get32(footer + 8));
   if (stored_crc != crc) {
     return loss("checksum mismatch (stored " + Hex(stored_crc) + ", computed " + Hex(crc) + ")");
   }
