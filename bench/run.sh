@@ -34,8 +34,8 @@ case "$name" in
     # avoid. The raw socket reuses one buffer. Both are shown; the last ratio uses huge pages.
     echo "== glibc malloc defaults"
     "$bin" "$@" | sed 's/^ratio:/ratio with default malloc:/'
-    echo "== GLIBC_TUNABLES=glibc.malloc.hugetlb=1"
-    GLIBC_TUNABLES=glibc.malloc.hugetlb=1 "$bin" "$@"
+    echo "== as pstrain-launch runs roles: GLIBC_TUNABLES=glibc.malloc.hugetlb=1 OMP_WAIT_POLICY=PASSIVE"
+    GLIBC_TUNABLES=glibc.malloc.hugetlb=1 OMP_WAIT_POLICY=PASSIVE "$bin" "$@"
     ;;
   *)
     echo "usage: bench/run.sh refnet|ps [flags for the pstrain side]" >&2

@@ -142,7 +142,7 @@ TEST(ClusterTest, AccumulateTwoServersTwoWorkersAndEvaluatorReach90Percent) {
   }
   // Each update averages two workers' gradients (an effective batch of 256).
   ClusterResult r = RunCluster("accumulate", {"--update_mode=accumulate", "--accumulate_n=2",
-                                              "--max_staleness=1", "--max_steps=1100"});
+                                              "--max_staleness=1", "--max_steps=1400"});
   ExpectTrainedTo(r, 0.90);
   EXPECT_NE(r.logs.at("ps0").find("stale dropped"), std::string::npos);
 }
