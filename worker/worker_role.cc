@@ -80,6 +80,9 @@ Status RunWorker(const RoleOptions& o) {
   std::unique_ptr<SummaryWriter> log;
   if (chief && !o.logdir.empty()) {
     ASSIGN_OR_RETURN(log, SummaryWriter::Open(o.logdir, "train"));
+    log->AddText("config", step, "```\n" + s.config.ToYaml() + "\n```\n\ncluster: " +
+                                     std::to_string(o.ps_hosts.size()) + " ps, " +
+                                     std::to_string(num_workers) + " workers");
   }
   SaveTrigger trigger(SavePolicy{o.save_checkpoints_steps, o.save_checkpoints_secs}, step,
                       Clock::now());
@@ -93,6 +96,7 @@ Status RunWorker(const RoleOptions& o) {
   while (step < s.max_steps) {
     Result<Batch> batch = pipeline->Next();
     if (!batch.ok()) return batch.status().WithContext(who + ": training input");
+    if (log && local_steps == 0) log->AddImages("input", step, batch->images, 3);
     const float loss = model->Forward(batch->images, batch->labels, true, &rng);
     if (!std::isfinite(loss)) {
       return Internal(who + ": step " + std::to_string(step) + ": the loss is " +
@@ -129,6 +133,13 @@ Status RunWorker(const RoleOptions& o) {
       window_start = Clock::now();
       window_steps = window_examples = staleness = 0;
       window_loss = 0;
+    }
+    if (log && o.histogram_every_n_steps > 0 &&
+        local_steps % o.histogram_every_n_steps == 0) {
+      for (Variable* v : model->variables()) {
+        log->AddHistogram(v->name, step, v->value);
+        if (v->trainable) log->AddHistogram(v->name + "/gradient", step, v->grad);
+      }
     }
     if (chief && trigger.ShouldSave(step, Clock::now())) {
       RETURN_IF_ERROR(client->Checkpoint(step, o.train_dir));

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -221,6 +222,34 @@ TEST(TrainerTest, WritesTrainAndEvalEventsThatTensorBoardReads) {
       EXPECT_TRUE(parsed["histograms"].contains("conv/weights/gradient"));
     }
   }
+}
+
+TEST(TrainerTest, TrainsFromTfRecordShardsMadeByTheConverter) {
+  if (!HaveData()) GTEST_SKIP() << "Fashion-MNIST is not installed (dataset-fashion-mnist)";
+  const std::string dir = FreshDir("tfrecord");
+  for (const char* split : {"train", "test"}) {
+    const std::string cmd = std::string(PSTRAIN_IDX2TFRECORD_BINARY) + " --split=" + split +
+                            " --num_shards=3 --output_prefix=" + dir + "/fmnist-" + split +
+                            " 2>&1";
+    ASSERT_EQ(system(cmd.c_str()), 0) << cmd;
+  }
+  std::ifstream tiny(TinyConfig());
+  std::stringstream text;
+  text << tiny.rdbuf() << "input:\n  source: tfrecord\n  tfrecord_pattern: " << dir
+       << "/fmnist-train-*\n  test_tfrecord_pattern: " << dir
+       << "/fmnist-test-*\n  mean: [0.2860]\n  std: [0.3530]\n";
+  std::ofstream(dir + "/tfrecord.yaml") << text.str();
+  std::string out;
+  ASSERT_EQ(RunTrainer("--config=" + dir + "/tfrecord.yaml --train_dir=" + dir +
+                           "/run --max_steps=100 --save_checkpoints_secs=0",
+                       &out),
+            0)
+      << out;
+  double accuracy = 0;
+  const size_t at = out.rfind("test accuracy ");
+  ASSERT_NE(at, std::string::npos) << out;
+  accuracy = std::atof(out.c_str() + at + 14);
+  EXPECT_GT(accuracy, 0.7) << "100 steps on the shards should learn something: " << out;
 }
 
 }  // namespace

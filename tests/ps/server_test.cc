@@ -1,0 +1,129 @@
+// The server's update modes, driven in-process through Handle() (the network path is covered
+// by tests/distributed).
+#include "ps/server.h"
+
+#include <gtest/gtest.h>
+
+namespace pstrain {
+namespace ps {
+namespace {
+
+using wire::Message;
+using wire::MessageType;
+
+std::unique_ptr<ParameterServer> MakeServer(UpdateMode mode, int workers, int backup = 0) {
+  auto config = ConfigNode::Parse("{optimizer: {type: sgd}, learning_rate: {initial: 1.0}}", "t");
+  ServerOptions o;
+  o.mode = mode;
+  o.num_workers = workers;
+  o.backup_workers = backup;
+  auto server = std::make_unique<ParameterServer>(o, VariableStore::FromConfig(*config).value());
+  Message init;
+  init.type = MessageType::kRegister;
+  init.role = "chief";
+  init.tensors.push_back({"w", Tensor::Filled(Shape{3}, 10.0f)});
+  auto out = server->Handle("chief", init);
+  EXPECT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].message.type, MessageType::kOk);
+  return server;
+}
+
+Message Push(int64_t step, float g, uint64_t id) {
+  Message m;
+  m.type = MessageType::kPush;
+  m.request_id = id;
+  m.step = step;
+  m.tensors.push_back({"w", Tensor::Filled(Shape{3}, g)});
+  return m;
+}
+
+Message Pull(uint64_t id) {
+  Message m;
+  m.type = MessageType::kPull;
+  m.request_id = id;
+  return m;
+}
+
+TEST(ServerTest, PullBeforeTheChiefInitialisesIsAnErrorNamingTheChief) {
+  auto config = ConfigNode::Parse("{optimizer: {type: sgd}, learning_rate: {initial: 1.0}}", "t");
+  ParameterServer server(ServerOptions{}, VariableStore::FromConfig(*config).value());
+  auto out = server.Handle("w1", Pull(1));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].message.type, MessageType::kError);
+  EXPECT_NE(out[0].message.text.find("waiting for the chief"), std::string::npos);
+}
+
+TEST(ServerTest, AsyncAppliesEveryPushAndAdvancesTheStep) {
+  auto server = MakeServer(UpdateMode::kAsync, 2);
+  server->Handle("w0", Push(0, 1.0f, 1));
+  server->Handle("w1", Push(0, 2.0f, 1));
+  EXPECT_EQ(server->global_step(), 2);
+  auto out = server->Handle("w0", Pull(2));
+  EXPECT_FLOAT_EQ(out[0].message.tensors[0].tensor[0], 7.0f);
+  EXPECT_EQ(out[0].message.step, 2);
+}
+
+TEST(ServerTest, SyncRepliesAndPullsWaitForTheWholeUpdate) {
+  auto server = MakeServer(UpdateMode::kSync, 2);
+  // Worker 0 pushes and pulls: neither is answered until worker 1's push completes the step.
+  EXPECT_TRUE(server->Handle("w0", Push(0, 1.0f, 1)).empty());
+  EXPECT_TRUE(server->Handle("w0", Pull(2)).empty());
+  auto out = server->Handle("w1", Push(0, 3.0f, 1));
+  ASSERT_EQ(out.size(), 3u);  // both pushes and worker 0's pull
+  bool saw_pull = false;
+  for (const auto& o : out) {
+    if (o.peer == "w0" && o.message.request_id == 2) {
+      saw_pull = true;
+      EXPECT_FLOAT_EQ(o.message.tensors[0].tensor[0], 8.0f);  // 10 - mean(1, 3)
+      EXPECT_EQ(o.message.step, 1);
+    }
+  }
+  EXPECT_TRUE(saw_pull);
+}
+
+TEST(ServerTest, SyncWithABackupWorkerUpdatesOnTheFirstPushAndDropsTheLateOne) {
+  auto server = MakeServer(UpdateMode::kSync, 2, /*backup=*/1);
+  auto out = server->Handle("w0", Push(0, 2.0f, 1));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(server->global_step(), 1);
+  out = server->Handle("w1", Push(0, 100.0f, 1));  // late, from version 0
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].message.value, -1);
+  EXPECT_EQ(server->stats().dropped_stale, 1);
+  out = server->Handle("w1", Pull(2));
+  EXPECT_FLOAT_EQ(out[0].message.tensors[0].tensor[0], 8.0f);
+}
+
+TEST(ServerTest, BarrierReleasesEveryoneWhenTheLastArrives) {
+  auto server = MakeServer(UpdateMode::kAsync, 2);
+  Message b;
+  b.type = MessageType::kBarrier;
+  b.text = "done";
+  b.value = 3;
+  EXPECT_TRUE(server->Handle("a", b).empty());
+  EXPECT_TRUE(server->Handle("b", b).empty());
+  EXPECT_EQ(server->Handle("c", b).size(), 3u);
+}
+
+TEST(ServerTest, StateTensorsNamedInThePushAreAssignedNotApplied) {
+  auto server = MakeServer(UpdateMode::kAsync, 1);
+  Message m = Push(0, 4.0f, 1);
+  m.names = {"w"};  // e.g. batch-norm moving statistics
+  server->Handle("w0", m);
+  auto out = server->Handle("w0", Pull(2));
+  EXPECT_FLOAT_EQ(out[0].message.tensors[0].tensor[0], 4.0f);
+}
+
+TEST(ServerTest, AnUpdateNeverChangesBytesAPullReplyStillHolds) {
+  auto server = MakeServer(UpdateMode::kAsync, 1);
+  auto pulled = server->Handle("w0", Pull(1));
+  const Tensor in_flight = pulled[0].message.tensors[0].tensor;  // as a pending send holds it
+  server->Handle("w0", Push(0, 1.0f, 2));
+  EXPECT_FLOAT_EQ(in_flight[0], 10.0f);  // copy-on-write: the reply's bytes are intact
+  auto fresh = server->Handle("w0", Pull(3));
+  EXPECT_FLOAT_EQ(fresh[0].message.tensors[0].tensor[0], 9.0f);
+}
+
+}  // namespace
+}  // namespace ps
+}  // namespace pstrain
