@@ -66,10 +66,11 @@ void InitializeVariables(wire::Connection* conn, size_t bytes) {
   Message init;
   init.type = MessageType::kRegister;
   init.role = "chief";
-  init.tensors.push_back({"w", Tensor::Filled({static_cast<int64_t>(bytes / sizeof(float))}, 0.25f)});
+  init.tensors.push_back(
+      {"w", Tensor::Filled({static_cast<int64_t>(bytes / sizeof(float))}, 0.25f)});
   for (int v = 0; v < FLAGS_small_vars; ++v) {
-    init.tensors.push_back({"layer" + std::to_string(v) + "/w",
-                            Tensor::Filled({FLAGS_small_floats}, 0.0f)});
+    init.tensors.push_back(
+        {"layer" + std::to_string(v) + "/w", Tensor::Filled({FLAGS_small_floats}, 0.0f)});
   }
   Result<Message> r = conn->Call(init, kTimeout);
   CHECK(r.ok()) << r.status().ToString();
@@ -190,7 +191,10 @@ int Main() {
   }
   const double ours = Median(ours_trials);
   const double raw = Median(raw_trials);
-  std::printf("pstrain push+pull through the parameter server (SGD applied): %.2f GB/s of tensor bytes (median)\n", ours);
+  std::printf(
+      "pstrain push+pull through the parameter server (SGD applied): %.2f GB/s of tensor bytes "
+      "(median)\n",
+      ours);
   std::printf("raw TCP socket pair send+recv: %.2f GB/s (median)\n", raw);
   const double many = PushRate(conn.get(), FLAGS_small_vars, FLAGS_small_floats, FLAGS_small_iters);
   std::printf("small variables, %d x %d floats per push: %.0f updates/s (%.0f pushes/s)\n",

@@ -1,14 +1,14 @@
 // Times training steps (forward, backward, optimizer update) of a model config on one fixed
 // batch, the way ../shared/bench/torch_refnet.py --bench-steps does for PyTorch: warm-up steps,
 // then --repeats timed runs of --steps steps; prints the median images/s.
+#include <gflags/gflags.h>
+#include <glog/logging.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <random>
 #include <vector>
-
-#include <gflags/gflags.h>
-#include <glog/logging.h>
 
 #include "common/config.h"
 #include "ps/optimizer.h"
@@ -72,8 +72,8 @@ int Run() {
     for (int i = 0; i < FLAGS_steps; ++i) train_step();
     double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     rates.push_back(FLAGS_steps * FLAGS_batch / dt);
-    std::printf("pstrain repeat %d: %d steps x batch %d in %.3f s = %.1f img/s (%.2f ms/step)\n",
-                r, FLAGS_steps, FLAGS_batch, dt, rates.back(), dt / FLAGS_steps * 1e3);
+    std::printf("pstrain repeat %d: %d steps x batch %d in %.3f s = %.1f img/s (%.2f ms/step)\n", r,
+                FLAGS_steps, FLAGS_batch, dt, rates.back(), dt / FLAGS_steps * 1e3);
     std::fflush(stdout);
   }
   if (FLAGS_profile) {

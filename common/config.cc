@@ -1,10 +1,10 @@
 #include "common/config.h"
 
+#include <yaml-cpp/yaml.h>
+
 #include <algorithm>
 #include <fstream>
 #include <sstream>
-
-#include <yaml-cpp/yaml.h>
 
 namespace pstrain {
 
@@ -29,9 +29,7 @@ Result<ConfigNode> ConfigNode::Parse(const std::string& text, const std::string&
   }
 }
 
-std::string ConfigNode::Where() const {
-  return path_.empty() ? origin_ : origin_ + ": " + path_;
-}
+std::string ConfigNode::Where() const { return path_.empty() ? origin_ : origin_ + ": " + path_; }
 
 Status ConfigNode::Error(const std::string& message) const {
   return InvalidArgument(Where() + ": " + message);
@@ -99,10 +97,10 @@ Result<T> Convert(const ConfigNode& parent, const YAML::Node& node, const std::s
 }
 }  // namespace
 
-#define PSTRAIN_CONFIG_GETTER(Name, Type, expected)                     \
-  Result<Type> ConfigNode::Name(const std::string& key) const {         \
-    ASSIGN_OR_RETURN(ConfigNode child, Scalar(key, expected));          \
-    return Convert<Type>(*this, *child.node_, key, expected);           \
+#define PSTRAIN_CONFIG_GETTER(Name, Type, expected)             \
+  Result<Type> ConfigNode::Name(const std::string& key) const { \
+    ASSIGN_OR_RETURN(ConfigNode child, Scalar(key, expected));  \
+    return Convert<Type>(*this, *child.node_, key, expected);   \
   }
 #define PSTRAIN_CONFIG_FALLBACK(Name, Type)                                    \
   Result<Type> ConfigNode::Name(const std::string& key, Type fallback) const { \

@@ -119,8 +119,7 @@ Status RecordReader::Next(std::string* record) {
   char footer[4];
   if (std::fread(record->data(), 1, length, file_) != length ||
       std::fread(footer, 1, 4, file_) != 4) {
-    return DataLoss("truncated record (expected " + std::to_string(length) + " bytes) in " +
-                    where);
+    return DataLoss("truncated record (expected " + std::to_string(length) + " bytes) in " + where);
   }
   if (crc32c::Unmask(little_endian::Get32(footer)) != crc32c::Value(record->data(), length)) {
     return DataLoss("corrupt record data (CRC mismatch) in " + where);

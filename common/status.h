@@ -2,11 +2,11 @@
 // CHECK is kept for programmer errors only.
 #pragma once
 
+#include <glog/logging.h>
+
 #include <optional>
 #include <string>
 #include <utility>
-
-#include <glog/logging.h>
 
 namespace pstrain {
 
@@ -44,7 +44,9 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
-inline Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
+inline Status InvalidArgument(std::string m) {
+  return {StatusCode::kInvalidArgument, std::move(m)};
+}
 inline Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
 inline Status AlreadyExists(std::string m) { return {StatusCode::kAlreadyExists, std::move(m)}; }
 inline Status FailedPrecondition(std::string m) {
@@ -62,7 +64,7 @@ inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}         // NOLINT: implicit by design
   Result(Status status) : status_(std::move(status)) {  // NOLINT
     CHECK(!status_.ok()) << "Result built from an OK status without a value";
   }
@@ -94,10 +96,10 @@ class [[nodiscard]] Result {
 #define PSTRAIN_CONCAT_INNER(a, b) a##b
 #define PSTRAIN_CONCAT(a, b) PSTRAIN_CONCAT_INNER(a, b)
 
-#define RETURN_IF_ERROR(expr)                  \
-  do {                                         \
-    ::pstrain::Status _st = (expr);            \
-    if (!_st.ok()) return _st;                 \
+#define RETURN_IF_ERROR(expr)       \
+  do {                              \
+    ::pstrain::Status _st = (expr); \
+    if (!_st.ok()) return _st;      \
   } while (0)
 
 // ASSIGN_OR_RETURN(auto x, MakeX()); returns the error Status if MakeX() failed.

@@ -1,10 +1,10 @@
 #include "common/tensor.h"
 
+#include <glog/logging.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
-
-#include <glog/logging.h>
 
 namespace pstrain {
 
@@ -73,8 +73,7 @@ Tensor Tensor::Filled(Shape shape, float value) {
 
 Tensor Tensor::FromVector(Shape shape, const std::vector<float>& values) {
   CHECK_EQ(shape.num_elements(), static_cast<int64_t>(values.size()))
-      << "FromVector: shape " << shape.ToString() << " needs " << shape.num_elements()
-      << " values";
+      << "FromVector: shape " << shape.ToString() << " needs " << shape.num_elements() << " values";
   Tensor t = Uninitialized(std::move(shape));
   std::memcpy(t.data_, values.data(), t.bytes());
   return t;
@@ -116,7 +115,7 @@ void Tensor::SetZero() {
 
 void Tensor::CopyFrom(const Tensor& other) {
   CHECK_EQ(size(), other.size()) << "CopyFrom: " << shape_.ToString() << " vs "
-                                  << other.shape().ToString();
+                                 << other.shape().ToString();
   if (data_ != other.data_) std::memcpy(data_, other.data_, bytes());
 }
 

@@ -33,8 +33,8 @@ Result<Placement> Placement::Compute(const std::vector<VariableSpec>& variables,
     int64_t begin = 0;
     for (int64_t i = 0; i < parts; ++i) {
       const int64_t n = rows / parts + (i < rows % parts ? 1 : 0);
-      Partition part{v.name + "/part_" + std::to_string(i), v.name, 0, begin, begin + n,
-                     v.shape.WithBatch(n)};
+      Partition part{
+          v.name + "/part_" + std::to_string(i), v.name, 0, begin, begin + n, v.shape.WithBatch(n)};
       place(std::move(part));
       begin += n;
     }

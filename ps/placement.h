@@ -25,7 +25,7 @@ struct Partition {
   int task = 0;           // parameter server task holding it
   int64_t row_begin = 0;  // rows [row_begin, row_end) of dimension 0
   int64_t row_end = 0;
-  Shape shape;            // the partition's own shape
+  Shape shape;  // the partition's own shape
 };
 
 class Placement {

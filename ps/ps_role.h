@@ -12,7 +12,7 @@ namespace ps {
 
 struct PsRoleOptions {
   ServerOptions server;
-  std::string config_path;  // its `train:` section gives the optimizer, schedule and clipping
+  std::string config_path;     // its `train:` section gives the optimizer, schedule and clipping
   std::string bind_host_port;  // this task's entry of --ps_hosts
 };
 

@@ -71,8 +71,8 @@ Status ParameterServer::RestoreIfPresent() {
       return DataLoss(ShardDir() + ": checkpoint lacks variable '" + name + "'");
     }
     RETURN_IF_ERROR(store_->AddVariable(name, t->second.Clone()));
-    accumulators_.emplace(name, GradientAccumulator(t->second.shape(), required_pushes(),
-                                                    options_.max_staleness));
+    accumulators_.emplace(
+        name, GradientAccumulator(t->second.shape(), required_pushes(), options_.max_staleness));
   }
   std::map<std::string, Tensor> state = store_->StateTensors();
   ASSIGN_OR_RETURN(RestoreReport report, RestoreInto(data, RestoreFilter{}, &state));
@@ -139,8 +139,8 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandleInit(const std::st
     // A copy: the received tensor lives in a network frame that is released after this call.
     Status s = store_->AddVariable(t.name, t.tensor.Clone());
     if (!s.ok()) return {{peer, Error(request, s.message())}};
-    accumulators_.emplace(t.name, GradientAccumulator(t.tensor.shape(), required_pushes(),
-                                                      options_.max_staleness));
+    accumulators_.emplace(
+        t.name, GradientAccumulator(t.tensor.shape(), required_pushes(), options_.max_staleness));
   }
   global_step_ = request.step;
   initialized_ = true;
@@ -155,8 +155,9 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandleInit(const std::st
 std::vector<ParameterServer::Outgoing> ParameterServer::HandlePull(const std::string& peer,
                                                                    const Message& request) {
   if (!initialized_) {
-    return {{peer, Error(request, "variables are not initialised yet (waiting for the chief, "
-                                  "worker 0)")}};
+    return {{peer, Error(request,
+                         "variables are not initialised yet (waiting for the chief, "
+                         "worker 0)")}};
   }
   if (options_.mode == UpdateMode::kSync) {
     // In lockstep a pull that follows its sender's own push waits for that update.
@@ -296,14 +297,15 @@ Status ParameterServer::Serve(wire::ServerSocket* socket) {
     if (!in->message.ok()) {
       ++stats_.rejected;
       Message bad;  // no request id: the message could not be read
-      out.push_back({in->peer, Error(bad, "malformed message refused: " +
-                                              in->message.status().message())});
+      out.push_back(
+          {in->peer, Error(bad, "malformed message refused: " + in->message.status().message())});
     } else {
       out = Handle(in->peer, in->message.value());
     }
     for (const Outgoing& o : out) {
       Status s = socket->Reply(o.peer, o.message);
-      if (!s.ok()) LOG(WARNING) << "ps " << options_.task_index << ": reply failed: " << s.ToString();
+      if (!s.ok())
+        LOG(WARNING) << "ps " << options_.task_index << ": reply failed: " << s.ToString();
     }
   }
   // Drain: answer late requests for a moment (so that they fail fast, by name) and give
@@ -312,13 +314,14 @@ Status ParameterServer::Serve(wire::ServerSocket* socket) {
   while (std::chrono::steady_clock::now() < drain_end) {
     Result<wire::Incoming> in = socket->Receive(std::chrono::milliseconds(100));
     if (!in.ok() || !in->message.ok()) continue;
-    Status s = socket->Reply(in->peer, Error(in->message.value(), "shutting down: training is over"));
+    Status s =
+        socket->Reply(in->peer, Error(in->message.value(), "shutting down: training is over"));
     if (!s.ok()) break;
   }
-  LOG(INFO) << "ps " << options_.task_index << ": stopped at global step " << global_step_
-            << " (" << stats_.pushes << " pushes, " << stats_.pulls << " pulls, "
-            << stats_.updates << " updates, " << stats_.dropped_stale << " stale dropped, "
-            << stats_.rejected << " rejected)";
+  LOG(INFO) << "ps " << options_.task_index << ": stopped at global step " << global_step_ << " ("
+            << stats_.pushes << " pushes, " << stats_.pulls << " pulls, " << stats_.updates
+            << " updates, " << stats_.dropped_stale << " stale dropped, " << stats_.rejected
+            << " rejected)";
   return Status::OK();
 }
 

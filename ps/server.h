@@ -35,10 +35,10 @@ struct ServerOptions {
   int num_ps = 1;
   int num_workers = 1;
   UpdateMode mode = UpdateMode::kAsync;
-  int accumulate_n = 0;        // accumulate: pushes per update (0: the number of workers)
-  int64_t max_staleness = 0;   // accumulate and sync
-  int backup_workers = 0;      // sync: aggregate the first N - backup_workers of N
-  std::string train_dir;       // shard checkpoints in <train_dir>/ps-<k>-of-<n>
+  int accumulate_n = 0;       // accumulate: pushes per update (0: the number of workers)
+  int64_t max_staleness = 0;  // accumulate and sync
+  int backup_workers = 0;     // sync: aggregate the first N - backup_workers of N
+  std::string train_dir;      // shard checkpoints in <train_dir>/ps-<k>-of-<n>
   int max_to_keep = 5;
 };
 
@@ -93,8 +93,8 @@ class ParameterServer {
     std::string peer;
     wire::Message request;
   };
-  std::vector<Waiting> waiting_pushes_;                    // sync mode
-  std::vector<Waiting> waiting_pulls_;                     // sync mode, behind their push
+  std::vector<Waiting> waiting_pushes_;                   // sync mode
+  std::vector<Waiting> waiting_pulls_;                    // sync mode, behind their push
   std::map<std::string, std::vector<Waiting>> barriers_;  // by barrier name
   ServerStats stats_;
 };

@@ -61,7 +61,8 @@ Status VariableStore::ApplyGradientsAt(int64_t step,
   for (const auto& [name, g] : grads) {
     Tensor grad = g;
     Entry& e = variables_.at(name);
-    if (clipping_.by_value) ClipByValue(clipping_.by_value->first, clipping_.by_value->second, &grad);
+    if (clipping_.by_value)
+      ClipByValue(clipping_.by_value->first, clipping_.by_value->second, &grad);
     if (clipping_.by_norm) ClipByNorm(*clipping_.by_norm, &grad);
     RETURN_IF_ERROR(optimizer_->Apply(lr, step, grad, &e.value, &e.slots));
   }

@@ -34,8 +34,8 @@ struct Variable {
 
 struct LayerContext {
   bool training = true;
-  std::mt19937_64* rng = nullptr;                 // dropout masks
-  const std::vector<int32_t>* labels = nullptr;   // loss layers
+  std::mt19937_64* rng = nullptr;                // dropout masks
+  const std::vector<int32_t>* labels = nullptr;  // loss layers
 };
 
 class Layer {
@@ -78,7 +78,9 @@ class Layer {
   // The returned pointer is valid until the next AddVariable; keep the Tensor handles (they
   // share the buffer) rather than the pointer. Variables are always updated in place.
   Variable* AddVariable(const std::string& short_name, const Shape& shape, bool trainable = true);
-  Status ShapeError(const std::string& what) const { return InvalidArgument(Describe() + ": " + what); }
+  Status ShapeError(const std::string& what) const {
+    return InvalidArgument(Describe() + ": " + what);
+  }
 
  private:
   std::string name_;
@@ -100,13 +102,13 @@ class LayerRegistry {
   std::map<std::string, Factory> factories_;
 };
 
-#define PSTRAIN_REGISTER_LAYER(type_name, Class)                                          \
-  static const bool PSTRAIN_CONCAT(kRegistered_, Class) = [] {                            \
-    ::pstrain::worker::LayerRegistry::Global().Register(                                  \
+#define PSTRAIN_REGISTER_LAYER(type_name, Class)                                              \
+  static const bool PSTRAIN_CONCAT(kRegistered_, Class) = [] {                                \
+    ::pstrain::worker::LayerRegistry::Global().Register(                                      \
         type_name, [](const std::string& name) -> std::unique_ptr<::pstrain::worker::Layer> { \
-          return std::make_unique<Class>(name);                                           \
-        });                                                                               \
-    return true;                                                                          \
+          return std::make_unique<Class>(name);                                               \
+        });                                                                                   \
+    return true;                                                                              \
   }()
 
 }  // namespace worker

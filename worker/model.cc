@@ -248,8 +248,8 @@ int64_t Model::CountCorrect(const std::vector<int32_t>& labels) const {
 
 std::string Model::Summary() const {
   std::ostringstream s;
-  s << "model '" << name_ << "': input " << input_shape_.ToString() << ", "
-    << num_parameters() << " parameters\n";
+  s << "model '" << name_ << "': input " << input_shape_.ToString() << ", " << num_parameters()
+    << " parameters\n";
   for (size_t i = 0; i < layers_.size(); ++i) {
     int64_t params = 0;
     for (const auto& v : layers_[i]->variables()) params += v.trainable ? v.value.size() : 0;

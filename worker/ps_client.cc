@@ -7,9 +7,9 @@
 namespace pstrain {
 namespace worker {
 
+using std::chrono::milliseconds;
 using wire::Message;
 using wire::MessageType;
-using std::chrono::milliseconds;
 
 namespace {
 // Long enough for a sync step that waits on the slowest worker.
@@ -21,8 +21,7 @@ Tensor Rows(const Tensor& t, const ps::Partition& p) {
   if (p.row_begin == 0 && p.row_end == (t.shape().rank() ? t.dim(0) : 1)) return t;
   const int64_t row = t.size() / t.dim(0);
   Tensor keep = t;
-  return Tensor::Wrap(p.shape, const_cast<float*>(t.data()) + p.row_begin * row,
-                      [keep] {});
+  return Tensor::Wrap(p.shape, const_cast<float*>(t.data()) + p.row_begin * row, [keep] {});
 }
 }  // namespace
 
@@ -68,7 +67,8 @@ Result<std::vector<Message>> PsClient::Exchange(const std::vector<std::pair<int,
   for (size_t i = 0; i < out.size(); ++i) {
     const int server = out[i].first;
     while (!have[i]) {
-      auto left = std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
+      auto left =
+          std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0) {
         return Unavailable("no reply from ps " + std::to_string(server) + " (" +
                            servers_[server]->endpoint() + ") within " +

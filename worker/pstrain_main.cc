@@ -3,12 +3,12 @@
 //   pstrain --job_name=worker --task_index=1 --ps_hosts=... --worker_hosts=... --config=...
 //   pstrain --job_name=evaluator --ps_hosts=... --worker_hosts=... --config=...
 // The launcher (launcher/pstrain-launch) writes these command lines from a cluster config.
+#include <gflags/gflags.h>
+#include <glog/logging.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
-
-#include <gflags/gflags.h>
-#include <glog/logging.h>
 
 #include "ps/ps_role.h"
 #include "worker/worker_role.h"
@@ -79,9 +79,8 @@ bool Validate(const std::vector<std::string>& ps, const std::vector<std::string>
                 FLAGS_update_mode);
   }
   if (FLAGS_backup_workers < 0 ||
-      (FLAGS_backup_workers > 0 &&
-       (FLAGS_update_mode != "sync" ||
-        static_cast<size_t>(FLAGS_backup_workers) >= workers.size()))) {
+      (FLAGS_backup_workers > 0 && (FLAGS_update_mode != "sync" ||
+                                    static_cast<size_t>(FLAGS_backup_workers) >= workers.size()))) {
     return Fail("--backup_workers must be below the number of workers (" +
                 std::to_string(workers.size()) + ") and needs --update_mode=sync");
   }

@@ -1,10 +1,10 @@
 // pstrain-train: trains a model from a config in one process (the main job of the README).
 //   pstrain-train --config=configs/refnet.yaml --train_dir=runs/refnet --logdir=runs/refnet/logs
-#include <cstdio>
-#include <filesystem>
-
 #include <gflags/gflags.h>
 #include <glog/logging.h>
+
+#include <cstdio>
+#include <filesystem>
 
 #include "worker/trainer.h"
 
@@ -24,8 +24,9 @@ DEFINE_string(checkpoint_path, "",
 DEFINE_string(restore_exclude, "",
               "comma-separated variable prefixes or globs not to restore (fine-tuning), "
               "e.g. fc2/");
-DEFINE_string(data_dir, "", "Fashion-MNIST IDX directory (default: the config's, else "
-                            "/usr/share/datasets/fashion-mnist)");
+DEFINE_string(data_dir, "",
+              "Fashion-MNIST IDX directory (default: the config's, else "
+              "/usr/share/datasets/fashion-mnist)");
 DEFINE_double(stop_at_accuracy, 0, "stop once an evaluation reaches this test accuracy");
 
 int main(int argc, char** argv) {
@@ -72,9 +73,10 @@ int main(int argc, char** argv) {
     LOG(ERROR) << result.status().ToString();
     return 1;
   }
-  std::printf("done: global step %ld, test accuracy %.4f, test loss %.4f, %.1f s\n"
-              "checkpoints in %s; TensorBoard: tensorboard --logdir %s\n",
-              static_cast<long>(result->global_step), result->test_accuracy, result->test_loss,
-              result->train_seconds, o.train_dir.c_str(), o.logdir.c_str());
+  std::printf(
+      "done: global step %ld, test accuracy %.4f, test loss %.4f, %.1f s\n"
+      "checkpoints in %s; TensorBoard: tensorboard --logdir %s\n",
+      static_cast<long>(result->global_step), result->test_accuracy, result->test_loss,
+      result->train_seconds, o.train_dir.c_str(), o.logdir.c_str());
   return 0;
 }

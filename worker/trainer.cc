@@ -55,8 +55,10 @@ Result<TrainResult> Train(const TrainerOptions& o) {
   model->InitVariables(tc.seed);
   std::map<std::string, Tensor> state;  // what a checkpoint holds
   for (Variable* v : model->variables()) {
-    if (v->trainable) RETURN_IF_ERROR(store->AddVariable(v->name, v->value));
-    else state[v->name] = v->value;
+    if (v->trainable)
+      RETURN_IF_ERROR(store->AddVariable(v->name, v->value));
+    else
+      state[v->name] = v->value;
   }
   for (auto& [name, t] : store->StateTensors()) state[name] = t;
 
@@ -76,9 +78,10 @@ Result<TrainResult> Train(const TrainerOptions& o) {
     store->set_global_step(restored->global_step);
     LOG(INFO) << "trainer: restored " << report.restored.size() << " tensors at global step "
               << restored->global_step << " from " << o.train_dir
-              << (report.filtered.empty() ? ""
-                                          : " (" + std::to_string(report.filtered.size()) +
-                                                " left at their initial values by --restore_exclude)");
+              << (report.filtered.empty()
+                      ? ""
+                      : " (" + std::to_string(report.filtered.size()) +
+                            " left at their initial values by --restore_exclude)");
     if (!report.missing.empty()) {
       LOG(WARNING) << "trainer: " << report.missing.size() << " tensors were not in the "
                    << "checkpoint and keep their initial values, e.g. " << report.missing[0];
@@ -87,7 +90,8 @@ Result<TrainResult> Train(const TrainerOptions& o) {
 
   ASSIGN_OR_RETURN(auto pipeline, InputPipeline::Create(input, tc.batch_size, 0, 1,
                                                         tc.seed + store->global_step()));
-  const int64_t steps_per_epoch = std::max<int64_t>(1, pipeline->examples_per_epoch() / tc.batch_size);
+  const int64_t steps_per_epoch =
+      std::max<int64_t>(1, pipeline->examples_per_epoch() / tc.batch_size);
   const int64_t epochs = o.epochs > 0 ? o.epochs : tc.epochs;
   const int64_t max_steps =
       o.max_steps > 0 ? o.max_steps : (tc.max_steps > 0 ? tc.max_steps : epochs * steps_per_epoch);
@@ -96,9 +100,9 @@ Result<TrainResult> Train(const TrainerOptions& o) {
   if (!o.logdir.empty()) {
     ASSIGN_OR_RETURN(train_log, SummaryWriter::Open(o.logdir, "train"));
     ASSIGN_OR_RETURN(eval_log, SummaryWriter::Open(o.logdir, "eval"));
-    train_log->AddText("config", store->global_step(),
-                       "```\n" + config.ToYaml() + "\n```\n\ncommand line: `" + o.command_line +
-                           "`");
+    train_log->AddText(
+        "config", store->global_step(),
+        "```\n" + config.ToYaml() + "\n```\n\ncommand line: `" + o.command_line + "`");
   }
   LOG(INFO) << "trainer: training " << model->name() << " from step " << store->global_step()
             << " to " << max_steps << " (" << steps_per_epoch << " steps per epoch, batch "
@@ -151,15 +155,13 @@ Result<TrainResult> Train(const TrainerOptions& o) {
     window_examples += batch->images.dim(0);
 
     if (now_step % o.log_every_n_steps == 0 || now_step == max_steps) {
-      const double secs =
-          std::chrono::duration<double>(Clock::now() - window_start).count();
+      const double secs = std::chrono::duration<double>(Clock::now() - window_start).count();
       const double rate = window_examples / std::max(secs, 1e-9);
       const float lr = store->learning_rate();
-      LOG(INFO) << "trainer: step " << now_step << "/" << max_steps << " (epoch "
-                << std::fixed << std::setprecision(2)
-                << static_cast<double>(now_step) / steps_per_epoch << ") loss "
-                << std::setprecision(4) << window_loss / window_steps << " lr " << lr << " "
-                << std::setprecision(1) << rate << " examples/s";
+      LOG(INFO) << "trainer: step " << now_step << "/" << max_steps << " (epoch " << std::fixed
+                << std::setprecision(2) << static_cast<double>(now_step) / steps_per_epoch
+                << ") loss " << std::setprecision(4) << window_loss / window_steps << " lr " << lr
+                << " " << std::setprecision(1) << rate << " examples/s";
       if (train_log) {
         train_log->AddScalar("loss", now_step, static_cast<float>(window_loss / window_steps));
         train_log->AddScalar("learning_rate", now_step, lr);
@@ -179,8 +181,8 @@ Result<TrainResult> Train(const TrainerOptions& o) {
       }
     }
     const bool epoch_end = now_step % steps_per_epoch == 0;
-    const bool eval_now = o.eval_every_n_steps > 0 ? now_step % o.eval_every_n_steps == 0
-                                                   : epoch_end;
+    const bool eval_now =
+        o.eval_every_n_steps > 0 ? now_step % o.eval_every_n_steps == 0 : epoch_end;
     if (eval_now || now_step == max_steps) {
       const auto eval_start = Clock::now();
       ASSIGN_OR_RETURN(Evaluation e, Evaluate(model.get(), input, tc.seed));
@@ -199,8 +201,8 @@ Result<TrainResult> Train(const TrainerOptions& o) {
       // Evaluation time is not training time: keep it out of the next examples/s figure.
       window_start += Clock::now() - eval_start;
       if (o.stop_at_accuracy > 0 && e.accuracy >= o.stop_at_accuracy) {
-        LOG(INFO) << "trainer: reached test accuracy " << e.accuracy << " >= "
-                  << o.stop_at_accuracy << "; stopping";
+        LOG(INFO) << "trainer: reached test accuracy " << e.accuracy << " >= " << o.stop_at_accuracy
+                  << "; stopping";
         break;
       }
     }

@@ -15,10 +15,10 @@ namespace worker {
 
 struct TrainerOptions {
   std::string config_path;
-  std::string train_dir;          // checkpoints; resumed from when it holds one
-  std::string logdir;             // TensorBoard event files (train/ and eval/)
-  int64_t max_steps = 0;          // 0: the config's train.max_steps, else its epochs
-  int64_t epochs = 0;             // 0: the config's train.epochs
+  std::string train_dir;  // checkpoints; resumed from when it holds one
+  std::string logdir;     // TensorBoard event files (train/ and eval/)
+  int64_t max_steps = 0;  // 0: the config's train.max_steps, else its epochs
+  int64_t epochs = 0;     // 0: the config's train.epochs
   int64_t log_every_n_steps = 100;
   int64_t eval_every_n_steps = 0;  // 0: at the end of every epoch
   int64_t summary_every_n_steps = 100;
@@ -26,11 +26,11 @@ struct TrainerOptions {
   int64_t save_checkpoints_steps = 0;
   double save_checkpoints_secs = 60;
   int max_to_keep = 5;
-  std::string checkpoint_path;    // restore this one instead of the latest
-  std::string restore_exclude;    // comma-separated name prefixes/globs not to restore
-  std::string data_dir;           // overrides input.data_dir
-  double stop_at_accuracy = 0;    // stop after an evaluation reaching this (0: never)
-  std::string command_line;       // for the TensorBoard text summary
+  std::string checkpoint_path;  // restore this one instead of the latest
+  std::string restore_exclude;  // comma-separated name prefixes/globs not to restore
+  std::string data_dir;         // overrides input.data_dir
+  double stop_at_accuracy = 0;  // stop after an evaluation reaching this (0: never)
+  std::string command_line;     // for the TensorBoard text summary
 };
 
 struct TrainResult {

@@ -43,9 +43,9 @@ Result<Setup> Load(const RoleOptions& o) {
   // Global steps per epoch do not depend on the number of workers: each push is one step.
   s.steps_per_epoch = std::max<int64_t>(1, examples / s.train.batch_size);
   const int64_t epochs = o.epochs > 0 ? o.epochs : s.train.epochs;
-  s.max_steps = o.max_steps > 0 ? o.max_steps
-                                : (s.train.max_steps > 0 ? s.train.max_steps
-                                                         : epochs * s.steps_per_epoch);
+  s.max_steps = o.max_steps > 0
+                    ? o.max_steps
+                    : (s.train.max_steps > 0 ? s.train.max_steps : epochs * s.steps_per_epoch);
   s.model->InitVariables(s.train.seed);
   return s;
 }
@@ -59,15 +59,16 @@ Status RunWorker(const RoleOptions& o) {
   ASSIGN_OR_RETURN(Setup s, Load(o));
   ASSIGN_OR_RETURN(ConfigNode train_node, s.config.Child("train"));
   ASSIGN_OR_RETURN(ConfigNode lr_node, train_node.Child("learning_rate"));
-  ASSIGN_OR_RETURN(ps::LearningRateSchedule schedule, ps::LearningRateSchedule::FromConfig(lr_node));
+  ASSIGN_OR_RETURN(ps::LearningRateSchedule schedule,
+                   ps::LearningRateSchedule::FromConfig(lr_node));
   Model* model = s.model.get();
-  ASSIGN_OR_RETURN(auto client, PsClient::Connect(o.ps_hosts, chief ? "chief" : "worker",
-                                                  o.task_index, model->variables(),
-                                                  o.partition_bytes));
+  ASSIGN_OR_RETURN(auto client,
+                   PsClient::Connect(o.ps_hosts, chief ? "chief" : "worker", o.task_index,
+                                     model->variables(), o.partition_bytes));
   if (chief) {
     ASSIGN_OR_RETURN(int kept, client->Initialize(0));
-    LOG(INFO) << who << " (chief): " << model->Summary() << "variables on "
-              << o.ps_hosts.size() << " parameter servers"
+    LOG(INFO) << who << " (chief): " << model->Summary() << "variables on " << o.ps_hosts.size()
+              << " parameter servers"
               << (kept ? " (" + std::to_string(kept) + " kept values restored from checkpoints)"
                        : "");
   } else {
@@ -80,9 +81,10 @@ Status RunWorker(const RoleOptions& o) {
   std::unique_ptr<SummaryWriter> log;
   if (chief && !o.logdir.empty()) {
     ASSIGN_OR_RETURN(log, SummaryWriter::Open(o.logdir, "train"));
-    log->AddText("config", step, "```\n" + s.config.ToYaml() + "\n```\n\ncluster: " +
-                                     std::to_string(o.ps_hosts.size()) + " ps, " +
-                                     std::to_string(num_workers) + " workers");
+    log->AddText("config", step,
+                 "```\n" + s.config.ToYaml() +
+                     "\n```\n\ncluster: " + std::to_string(o.ps_hosts.size()) + " ps, " +
+                     std::to_string(num_workers) + " workers");
   }
   SaveTrigger trigger(SavePolicy{o.save_checkpoints_steps, o.save_checkpoints_secs}, step,
                       Clock::now());
@@ -134,8 +136,7 @@ Status RunWorker(const RoleOptions& o) {
       window_steps = window_examples = staleness = 0;
       window_loss = 0;
     }
-    if (log && o.histogram_every_n_steps > 0 &&
-        local_steps % o.histogram_every_n_steps == 0) {
+    if (log && o.histogram_every_n_steps > 0 && local_steps % o.histogram_every_n_steps == 0) {
       for (Variable* v : model->variables()) {
         log->AddHistogram(v->name, step, v->value);
         if (v->trainable) log->AddHistogram(v->name + "/gradient", step, v->grad);
@@ -192,8 +193,8 @@ Status RunEvaluator(const RoleOptions& o) {
       last = step;
     }
     if (step >= s.max_steps) break;
-    std::this_thread::sleep_until(start + std::chrono::milliseconds(
-                                              static_cast<int64_t>(o.eval_interval_secs * 1000)));
+    std::this_thread::sleep_until(
+        start + std::chrono::milliseconds(static_cast<int64_t>(o.eval_interval_secs * 1000)));
   }
   return client->Barrier("done", static_cast<int>(o.worker_hosts.size()) + o.evaluators);
 }

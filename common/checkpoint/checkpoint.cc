@@ -34,7 +34,6 @@ constexpr char kZeros[kAlignment] = {};
 
 uint64_t AlignUp(uint64_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; }
 
-
 std::string Hex(uint32_t v) {
   char buf[16];
   std::snprintf(buf, sizeof(buf), "0x%08x", v);
@@ -292,8 +291,8 @@ Result<CheckpointData> ReadCheckpoint(const std::string& path) {
   if (!ReadFull(fd.get(), footer, kFooterBytes)) return loss("cannot read the footer");
   if (std::memcmp(footer + 12, kFooterMagic, 4) != 0) return loss("bad footer magic");
   if (little_endian::Get64(footer) != data_start + parsed.data_bytes) {
-    return loss("footer says " + std::to_string(little_endian::Get64(footer)) + " bytes precede it, expected " +
-                std::to_string(data_start + parsed.data_bytes));
+    return loss("footer says " + std::to_string(little_endian::Get64(footer)) +
+                " bytes precede it, expected " + std::to_string(data_start + parsed.data_bytes));
   }
   uint32_t stored_crc = crc32c::Unmask(little_endian::Get32(footer + 8));
   if (stored_crc != crc) {

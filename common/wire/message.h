@@ -37,13 +37,13 @@ struct NamedTensor {
 
 struct Message {
   MessageType type = MessageType::kOk;
-  uint64_t request_id = 0;   // a reply carries its request's id
-  std::string role;          // sender: "worker", "evaluator", "ps", "chief"
-  int32_t task_index = -1;   // sender's task index
-  int64_t step = 0;          // pull reply: global step; push: version the gradient came from
-  int64_t value = 0;         // barrier: participants; push: 1 to advance the global step
-  std::string text;          // error message, barrier name, checkpoint directory
-  std::vector<std::string> names;    // pull: the variables wanted
+  uint64_t request_id = 0;         // a reply carries its request's id
+  std::string role;                // sender: "worker", "evaluator", "ps", "chief"
+  int32_t task_index = -1;         // sender's task index
+  int64_t step = 0;                // pull reply: global step; push: version the gradient came from
+  int64_t value = 0;               // barrier: participants; push: 1 to advance the global step
+  std::string text;                // error message, barrier name, checkpoint directory
+  std::vector<std::string> names;  // pull: the variables wanted
   std::vector<NamedTensor> tensors;  // push: gradients; pull reply: values
   // kError: the kind of failure, so a caller can tell NotFound from InvalidArgument (kOk: unset).
   StatusCode error_code = StatusCode::kOk;

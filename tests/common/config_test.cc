@@ -33,8 +33,7 @@ TEST(ConfigTest, MissingFieldNamesFileAndPath) {
 TEST(ConfigTest, WrongTypeSaysWhatWasExpected) {
   ConfigNode c = MustParse("filters: many\n");
   Status s = c.GetInt("filters").status();
-  EXPECT_NE(s.message().find("must be an integer, got 'many'"), std::string::npos)
-      << s.message();
+  EXPECT_NE(s.message().find("must be an integer, got 'many'"), std::string::npos) << s.message();
   // Present but malformed is an error even when a default exists.
   EXPECT_FALSE(c.GetInt("filters", 4).ok());
 }

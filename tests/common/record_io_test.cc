@@ -1,11 +1,10 @@
 #include "common/record_io.h"
 
-#include <cstdio>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
-
-#include <gtest/gtest.h>
 
 #include "common/crc32c.h"
 
@@ -24,9 +23,7 @@ TEST(Crc32cTest, MatchesPublishedCheckValues) {
   EXPECT_EQ(crc32c::Unmask(crc32c::Mask(0x12345678u)), 0x12345678u);
 }
 
-std::string TempPath(const std::string& name) {
-  return ::testing::TempDir() + "/" + name;
-}
+std::string TempPath(const std::string& name) { return ::testing::TempDir() + "/" + name; }
 
 TEST(RecordIoTest, RoundTripsRecords) {
   std::string path = TempPath("roundtrip.tfrecord");

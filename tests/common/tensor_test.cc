@@ -1,8 +1,8 @@
 #include "common/tensor.h"
 
-#include <cstdint>
-
 #include <gtest/gtest.h>
+
+#include <cstdint>
 
 namespace pstrain {
 namespace {

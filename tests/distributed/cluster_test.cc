@@ -1,5 +1,6 @@
 // Whole clusters of real processes on loopback: 2 parameter servers, 2 workers and an
 // evaluator train RefNet on Fashion-MNIST to the accuracy target.
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -8,8 +9,6 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-
-#include <gtest/gtest.h>
 
 #include "common/wire/transport.h"
 #include "tests/test_env.h"
@@ -42,14 +41,18 @@ ClusterResult RunCluster(const std::string& name, const std::vector<std::string>
   fs::remove_all(dir);
   fs::create_directories(dir);
   std::string ps_hosts, worker_hosts;
-  for (int i = 0; i < 2; ++i) ps_hosts += (i ? "," : "") + ("127.0.0.1:" + std::to_string(FreePort()));
+  for (int i = 0; i < 2; ++i)
+    ps_hosts += (i ? "," : "") + ("127.0.0.1:" + std::to_string(FreePort()));
   for (int i = 0; i < 2; ++i) {
     worker_hosts += (i ? "," : "") + ("127.0.0.1:" + std::to_string(FreePort()));
   }
-  std::vector<std::string> common{"--ps_hosts=" + ps_hosts, "--worker_hosts=" + worker_hosts,
+  std::vector<std::string> common{"--ps_hosts=" + ps_hosts,
+                                  "--worker_hosts=" + worker_hosts,
                                   "--config=" + testing::SourceDir() + "/configs/refnet.yaml",
-                                  "--train_dir=" + dir, "--evaluators=1",
-                                  "--eval_interval_secs=20", "--log_every_n_steps=100"};
+                                  "--train_dir=" + dir,
+                                  "--evaluators=1",
+                                  "--eval_interval_secs=20",
+                                  "--log_every_n_steps=100"};
   common.insert(common.end(), flags.begin(), flags.end());
   std::vector<std::pair<std::string, std::vector<std::string>>> roles{
       {"ps0", {"--job_name=ps", "--task_index=0"}},

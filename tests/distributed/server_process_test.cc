@@ -1,15 +1,14 @@
 // A real parameter-server process (pstrain --job_name=ps) on loopback, driven by a test client
 // speaking the wire protocol: stale gradients are dropped, bad pushes change nothing.
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zmq.h>
 
 #include <chrono>
 #include <filesystem>
 #include <thread>
-
-#include <gtest/gtest.h>
-#include <zmq.h>
 
 #include "common/wire/transport.h"
 #include "tests/test_env.h"
@@ -33,12 +32,14 @@ class ServerProcess {
     port_ = FreePort();
     dir_ = ::testing::TempDir() + "/ps_" + std::to_string(port_);
     std::filesystem::remove_all(dir_);
-    std::vector<std::string> args{PSTRAIN_BINARY, "--job_name=ps", "--task_index=0",
-                                  "--ps_hosts=127.0.0.1:" + std::to_string(port_),
-                                  "--worker_hosts=127.0.0.1:1,127.0.0.1:2",
-                                  "--config=" + testing::SourceDir() +
-                                      "/tests/distributed/testdata/sgd.yaml",
-                                  "--train_dir=" + dir_};
+    std::vector<std::string> args{
+        PSTRAIN_BINARY,
+        "--job_name=ps",
+        "--task_index=0",
+        "--ps_hosts=127.0.0.1:" + std::to_string(port_),
+        "--worker_hosts=127.0.0.1:1,127.0.0.1:2",
+        "--config=" + testing::SourceDir() + "/tests/distributed/testdata/sgd.yaml",
+        "--train_dir=" + dir_};
     args.insert(args.end(), extra.begin(), extra.end());
     pid_ = fork();
     if (pid_ == 0) {
@@ -131,8 +132,7 @@ TEST(ServerProcessTest, MalformedMisshapenUnknownAndNanPushesChangeNothing) {
   wrong_shape.tensors[0].tensor = Tensor::Filled(Shape{4, 2}, 1.0f);
   auto r = ps.Call(wrong_shape);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("has shape [4,2], the variable has [2,4]"),
-            std::string::npos)
+  EXPECT_NE(r.status().message().find("has shape [4,2], the variable has [2,4]"), std::string::npos)
       << r.status().message();
 
   Message unknown = Push(0, 1.0f);
@@ -182,8 +182,9 @@ int RunRole(const std::string& args, std::string* out) {
 }
 
 TEST(RoleFlagsTest, MissingOrContradictoryFlagsStopAtStartNamingTheFlag) {
-  const std::string hosts = "--ps_hosts=127.0.0.1:1 --worker_hosts=127.0.0.1:2 --train_dir=" +
-                            ::testing::TempDir() + "/flags";
+  const std::string hosts =
+      "--ps_hosts=127.0.0.1:1 --worker_hosts=127.0.0.1:2 --train_dir=" + ::testing::TempDir() +
+      "/flags";
   const std::vector<std::pair<std::string, std::string>> cases{
       {"--job_name=chief " + hosts, "--job_name must be ps, worker or evaluator, got 'chief'"},
       {"--job_name=worker --worker_hosts=127.0.0.1:2 --train_dir=/tmp/x", "--ps_hosts is required"},

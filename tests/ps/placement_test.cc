@@ -8,9 +8,8 @@ namespace {
 
 TEST(PlacementTest, GreedyPutsEachVariableOnTheLeastLoadedServerInModelOrder) {
   // 400, 100, 100, 300 bytes on two servers: 400 -> ps0, 100 -> ps1, 100 -> ps1, 300 -> ps1.
-  auto p = Placement::Compute({{"a", Shape{100}}, {"b", Shape{25}}, {"c", Shape{25}},
-                               {"d", Shape{75}}},
-                              2, 0);
+  auto p = Placement::Compute(
+      {{"a", Shape{100}}, {"b", Shape{25}}, {"c", Shape{25}}, {"d", Shape{75}}}, 2, 0);
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   std::vector<int> tasks;
   for (const auto& part : p->partitions()) tasks.push_back(part.task);

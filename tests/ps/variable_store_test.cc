@@ -1,8 +1,8 @@
 #include "ps/variable_store.h"
 
-#include <cmath>
-
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 namespace pstrain {
 namespace ps {

@@ -1,7 +1,5 @@
 #include "tests/summary/event_test_util.h"
 
-#include "tests/test_env.h"
-
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +10,7 @@
 #include <filesystem>
 
 #include "common/record_io.h"
+#include "tests/test_env.h"
 
 namespace pstrain {
 

@@ -1,11 +1,10 @@
 // The accuracy targets, reached by the trainer binary exactly as the README runs it.
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "tests/test_env.h"
 
@@ -17,8 +16,8 @@ namespace fs = std::filesystem;
 double TrainToTarget(const std::string& config, double target, int epochs, std::string* out) {
   const std::string dir = ::testing::TempDir() + "/accuracy_" + fs::path(config).stem().string();
   fs::remove_all(dir);
-  const std::string cmd = std::string(PSTRAIN_TRAIN_BINARY) + " --config=" +
-                          testing::SourceDir() + "/configs/" + config + " --train_dir=" + dir +
+  const std::string cmd = std::string(PSTRAIN_TRAIN_BINARY) + " --config=" + testing::SourceDir() +
+                          "/configs/" + config + " --train_dir=" + dir +
                           " --stop_at_accuracy=" + std::to_string(target) +
                           " --epochs=" + std::to_string(epochs) + " --log_every_n_steps=200 2>&1";
   FILE* p = popen(cmd.c_str(), "r");

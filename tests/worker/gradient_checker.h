@@ -3,13 +3,13 @@
 // variable element (or a random sample of them for big tensors) is perturbed by +-step.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <functional>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "common/config.h"
 #include "worker/layer.h"
@@ -48,10 +48,10 @@ inline std::unique_ptr<Layer> MakeLayer(const std::string& yaml,
 
 struct GradientCheckOptions {
   float step = 1e-2f;
-  float tolerance = 2e-2f;     // relative to max(|analytic|, |numeric|, 1)
+  float tolerance = 2e-2f;  // relative to max(|analytic|, |numeric|, 1)
   int max_checks_per_tensor = 200;
   bool training = true;
-  uint64_t seed = 1234;        // the layer's random generator is reset to this for every run
+  uint64_t seed = 1234;         // the layer's random generator is reset to this for every run
   std::vector<int32_t> labels;  // for loss layers
 };
 
@@ -125,8 +125,8 @@ inline void CheckGradients(Layer* layer, std::vector<Tensor> inputs, const Shape
       const double analytic = t.grad[i];
       const double scale = std::max({std::fabs(numeric), std::fabs(analytic), 1.0});
       if (!(std::fabs(numeric - analytic) <= opt.tolerance * scale) && failures++ < 5) {
-        ADD_FAILURE() << layer->Describe() << " " << t.name << "[" << i
-                      << "]: analytic " << analytic << " vs numeric " << numeric;
+        ADD_FAILURE() << layer->Describe() << " " << t.name << "[" << i << "]: analytic "
+                      << analytic << " vs numeric " << numeric;
       }
     }
     EXPECT_EQ(failures, 0) << t.name << ": " << failures << " of " << checks << " differ";

@@ -1,8 +1,8 @@
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
-
-#include <gtest/gtest.h>
 
 #include "tests/worker/gradient_checker.h"
 #include "tests/worker/reference_ops.h"
@@ -72,8 +72,10 @@ TEST(Conv2DTest, SameStride2OnOddSizeMatchesReferenceAndNumericGradient) {
   Tensor x = RandomTensor(Shape{2, 3, 7, 7}, &rng);
   conv->variables()[1].value.CopyFrom(RandomTensor(Shape{4}, &rng));
   Tensor y = RunForward(conv.get(), {x}, out);
-  ExpectNear(y, ReferenceConv(x, conv->variables()[0].value, conv->variables()[1].value, 2,
-                              Padding::kSame), 1e-4f);
+  ExpectNear(
+      y,
+      ReferenceConv(x, conv->variables()[0].value, conv->variables()[1].value, 2, Padding::kSame),
+      1e-4f);
   CheckGradients(conv.get(), {x}, out);
 }
 
@@ -85,8 +87,10 @@ TEST(Conv2DTest, ValidWithLeftoverPixelsMatchesReferenceAndNumericGradient) {
   std::mt19937_64 rng(2);
   Tensor x = RandomTensor(Shape{3, 2, 8, 8}, &rng);
   Tensor y = RunForward(conv.get(), {x}, out);
-  ExpectNear(y, ReferenceConv(x, conv->variables()[0].value, conv->variables()[1].value, 2,
-                              Padding::kValid), 1e-4f);
+  ExpectNear(
+      y,
+      ReferenceConv(x, conv->variables()[0].value, conv->variables()[1].value, 2, Padding::kValid),
+      1e-4f);
   CheckGradients(conv.get(), {x}, out);
 }
 
@@ -104,8 +108,8 @@ TEST(Conv2DTest, BlockedLayoutChannelsMatchNumericGradient) {
 
 TEST(PoolTest, MaxSameStride2OnOddSizeMatchesReferenceAndNumericGradient) {
   Shape out;
-  auto pool = MakeLayer("{type: max_pool, size: 3, stride: 2, padding: SAME}", {Shape{2, 7, 7}},
-                        &out);
+  auto pool =
+      MakeLayer("{type: max_pool, size: 3, stride: 2, padding: SAME}", {Shape{2, 7, 7}}, &out);
   EXPECT_EQ(out, (Shape{2, 4, 4}));
   Tensor x = DistinctValues(Shape{2, 2, 7, 7}, 4);
   ExpectNear(RunForward(pool.get(), {x}, out), ReferencePool(x, true, 3, 2, Padding::kSame), 1e-6f);
@@ -124,8 +128,8 @@ TEST(PoolTest, MaxValidWithLeftoverPixelsMatchesNumericGradient) {
 
 TEST(PoolTest, AvgSameExcludesPaddingAndMatchesNumericGradient) {
   Shape out;
-  auto pool = MakeLayer("{type: avg_pool, size: 3, stride: 2, padding: SAME}", {Shape{2, 6, 5}},
-                        &out);
+  auto pool =
+      MakeLayer("{type: avg_pool, size: 3, stride: 2, padding: SAME}", {Shape{2, 6, 5}}, &out);
   EXPECT_EQ(out, (Shape{2, 3, 3}));
   std::mt19937_64 rng(6);
   Tensor x = RandomTensor(Shape{2, 2, 6, 5}, &rng);

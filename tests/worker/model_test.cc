@@ -1,9 +1,9 @@
 #include "worker/model.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstdlib>
-
-#include <gtest/gtest.h>
 
 #include "tests/test_env.h"
 #include "tests/worker/gradient_checker.h"
@@ -137,8 +137,8 @@ TEST(ModelTest, ResidualModelGradientMatchesNumericGradient) {
       double down = loss();
       v->value[i] = orig;
       double numeric = (up - down) / (2 * step);
-      EXPECT_NEAR(analytic[i], numeric, 2e-3 + 2e-2 * std::fabs(numeric)) << v->name << "[" << i
-                                                                          << "]";
+      EXPECT_NEAR(analytic[i], numeric, 2e-3 + 2e-2 * std::fabs(numeric))
+          << v->name << "[" << i << "]";
       ++checked;
     }
   }

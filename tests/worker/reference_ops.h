@@ -27,7 +27,8 @@ inline Tensor ReferenceConv(const Tensor& x, const Tensor& w, const Tensor& b, i
           for (int64_t ch = 0; ch < c; ++ch)
             for (int64_t ky = 0; ky < kh; ++ky)
               for (int64_t kx = 0; kx < kw; ++kx) {
-                int64_t iy = oy * stride - wh.pad_before + ky, ix = ox * stride - ww.pad_before + kx;
+                int64_t iy = oy * stride - wh.pad_before + ky,
+                        ix = ox * stride - ww.pad_before + kx;
                 if (iy < 0 || iy >= h || ix < 0 || ix >= wd) continue;
                 s += x[((i * c + ch) * h + iy) * wd + ix] * w[((f * c + ch) * kh + ky) * kw + kx];
               }

@@ -1,5 +1,6 @@
 // The trainer as a user runs it: the pstrain-train binary in a child process, killed with
 // SIGKILL, restarted, pointed at corrupt checkpoints and bad configs.
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -9,11 +10,9 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "common/checkpoint/checkpoint.h"
 #include "common/checkpoint/checkpoint_manager.h"
@@ -24,7 +23,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool HaveData() { return fs::exists("/usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz"); }
+bool HaveData() {
+  return fs::exists("/usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz");
+}
 
 std::string TinyConfig() { return testing::SourceDir() + "/tests/worker/testdata/tiny.yaml"; }
 
@@ -79,8 +80,8 @@ TEST(TrainerTest, KilledRunResumesFromTheLatestCheckpointWithTheSameStepAndVaria
   const std::string dir = FreshDir("kill");
   // The trainer itself is the child (no shell in between), so SIGKILL reaches it.
   const std::string log = dir + "/first.log";
-  std::vector<std::string> args{PSTRAIN_TRAIN_BINARY, "--config=" + TinyConfig(),
-                                "--train_dir=" + dir, "--max_steps=100000",
+  std::vector<std::string> args{PSTRAIN_TRAIN_BINARY,          "--config=" + TinyConfig(),
+                                "--train_dir=" + dir,          "--max_steps=100000",
                                 "--save_checkpoints_steps=25", "--save_checkpoints_secs=0",
                                 "--eval_every_n_steps=100000"};
   pid_t pid = fork();
@@ -229,8 +230,7 @@ TEST(TrainerTest, TrainsFromTfRecordShardsMadeByTheConverter) {
   const std::string dir = FreshDir("tfrecord");
   for (const char* split : {"train", "test"}) {
     const std::string cmd = std::string(PSTRAIN_IDX2TFRECORD_BINARY) + " --split=" + split +
-                            " --num_shards=3 --output_prefix=" + dir + "/fmnist-" + split +
-                            " 2>&1";
+                            " --num_shards=3 --output_prefix=" + dir + "/fmnist-" + split + " 2>&1";
     ASSERT_EQ(system(cmd.c_str()), 0) << cmd;
   }
   std::ifstream tiny(TinyConfig());

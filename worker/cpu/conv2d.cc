@@ -93,8 +93,8 @@ void Conv2D::ForwardCpu(const std::vector<const Tensor*>& in, Tensor* out,
   memory src = Staged(p.src, user_src, true);
   memory w = Staged(p.w, user_w, true);
   memory dst = Staged(p.dst, user_dst, false);
-  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w},
-                                       {DNNL_ARG_DST, dst}};
+  std::unordered_map<int, memory> args{
+      {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, dst}};
   if (use_bias_) args[DNNL_ARG_BIAS] = cpu::Wrap(p.bias, bias_);
   p.fwd.execute(cpu::Stream(), args);
   if (p.dst) cpu::Reorder(dst, user_dst);
@@ -127,8 +127,9 @@ void Conv2D::BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& /*o
                     ? diff_dst
                     : Staged(p.bwd_d_diff_dst, user_diff_dst, true);
     memory diff_src = Staged(p.diff_src, user_diff_src, false);
-    p.bwd_d.execute(cpu::Stream(),
-                    {{DNNL_ARG_DIFF_DST, dd}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DIFF_SRC, diff_src}});
+    p.bwd_d.execute(
+        cpu::Stream(),
+        {{DNNL_ARG_DIFF_DST, dd}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DIFF_SRC, diff_src}});
     if (p.diff_src) cpu::Reorder(diff_src, user_diff_src);
   }
 }

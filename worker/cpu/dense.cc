@@ -1,6 +1,7 @@
 // Fully connected layer on the CPU: three GEMMs through oneDNN's multi-threaded sgemm.
-#include "worker/cpu/dnnl_context.h"
 #include "worker/layers/dense.h"
+
+#include "worker/cpu/dnnl_context.h"
 
 namespace pstrain {
 namespace worker {
@@ -16,8 +17,8 @@ void FullyConnected::ForwardCpu(const std::vector<const Tensor*>& in, Tensor* ou
     beta = 1.0f;
   }
   // y[n, units] = x[n, features] * W^T
-  cpu::Sgemm(false, true, n, units_, features_, 1.0f, in[0]->data(), features_,
-             weights_.data(), features_, beta, y, units_);
+  cpu::Sgemm(false, true, n, units_, features_, 1.0f, in[0]->data(), features_, weights_.data(),
+             features_, beta, y, units_);
 }
 
 void FullyConnected::BackwardCpu(const std::vector<const Tensor*>& in, const Tensor&,

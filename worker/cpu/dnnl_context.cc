@@ -27,11 +27,10 @@ void Reorder(const dnnl::memory& src, const dnnl::memory& dst) {
                                   const_cast<dnnl::memory&>(dst));
 }
 
-void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-           const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-           int64_t ldc) {
-  dnnl_status_t st = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda,
-                                b, ldb, beta, c, ldc);
+void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  dnnl_status_t st = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b,
+                                ldb, beta, c, ldc);
   CHECK_EQ(st, dnnl_success) << "dnnl_sgemm failed for m=" << m << " n=" << n << " k=" << k;
 }
 

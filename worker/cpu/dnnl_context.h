@@ -33,9 +33,8 @@ dnnl::memory AsLayout(const dnnl::memory& user, const dnnl::memory::desc& want);
 void Reorder(const dnnl::memory& src, const dnnl::memory& dst);
 
 // Row-major single-precision GEMM: C = alpha * op(A) op(B) + beta * C, multi-threaded.
-void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-           const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-           int64_t ldc);
+void Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
 }  // namespace cpu
 }  // namespace worker

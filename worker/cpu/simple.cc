@@ -1,8 +1,8 @@
 // Elementwise layers on the CPU: memory-bound loops, vectorised and split across cores.
+#include "worker/layers/simple.h"
+
 #include <algorithm>
 #include <cstring>
-
-#include "worker/layers/simple.h"
 
 namespace pstrain {
 namespace worker {
@@ -15,9 +15,8 @@ void Relu::ForwardCpu(const std::vector<const Tensor*>& in, Tensor* out, const L
   for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
-void Relu::BackwardCpu(const std::vector<const Tensor*>&, const Tensor& out,
-                       const Tensor& out_grad, const std::vector<Tensor*>& in_grads,
-                       const LayerContext&) {
+void Relu::BackwardCpu(const std::vector<const Tensor*>&, const Tensor& out, const Tensor& out_grad,
+                       const std::vector<Tensor*>& in_grads, const LayerContext&) {
   if (!in_grads[0]) return;
   const float* y = out.data();
   const float* dy = out_grad.data();
@@ -31,9 +30,8 @@ void Flatten::ForwardCpu(const std::vector<const Tensor*>& in, Tensor* out, cons
   out->CopyFrom(*in[0]);
 }
 
-void Flatten::BackwardCpu(const std::vector<const Tensor*>&, const Tensor&,
-                          const Tensor& out_grad, const std::vector<Tensor*>& in_grads,
-                          const LayerContext&) {
+void Flatten::BackwardCpu(const std::vector<const Tensor*>&, const Tensor&, const Tensor& out_grad,
+                          const std::vector<Tensor*>& in_grads, const LayerContext&) {
   if (in_grads[0]) in_grads[0]->CopyFrom(out_grad);
 }
 
@@ -63,9 +61,8 @@ void Dropout::ForwardCpu(const std::vector<const Tensor*>& in, Tensor* out,
   for (int64_t i = 0; i < n; ++i) y[i] = m[i] ? x[i] * scale : 0.0f;
 }
 
-void Dropout::BackwardCpu(const std::vector<const Tensor*>&, const Tensor&,
-                          const Tensor& out_grad, const std::vector<Tensor*>& in_grads,
-                          const LayerContext&) {
+void Dropout::BackwardCpu(const std::vector<const Tensor*>&, const Tensor&, const Tensor& out_grad,
+                          const std::vector<Tensor*>& in_grads, const LayerContext&) {
   if (!in_grads[0]) return;
   if (!mask_valid_) {
     in_grads[0]->CopyFrom(out_grad);

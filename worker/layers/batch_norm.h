@@ -21,9 +21,8 @@ class BatchNorm : public Layer {
  protected:
   void ForwardCpu(const std::vector<const Tensor*>& in, Tensor* out,
                   const LayerContext& ctx) override;
-  void BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& out,
-                   const Tensor& out_grad, const std::vector<Tensor*>& in_grads,
-                   const LayerContext& ctx) override;
+  void BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& out_grad,
+                   const std::vector<Tensor*>& in_grads, const LayerContext& ctx) override;
 
  private:
   float momentum_ = 0.99f, epsilon_ = 1e-3f;
@@ -47,9 +46,8 @@ class SoftmaxCrossEntropy : public Layer {
  protected:
   void ForwardCpu(const std::vector<const Tensor*>& in, Tensor* out,
                   const LayerContext& ctx) override;
-  void BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& out,
-                   const Tensor& out_grad, const std::vector<Tensor*>& in_grads,
-                   const LayerContext& ctx) override;
+  void BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& out_grad,
+                   const std::vector<Tensor*>& in_grads, const LayerContext& ctx) override;
 
  private:
   int64_t classes_ = 0;

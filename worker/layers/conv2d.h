@@ -28,9 +28,8 @@ class Conv2D : public Layer {
  protected:
   void ForwardCpu(const std::vector<const Tensor*>& in, Tensor* out,
                   const LayerContext& ctx) override;
-  void BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& out,
-                   const Tensor& out_grad, const std::vector<Tensor*>& in_grads,
-                   const LayerContext& ctx) override;
+  void BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& out_grad,
+                   const std::vector<Tensor*>& in_grads, const LayerContext& ctx) override;
 
  private:
   struct CpuPlan;

@@ -21,9 +21,7 @@ Status Dropout::Configure(const ConfigNode& node) {
   return Status::OK();
 }
 
-Status Add::Configure(const ConfigNode& node) {
-  return node.CheckKeys({"name", "type", "inputs"});
-}
+Status Add::Configure(const ConfigNode& node) { return node.CheckKeys({"name", "type", "inputs"}); }
 
 Result<Shape> Add::Setup(const std::vector<Shape>& inputs) {
   if (inputs[0] != inputs[1]) {

@@ -15,9 +15,8 @@ class Relu : public Layer {
  protected:
   void ForwardCpu(const std::vector<const Tensor*>& in, Tensor* out,
                   const LayerContext& ctx) override;
-  void BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& out,
-                   const Tensor& out_grad, const std::vector<Tensor*>& in_grads,
-                   const LayerContext& ctx) override;
+  void BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& out_grad,
+                   const std::vector<Tensor*>& in_grads, const LayerContext& ctx) override;
 };
 
 class Flatten : public Layer {
@@ -31,9 +30,8 @@ class Flatten : public Layer {
  protected:
   void ForwardCpu(const std::vector<const Tensor*>& in, Tensor* out,
                   const LayerContext& ctx) override;
-  void BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& out,
-                   const Tensor& out_grad, const std::vector<Tensor*>& in_grads,
-                   const LayerContext& ctx) override;
+  void BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& out_grad,
+                   const std::vector<Tensor*>& in_grads, const LayerContext& ctx) override;
 };
 
 // Inverted dropout: in training keeps each value with probability keep_prob and scales it by
@@ -48,9 +46,8 @@ class Dropout : public Layer {
  protected:
   void ForwardCpu(const std::vector<const Tensor*>& in, Tensor* out,
                   const LayerContext& ctx) override;
-  void BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& out,
-                   const Tensor& out_grad, const std::vector<Tensor*>& in_grads,
-                   const LayerContext& ctx) override;
+  void BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& out_grad,
+                   const std::vector<Tensor*>& in_grads, const LayerContext& ctx) override;
 
  private:
   float keep_prob_ = 0.5f;
@@ -69,9 +66,8 @@ class Add : public Layer {
  protected:
   void ForwardCpu(const std::vector<const Tensor*>& in, Tensor* out,
                   const LayerContext& ctx) override;
-  void BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& out,
-                   const Tensor& out_grad, const std::vector<Tensor*>& in_grads,
-                   const LayerContext& ctx) override;
+  void BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& out_grad,
+                   const std::vector<Tensor*>& in_grads, const LayerContext& ctx) override;
 };
 
 }  // namespace worker
