@@ -11,18 +11,13 @@
 #include <sstream>
 
 #include "common/wire/transport.h"
+#include "tests/distributed/ports.h"
 #include "tests/test_env.h"
 
 namespace pstrain {
 namespace {
 
 namespace fs = std::filesystem;
-
-int FreePort() {
-  auto s = wire::ServerSocket::Bind("tcp://127.0.0.1:0");
-  std::string e = s.value()->endpoint();
-  return std::stoi(e.substr(e.rfind(':') + 1));
-}
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
@@ -36,15 +31,15 @@ struct ClusterResult {
   std::map<std::string, std::string> logs;
 };
 
-ClusterResult RunCluster(const std::string& name, const std::vector<std::string>& flags) {
+ClusterResult RunClusterOnce(const std::string& name, const std::vector<std::string>& flags) {
   const std::string dir = ::testing::TempDir() + "/cluster_" + name;
   fs::remove_all(dir);
   fs::create_directories(dir);
   std::string ps_hosts, worker_hosts;
   for (int i = 0; i < 2; ++i)
-    ps_hosts += (i ? "," : "") + ("127.0.0.1:" + std::to_string(FreePort()));
+    ps_hosts += (i ? "," : "") + ("127.0.0.1:" + std::to_string(testing::PickPort()));
   for (int i = 0; i < 2; ++i) {
-    worker_hosts += (i ? "," : "") + ("127.0.0.1:" + std::to_string(FreePort()));
+    worker_hosts += (i ? "," : "") + ("127.0.0.1:" + std::to_string(testing::PickPort()));
   }
   std::vector<std::string> common{"--ps_hosts=" + ps_hosts,
                                   "--worker_hosts=" + worker_hosts,
@@ -93,9 +88,17 @@ ClusterResult RunCluster(const std::string& name, const std::vector<std::string>
     int status = 0;
     pid_t pid = waitpid(-1, &status, WNOHANG);
     if (pid > 0 && running.count(pid)) {
-      result.exit_codes[running[pid]] = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      result.exit_codes[running[pid]] = code;
       running.erase(pid);
-      continue;
+      if (code == 0) continue;
+      // As the launcher does: one role failed, the others are stopped (and reported as -1).
+      for (auto& [p, role] : running) {
+        kill(p, SIGKILL);
+        waitpid(p, nullptr, 0);
+        result.exit_codes[role] = -1;
+      }
+      break;
     }
     if (std::chrono::steady_clock::now() > deadline) {
       for (auto& [p, role] : running) {
@@ -109,6 +112,21 @@ ClusterResult RunCluster(const std::string& name, const std::vector<std::string>
   }
   for (auto& [role, args] : roles) result.logs[role] = ReadFile(dir + "/" + role + ".log");
   return result;
+}
+
+// A server that lost its port to another process between the pick and its bind is a race of
+// the test, not a failure of pstrain: run again on other ports.
+ClusterResult RunCluster(const std::string& name, const std::vector<std::string>& flags) {
+  ClusterResult r;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    r = RunClusterOnce(name, flags);
+    bool port_taken = false;
+    for (const char* ps : {"ps0", "ps1"}) {
+      port_taken |= r.logs[ps].find("Address already in use") != std::string::npos;
+    }
+    if (!port_taken) break;
+  }
+  return r;
 }
 
 double LastAccuracy(const std::string& log, const std::string& marker) {

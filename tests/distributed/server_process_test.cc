@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "common/wire/transport.h"
+#include "tests/distributed/ports.h"
 #include "tests/test_env.h"
 
 namespace pstrain {
@@ -20,16 +21,10 @@ using std::chrono::milliseconds;
 using wire::Message;
 using wire::MessageType;
 
-int FreePort() {
-  auto s = wire::ServerSocket::Bind("tcp://127.0.0.1:0");
-  std::string e = s.value()->endpoint();
-  return std::stoi(e.substr(e.rfind(':') + 1));
-}
-
 class ServerProcess {
  public:
   explicit ServerProcess(const std::vector<std::string>& extra) {
-    port_ = FreePort();
+    port_ = testing::PickPort();
     dir_ = ::testing::TempDir() + "/ps_" + std::to_string(port_);
     std::filesystem::remove_all(dir_);
     std::vector<std::string> args{
