@@ -16,6 +16,7 @@
 #include "common/checkpoint/save_trigger.h"
 #include "common/summary/summary_writer.h"
 #include "ps/variable_store.h"
+#include "worker/device_info.h"
 #include "worker/input/input_pipeline.h"
 #include "worker/model.h"
 #include "worker/training_setup.h"
@@ -51,6 +52,7 @@ Result<TrainResult> Train(const TrainerOptions& o) {
                    ps::VariableStore::FromConfig(train_node));
   ASSIGN_OR_RETURN(InputOptions input, ReadInputOptions(config, o.data_dir));
   LOG(INFO) << "trainer: " << model->Summary();
+  LOG(INFO) << "trainer: " << DeviceDescription();
 
   model->InitVariables(tc.seed);
   std::map<std::string, Tensor> state;  // what a checkpoint holds

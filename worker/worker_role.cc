@@ -10,6 +10,7 @@
 #include "common/checkpoint/save_trigger.h"
 #include "common/summary/summary_writer.h"
 #include "ps/learning_rate.h"
+#include "worker/device_info.h"
 #include "worker/input/input_pipeline.h"
 #include "worker/ps_client.h"
 #include "worker/training_setup.h"
@@ -88,6 +89,7 @@ Status RunWorker(const RoleOptions& o) {
   }
   SaveTrigger trigger(SavePolicy{o.save_checkpoints_steps, o.save_checkpoints_secs}, step,
                       Clock::now());
+  LOG(INFO) << who << ": " << DeviceDescription();
   LOG(INFO) << who << ": training " << model->name() << " from global step " << step << " to "
             << s.max_steps << " on shard " << o.task_index << " of " << num_workers;
 

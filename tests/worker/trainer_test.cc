@@ -124,6 +124,7 @@ TEST(TrainerTest, KilledRunResumesFromTheLatestCheckpointWithTheSameStepAndVaria
   std::string out;
   ASSERT_EQ(RunTrainer(Common(dir) + " --max_steps=" + std::to_string(step), &out), 0) << out;
   EXPECT_NE(out.find("at global step " + std::to_string(step) + " "), std::string::npos) << out;
+  EXPECT_NE(out.find("computing on the CPU with oneDNN kernels"), std::string::npos) << out;
   auto exported = ReadSafetensors(dir + "/model.safetensors");
   ASSERT_EQ(exported.size(), 4u);  // conv/weights, conv/bias, fc/weights, fc/bias
   for (const auto& [name, values] : exported) {
