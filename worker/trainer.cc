@@ -131,9 +131,8 @@ Result<TrainResult> Train(const TrainerOptions& o) {
   TrainResult result;
   std::mt19937_64 rng(tc.seed * 7919 + store->global_step());
   const auto start = Clock::now();
-  auto window_start = start;
-  int64_t window_steps = 0, window_examples = 0, last_saved = store->global_step();
-  double window_loss = 0;
+  ProgressWindow window;
+  int64_t last_saved = store->global_step();
   bool evaluated_at_end = false;
   while (store->global_step() < max_steps && !g_stop) {
     Result<Batch> batch = pipeline->Next();
@@ -152,28 +151,16 @@ Result<TrainResult> Train(const TrainerOptions& o) {
     Status applied = store->ApplyGradients(grads);
     if (!applied.ok()) return applied.WithContext("trainer: step " + std::to_string(step));
     const int64_t now_step = store->global_step();
-    window_loss += loss;
-    ++window_steps;
-    window_examples += batch->images.dim(0);
+    window.Add(loss, batch->images.dim(0));
 
     if (now_step % o.log_every_n_steps == 0 || now_step == max_steps) {
-      const double secs = std::chrono::duration<double>(Clock::now() - window_start).count();
-      const double rate = window_examples / std::max(secs, 1e-9);
+      const ProgressWindow::Report r = window.Take();
       const float lr = store->learning_rate();
       LOG(INFO) << "trainer: step " << now_step << "/" << max_steps << " (epoch " << std::fixed
                 << std::setprecision(2) << static_cast<double>(now_step) / steps_per_epoch
-                << ") loss " << std::setprecision(4) << window_loss / window_steps << " lr " << lr
-                << " " << std::setprecision(1) << rate << " examples/s";
-      if (train_log) {
-        train_log->AddScalar("loss", now_step, static_cast<float>(window_loss / window_steps));
-        train_log->AddScalar("learning_rate", now_step, lr);
-        train_log->AddScalar("examples_per_sec", now_step, static_cast<float>(rate));
-        train_log->AddScalar("global_step/sec", now_step,
-                             static_cast<float>(window_steps / std::max(secs, 1e-9)));
-      }
-      window_start = Clock::now();
-      window_steps = window_examples = 0;
-      window_loss = 0;
+                << ") loss " << std::setprecision(4) << r.mean_loss << " lr " << lr << " "
+                << std::setprecision(1) << r.examples_per_sec << " examples/s";
+      if (train_log) WriteProgressScalars(train_log.get(), now_step, lr, r);
     }
     if (train_log && o.histogram_every_n_steps > 0 &&
         (now_step % o.histogram_every_n_steps == 0 || now_step == 1)) {
@@ -200,8 +187,7 @@ Result<TrainResult> Train(const TrainerOptions& o) {
         eval_log->AddScalar("accuracy", now_step, static_cast<float>(e.accuracy));
         eval_log->AddScalar("loss", now_step, static_cast<float>(e.loss));
       }
-      // Evaluation time is not training time: keep it out of the next examples/s figure.
-      window_start += Clock::now() - eval_start;
+      window.Exclude(Clock::now() - eval_start);
       if (o.stop_at_accuracy > 0 && e.accuracy >= o.stop_at_accuracy) {
         LOG(INFO) << "trainer: reached test accuracy " << e.accuracy << " >= " << o.stop_at_accuracy
                   << "; stopping";

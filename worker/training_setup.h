@@ -2,12 +2,14 @@
 // sections, the test-set evaluation and the gradient preparation (weight decay, global norm).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
 
 #include "common/config.h"
 #include "common/status.h"
+#include "common/summary/summary_writer.h"
 #include "ps/clipping.h"
 #include "worker/input/input_options.h"
 #include "worker/model.h"
@@ -42,6 +44,35 @@ Result<Evaluation> Evaluate(Model* model, const InputOptions& input, uint64_t se
 // Adds weight decay to the weights' gradients (not biases or batch norm) and clips by global
 // norm when the config asks for it: the worker's share of gradient processing.
 void PrepareGradients(const TrainConfig& config, Model* model);
+
+// Loss, steps and examples since the last progress line, and the rates over that time.
+class ProgressWindow {
+ public:
+  using Clock = std::chrono::steady_clock;
+  struct Report {
+    int64_t steps = 0;
+    double mean_loss = 0, examples_per_sec = 0, steps_per_sec = 0;
+  };
+  void Add(float loss, int64_t examples) {
+    loss_ += loss;
+    ++steps_;
+    examples_ += examples;
+  }
+  // Time spent elsewhere (evaluation) is not training time: keep it out of the rates.
+  void Exclude(Clock::duration d) { start_ += d; }
+  // The window's figures; starts the next window.
+  Report Take();
+
+ private:
+  Clock::time_point start_ = Clock::now();
+  int64_t steps_ = 0, examples_ = 0;
+  double loss_ = 0;
+};
+
+// The scalars every trainer writes for a progress window: loss, learning rate, examples/s and
+// global_step/sec.
+void WriteProgressScalars(SummaryWriter* log, int64_t step, float learning_rate,
+                          const ProgressWindow::Report& report);
 
 }  // namespace worker
 }  // namespace pstrain

@@ -94,9 +94,8 @@ Status RunWorker(const RoleOptions& o) {
             << s.max_steps << " on shard " << o.task_index << " of " << num_workers;
 
   std::mt19937_64 rng(s.train.seed * 7919 + o.task_index);
-  auto window_start = Clock::now();
-  int64_t window_steps = 0, window_examples = 0, staleness = 0, dropped = 0, local_steps = 0;
-  double window_loss = 0;
+  ProgressWindow window;
+  int64_t staleness = 0, dropped = 0, local_steps = 0;  // staleness: summed over the window
   while (step < s.max_steps) {
     Result<Batch> batch = pipeline->Next();
     if (!batch.ok()) return batch.status().WithContext(who + ": training input");
@@ -114,29 +113,21 @@ Status RunWorker(const RoleOptions& o) {
     dropped += r->dropped;
     step = r->global_step;
     ++local_steps;
-    ++window_steps;
-    window_examples += batch->images.dim(0);
-    window_loss += loss;
+    window.Add(loss, batch->images.dim(0));
     if (local_steps % o.log_every_n_steps == 0 || step >= s.max_steps) {
-      const double secs = std::chrono::duration<double>(Clock::now() - window_start).count();
-      const double rate = window_examples / std::max(secs, 1e-9);
+      const ProgressWindow::Report r = window.Take();
+      const double mean_staleness = static_cast<double>(staleness) / r.steps;
       LOG(INFO) << who << ": step " << step << "/" << s.max_steps << " (epoch " << std::fixed
                 << std::setprecision(2) << static_cast<double>(step) / s.steps_per_epoch
-                << ") loss " << std::setprecision(4) << window_loss / window_steps << " lr "
-                << schedule.At(step) << " " << std::setprecision(1) << rate
-                << " examples/s staleness " << std::setprecision(2)
-                << static_cast<double>(staleness) / window_steps << " dropped " << dropped;
+                << ") loss " << std::setprecision(4) << r.mean_loss << " lr " << schedule.At(step)
+                << " " << std::setprecision(1) << r.examples_per_sec << " examples/s staleness "
+                << std::setprecision(2) << mean_staleness << " dropped " << dropped;
       if (log) {
-        log->AddScalar("loss", step, static_cast<float>(window_loss / window_steps));
-        log->AddScalar("learning_rate", step, schedule.At(step));
-        log->AddScalar("examples_per_sec", step, static_cast<float>(rate));
-        log->AddScalar("global_step/sec", step, static_cast<float>(window_steps / secs));
-        log->AddScalar("staleness", step, static_cast<float>(staleness) / window_steps);
+        WriteProgressScalars(log.get(), step, schedule.At(step), r);
+        log->AddScalar("staleness", step, static_cast<float>(mean_staleness));
         log->AddScalar("dropped_gradients", step, static_cast<float>(dropped));
       }
-      window_start = Clock::now();
-      window_steps = window_examples = staleness = 0;
-      window_loss = 0;
+      staleness = 0;
     }
     if (log && o.histogram_every_n_steps > 0 && local_steps % o.histogram_every_n_steps == 0) {
       for (Variable* v : model->variables()) {
