@@ -3,6 +3,8 @@
 //  (b) the same bytes through a plain blocking TCP socket pair: the ceiling,
 //  (c) updates/s for many small variables, all in one push or one per push.
 // Ends with `ratio: X.XX` = (a) over (b) in GB/s of tensor bytes, medians of alternating trials.
+// With --curve, (a) and (c) over CurveZMQ against the same over plaintext instead, ending with
+// `ratio: X.XX` = CURVE over plaintext for the large variable.
 #include <arpa/inet.h>
 #include <gflags/gflags.h>
 #include <glog/logging.h>
@@ -33,6 +35,7 @@ DEFINE_int32(small_vars, 1000, "small variables per push in the many-variables c
 DEFINE_int32(small_floats, 256, "floats per small variable");
 DEFINE_int32(small_iters, 200, "pushes of all small variables at once");
 DEFINE_int32(single_iters, 5000, "pushes of one small variable each");
+DEFINE_bool(curve, false, "compare CurveZMQ against plaintext instead of against a raw socket");
 
 namespace pstrain {
 namespace {
@@ -168,8 +171,75 @@ double RawTcpPushPull(size_t bytes, int iters) {
   return gbps;
 }
 
+// A parameter server on its own thread and one initialised client, over CURVE or plaintext.
+class BenchServer {
+ public:
+  BenchServer(size_t bytes, bool curve) {
+    wire::Security server_side, client_side;
+    if (curve) {
+      const wire::CurveKeyPair server_keys = wire::NewCurveKeyPair().value();
+      const wire::CurveKeyPair client_keys = wire::NewCurveKeyPair().value();
+      server_side.own = server_keys;
+      server_side.client_keys = {{client_keys.public_key, "bench client"}};
+      client_side.own = client_keys;
+      client_side.server_key = server_keys.public_key;
+    }
+    auto bound = wire::ServerSocket::Bind("tcp://127.0.0.1:0", {}, server_side);
+    CHECK(bound.ok()) << bound.status().ToString();
+    server_ = std::move(bound).value();
+    thread_ = std::thread(ServeVariables, server_.get());
+    auto connected = wire::Connection::Connect(server_->endpoint(), {}, client_side);
+    CHECK(connected.ok()) << connected.status().ToString();
+    conn_ = std::move(connected).value();
+    InitializeVariables(conn_.get(), bytes);
+  }
+  ~BenchServer() {
+    Message shutdown;
+    shutdown.type = MessageType::kShutdown;
+    CHECK(conn_->Call(shutdown, kTimeout).ok());
+    thread_.join();
+  }
+  wire::Connection* conn() { return conn_.get(); }
+
+ private:
+  std::unique_ptr<wire::ServerSocket> server_;
+  std::thread thread_;
+  std::unique_ptr<wire::Connection> conn_;
+};
+
+// Plaintext and CURVE servers side by side, trials alternating between them.
+int CompareCurve(size_t bytes) {
+  BenchServer plain(bytes, false), curve(bytes, true);
+  std::printf(
+      "== loopback TCP, %d MiB float32 variable, %d trials of %d push+pull rounds, %u cores: "
+      "CurveZMQ vs plaintext\n",
+      FLAGS_mib, FLAGS_trials, FLAGS_iters, std::thread::hardware_concurrency());
+  std::vector<double> plain_trials, curve_trials;
+  for (int t = 0; t < FLAGS_trials; ++t) {
+    plain_trials.push_back(TransportPushPull(plain.conn(), bytes, FLAGS_iters));
+    curve_trials.push_back(TransportPushPull(curve.conn(), bytes, FLAGS_iters));
+    std::printf("trial %d: plaintext %.2f GB/s, CURVE %.2f GB/s\n", t, plain_trials.back(),
+                curve_trials.back());
+  }
+  const double plain_gbps = Median(plain_trials), curve_gbps = Median(curve_trials);
+  std::printf("push+pull of %d MiB (SGD applied), median: plaintext %.2f GB/s, CURVE %.2f GB/s\n",
+              FLAGS_mib, plain_gbps, curve_gbps);
+  for (const auto& [vars, iters] :
+       {std::pair<int, int>{FLAGS_small_vars, FLAGS_small_iters}, {1, FLAGS_single_iters}}) {
+    const double p = PushRate(plain.conn(), vars, FLAGS_small_floats, iters);
+    const double c = PushRate(curve.conn(), vars, FLAGS_small_floats, iters);
+    std::printf(
+        "small variables, %d x %d floats per push: plaintext %.0f updates/s, CURVE %.0f "
+        "updates/s (CURVE/plaintext %.2f)\n",
+        vars, FLAGS_small_floats, p, c, c / p);
+  }
+  std::printf("ratio: %.2f\n", curve_gbps / plain_gbps);
+  return 0;
+}
+
 int Main() {
   const size_t bytes = static_cast<size_t>(FLAGS_mib) << 20;
+  if (FLAGS_curve) return CompareCurve(bytes);
   auto bound = wire::ServerSocket::Bind("tcp://127.0.0.1:0");
   CHECK(bound.ok()) << bound.status().ToString();
   std::unique_ptr<wire::ServerSocket> server = std::move(bound).value();

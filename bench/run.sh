@@ -3,6 +3,8 @@
 # above 1 means pstrain is faster).
 #   bench/run.sh refnet   RefNet training steps (batch 128) vs PyTorch (../shared/bench/torch_refnet.py)
 #   bench/run.sh ps       wire transport push+pull of a 64 MiB variable vs a raw TCP socket pair
+#   bench/run.sh curve    the same push+pull (and small pushes) over CurveZMQ vs plaintext; the
+#                         ratio is CURVE over plaintext (below 1: what authentication costs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 name=${1:-}
@@ -37,8 +39,14 @@ case "$name" in
     echo "== as pstrain-launch runs roles: GLIBC_TUNABLES=glibc.malloc.hugetlb=1 OMP_WAIT_POLICY=PASSIVE"
     GLIBC_TUNABLES=glibc.malloc.hugetlb=1 OMP_WAIT_POLICY=PASSIVE "$bin" "$@"
     ;;
+  curve)
+    build
+    echo "== as pstrain-launch runs roles: GLIBC_TUNABLES=glibc.malloc.hugetlb=1 OMP_WAIT_POLICY=PASSIVE"
+    GLIBC_TUNABLES=glibc.malloc.hugetlb=1 OMP_WAIT_POLICY=PASSIVE \
+      build/bench/pstrain-bench-ps-transport --curve "$@"
+    ;;
   *)
-    echo "usage: bench/run.sh refnet|ps [flags for the pstrain side]" >&2
+    echo "usage: bench/run.sh refnet|ps|curve [flags for the pstrain side]" >&2
     exit 2
     ;;
 esac

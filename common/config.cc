@@ -7,6 +7,15 @@
 #include <sstream>
 
 namespace pstrain {
+namespace {
+
+// A node as text, for key lists and error messages: as<std::string>() throws on a list or a map
+// (YAML allows both as keys, and a list may stand where a number was expected).
+std::string TextOf(const YAML::Node& node) {
+  return node.IsScalar() ? node.Scalar() : YAML::Dump(node);
+}
+
+}  // namespace
 
 ConfigNode::ConfigNode(std::shared_ptr<YAML::Node> node, std::string origin, std::string path)
     : node_(std::move(node)), origin_(std::move(origin)), path_(std::move(path)) {}
@@ -45,7 +54,7 @@ bool ConfigNode::Has(const std::string& key) const {
 std::vector<std::string> ConfigNode::Keys() const {
   std::vector<std::string> keys;
   if (!node_->IsMap()) return keys;
-  for (const auto& kv : *node_) keys.push_back(kv.first.as<std::string>());
+  for (const auto& kv : *node_) keys.push_back(TextOf(kv.first));
   return keys;
 }
 
@@ -91,8 +100,7 @@ Result<T> Convert(const ConfigNode& parent, const YAML::Node& node, const std::s
   try {
     return node.as<T>();
   } catch (const YAML::Exception&) {
-    return parent.Error("field '" + key + "' must be " + expected + ", got '" +
-                        node.as<std::string>() + "'");
+    return parent.Error("field '" + key + "' must be " + expected + ", got '" + TextOf(node) + "'");
   }
 }
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -13,6 +14,7 @@ namespace {
 
 // Reject absurd lengths before allocating: a corrupt length must not exhaust memory.
 constexpr uint64_t kMaxRecordBytes = 1ull << 31;
+constexpr size_t kReadChunkBytes = size_t{4} << 20;
 
 std::string Errno() { return std::strerror(errno); }
 
@@ -115,10 +117,21 @@ Status RecordReader::Next(std::string* record) {
   if (length > kMaxRecordBytes) {
     return DataLoss("record length " + std::to_string(length) + " exceeds the limit in " + where);
   }
-  record->resize(length);
+  // Grown as the bytes arrive: a corrupt length in a small file must not make us allocate the
+  // gigabytes it claims.
+  record->clear();
+  while (record->size() < length) {
+    const size_t done = record->size();
+    const size_t want = std::min<uint64_t>(length - done, kReadChunkBytes);
+    record->resize(done + want);
+    const size_t n = std::fread(record->data() + done, 1, want, file_);
+    if (n < want) {
+      record->resize(done + n);
+      break;
+    }
+  }
   char footer[4];
-  if (std::fread(record->data(), 1, length, file_) != length ||
-      std::fread(footer, 1, 4, file_) != 4) {
+  if (record->size() < length || std::fread(footer, 1, 4, file_) != 4) {
     return DataLoss("truncated record (expected " + std::to_string(length) + " bytes) in " + where);
   }
   if (crc32c::Unmask(little_endian::Get32(footer)) != crc32c::Value(record->data(), length)) {

@@ -1,5 +1,7 @@
 #include "ps/ps_role.h"
 
+#include <glog/logging.h>
+
 #include "common/config.h"
 #include "common/wire/transport.h"
 
@@ -14,7 +16,17 @@ Status RunParameterServer(const PsRoleOptions& o) {
   RETURN_IF_ERROR(server.RestoreIfPresent());
   // Listen on every interface at this task's port: the host part names the machine for peers.
   const std::string port = o.bind_host_port.substr(o.bind_host_port.rfind(':') + 1);
-  ASSIGN_OR_RETURN(auto socket, wire::ServerSocket::Bind("tcp://*:" + port));
+  ASSIGN_OR_RETURN(auto socket,
+                   wire::ServerSocket::Bind("tcp://*:" + port, {}, o.curve.ForServer()));
+  if (o.curve.curve()) {
+    LOG(INFO) << "ps " << o.server.task_index << ": CURVE authentication on (keys from "
+              << o.curve.dir << "): " << o.curve.client_keys.size()
+              << " worker and evaluator keys let in";
+  } else {
+    LOG(INFO) << "ps " << o.server.task_index
+              << ": plaintext, no authentication (no --curve_keys): any process that reaches "
+                 "this port can pull and push";
+  }
   return server.Serve(socket.get());
 }
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "common/wire/curve.h"
 #include "ps/server.h"
 
 namespace pstrain {
@@ -14,6 +15,7 @@ struct PsRoleOptions {
   ServerOptions server;
   std::string config_path;     // its `train:` section gives the optimizer, schedule and clipping
   std::string bind_host_port;  // this task's entry of --ps_hosts
+  wire::ClusterKeys curve;     // --curve_keys: only the cluster's workers and evaluators get in
 };
 
 // Restores the shard if a checkpoint exists, serves until the chief's shutdown.

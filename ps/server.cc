@@ -45,12 +45,14 @@ Message ParameterServer::Reply(const Message& request, MessageType type) const {
   m.role = "ps";
   m.task_index = options_.task_index;
   m.step = global_step_;
+  m.incarnation = wire::ProcessIncarnation();
   return m;
 }
 
-Message ParameterServer::Error(const Message& request, const std::string& what) {
+Message ParameterServer::Error(const Message& request, const std::string& what, StatusCode code) {
   Message m = Reply(request, MessageType::kError);
   m.text = "ps " + std::to_string(options_.task_index) + ": " + what;
+  m.error_code = code;
   LOG(WARNING) << m.text << " (request " << wire::MessageTypeName(request.type) << " from "
                << Who(request) << ")";
   return m;
@@ -83,8 +85,43 @@ Status ParameterServer::RestoreIfPresent() {
   return Status::OK();
 }
 
+void ParameterServer::NotePeer(const Message& request, std::chrono::steady_clock::time_point now) {
+  if (request.role.empty() || request.task_index < 0) return;  // not a role (e.g. a probe)
+  const std::string who = Who(request);
+  const std::string me = "ps " + std::to_string(options_.task_index) + ": ";
+  auto [it, is_new] = peers_.try_emplace(who);
+  PeerState& p = it->second;
+  if (!is_new && p.missing) {
+    const double silent = std::chrono::duration<double>(now - p.last_seen).count();
+    LOG(WARNING) << me << who << " is back after " << silent << " s of silence";
+  }
+  if (!is_new && request.incarnation != 0 && p.incarnation != 0 &&
+      request.incarnation != p.incarnation) {
+    LOG(WARNING) << me << who << " restarted (a new process since its last request)";
+    p.last_push_sequence = 0;
+  }
+  if (request.incarnation != 0) p.incarnation = request.incarnation;
+  p.last_seen = now;
+  p.missing = false;
+  p.left = false;
+}
+
+int ParameterServer::CheckPeers(std::chrono::steady_clock::time_point now) {
+  int found = 0;
+  for (auto& [who, p] : peers_) {
+    if (p.missing || p.left || now - p.last_seen <= options_.peer_timeout) continue;
+    p.missing = true;
+    ++found;
+    LOG(WARNING) << "ps " << options_.task_index << ": " << who << " has sent nothing for "
+                 << std::chrono::duration<double>(now - p.last_seen).count()
+                 << " s (heartbeats are due every second): presumed dead";
+  }
+  return found;
+}
+
 std::vector<ParameterServer::Outgoing> ParameterServer::Handle(const std::string& peer,
                                                                const Message& request) {
+  NotePeer(request, std::chrono::steady_clock::now());
   switch (request.type) {
     case MessageType::kRegister:
       return HandleInit(peer, request);
@@ -94,8 +131,15 @@ std::vector<ParameterServer::Outgoing> ParameterServer::Handle(const std::string
       return HandlePush(peer, request);
     case MessageType::kBarrier:
       return HandleBarrier(peer, request);
-    case MessageType::kHeartbeat:
-      return {{peer, Reply(request, MessageType::kOk)}};
+    case MessageType::kHeartbeat: {
+      if (request.text == "goodbye" && peers_.count(Who(request))) {
+        peers_[Who(request)].left = true;
+        VLOG(1) << "ps " << options_.task_index << ": " << Who(request) << " said goodbye";
+      }
+      Message m = Reply(request, MessageType::kOk);
+      m.value = initialized_ ? 1 : 0;
+      return {{peer, m}};
+    }
     case MessageType::kCheckpoint:
       return HandleCheckpoint(peer, request);
     case MessageType::kShutdown: {
@@ -157,7 +201,8 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandlePull(const std::st
   if (!initialized_) {
     return {{peer, Error(request,
                          "variables are not initialised yet (waiting for the chief, "
-                         "worker 0)")}};
+                         "worker 0)",
+                         StatusCode::kFailedPrecondition)}};
   }
   if (options_.mode == UpdateMode::kSync) {
     // In lockstep a pull that follows its sender's own push waits for that update.
@@ -186,11 +231,19 @@ Message ParameterServer::PullReply(const Message& request) {
 std::vector<ParameterServer::Outgoing> ParameterServer::HandlePush(const std::string& peer,
                                                                    const Message& request) {
   if (!initialized_) {
-    return {{peer, Error(request, "variables are not initialised yet (waiting for the chief)")}};
+    return {{peer, Error(request, "variables are not initialised yet (waiting for the chief)",
+                         StatusCode::kFailedPrecondition)}};
   }
+  std::vector<Outgoing> out;
+  if (IsRetriedPush(peer, request, &out)) return out;
   // `names` lists the pushed tensors that are values to assign (batch-norm moving statistics),
   // not gradients. Everything is checked before anything changes.
   std::vector<std::pair<std::string, Tensor>> grads, assigns;
+  if (request.step < 0) {  // the optimizer would refuse it after the assigns below
+    ++stats_.rejected;
+    return {{peer, Error(request, "push computed from step " + std::to_string(request.step) +
+                                      "; steps are >= 0")}};
+  }
   for (const auto& t : request.tensors) {
     Status s = store_->CheckGradient(t.name, t.tensor);
     if (!s.ok()) {
@@ -207,7 +260,6 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandlePush(const std::st
     Tensor dst = store_->Value(name);
     dst.CopyFrom(value);
   }
-  std::vector<Outgoing> out;
   if (options_.mode == UpdateMode::kAsync) {
     for (const auto& g : grads) store_->DetachIfShared(g.first);
     Status s = store_->ApplyGradientsAt(request.step, grads);
@@ -215,6 +267,7 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandlePush(const std::st
     ++global_step_;
     ++stats_.updates;
     out.push_back({peer, Reply(request, MessageType::kOk)});
+    RememberPush(request, out.back().message);
     return out;
   }
   if (request.step < global_step_ - options_.max_staleness) {
@@ -226,11 +279,13 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandlePush(const std::st
              std::to_string(options_.max_staleness) + ")";
     VLOG(1) << "ps " << options_.task_index << ": dropped a " << m.text << " push from "
             << Who(request);
+    RememberPush(request, m);
     return {{peer, m}};
   }
   for (const auto& g : grads) {
     accumulators_.at(g.first).Add(g.second, request.step, global_step_);
   }
+  RememberPush(request, Reply(request, MessageType::kOk));
   if (options_.mode == UpdateMode::kSync) {
     waiting_pushes_.push_back({peer, request});
   } else {
@@ -255,9 +310,52 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandlePush(const std::st
   return out;
 }
 
+bool ParameterServer::IsRetriedPush(const std::string& peer, const Message& request,
+                                    std::vector<Outgoing>* out) {
+  if (request.sequence == 0) return false;  // the sender does not number its pushes
+  auto it = peers_.find(Who(request));
+  if (it == peers_.end()) return false;
+  const PeerState& p = it->second;
+  if (p.incarnation != request.incarnation || request.sequence > p.last_push_sequence) {
+    return false;
+  }
+  ++stats_.duplicates;
+  LOG(WARNING) << "ps " << options_.task_index << ": push " << request.sequence << " from "
+               << Who(request) << " (step " << request.step
+               << ") is a retry of one already applied; not applied again";
+  if (options_.mode == UpdateMode::kSync) {
+    for (const Waiting& w : waiting_pushes_) {
+      if (Who(w.request) == Who(request) && w.request.sequence == request.sequence) {
+        waiting_pushes_.push_back({peer, request});  // answered with the original
+        return true;
+      }
+    }
+  }
+  Message m = p.last_push_reply;
+  m.request_id = request.request_id;
+  m.step = global_step_;
+  out->push_back({peer, m});
+  return true;
+}
+
+void ParameterServer::RememberPush(const Message& request, const Message& reply) {
+  if (request.sequence == 0) return;
+  auto it = peers_.find(Who(request));
+  if (it == peers_.end()) return;
+  it->second.last_push_sequence = request.sequence;
+  it->second.last_push_reply = reply;
+}
+
 std::vector<ParameterServer::Outgoing> ParameterServer::HandleBarrier(const std::string& peer,
                                                                       const Message& request) {
   auto& waiting = barriers_[request.text];
+  // A participant that asks again (a retry, or a restarted process) counts once; senders that
+  // do not name themselves are told apart by connection.
+  auto same = [&](const Waiting& w) {
+    if (request.role.empty() || request.task_index < 0) return w.peer == peer;
+    return Who(w.request) == Who(request);
+  };
+  waiting.erase(std::remove_if(waiting.begin(), waiting.end(), same), waiting.end());
   waiting.push_back({peer, request});
   std::vector<Outgoing> out;
   if (static_cast<int64_t>(waiting.size()) >= request.value) {
@@ -269,7 +367,10 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandleBarrier(const std:
 
 std::vector<ParameterServer::Outgoing> ParameterServer::HandleCheckpoint(const std::string& peer,
                                                                          const Message& request) {
-  if (!initialized_) return {{peer, Error(request, "nothing to save: not initialised")}};
+  if (!initialized_) {
+    return {{peer, Error(request, "nothing to save: not initialised",
+                         StatusCode::kFailedPrecondition)}};
+  }
   CheckpointData data;
   data.global_step = request.step;
   data.tensors = store_->StateTensors();
@@ -287,7 +388,13 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandleCheckpoint(const s
 
 Status ParameterServer::Serve(wire::ServerSocket* socket) {
   LOG(INFO) << "ps " << options_.task_index << ": serving on " << socket->endpoint();
+  auto next_peer_check = std::chrono::steady_clock::now();
   while (!shutdown_) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= next_peer_check) {
+      CheckPeers(now);
+      next_peer_check = now + std::chrono::milliseconds(500);
+    }
     Result<wire::Incoming> in = socket->Receive(std::chrono::milliseconds(200));
     if (!in.ok()) {
       if (in.status().code() == StatusCode::kUnavailable) continue;  // timeout
@@ -315,13 +422,14 @@ Status ParameterServer::Serve(wire::ServerSocket* socket) {
     Result<wire::Incoming> in = socket->Receive(std::chrono::milliseconds(100));
     if (!in.ok() || !in->message.ok()) continue;
     Status s =
-        socket->Reply(in->peer, Error(in->message.value(), "shutting down: training is over"));
+        socket->Reply(in->peer, Error(in->message.value(), "shutting down: training is over",
+                                      StatusCode::kOutOfRange));
     if (!s.ok()) break;
   }
   LOG(INFO) << "ps " << options_.task_index << ": stopped at global step " << global_step_ << " ("
             << stats_.pushes << " pushes, " << stats_.pulls << " pulls, " << stats_.updates
             << " updates, " << stats_.dropped_stale << " stale dropped, " << stats_.rejected
-            << " rejected)";
+            << " rejected, " << stats_.duplicates << " retried pushes answered once)";
   return Status::OK();
 }
 

@@ -12,6 +12,7 @@
 // applied update; optimizer loops use every core for large variables.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -40,10 +41,25 @@ struct ServerOptions {
   int backup_workers = 0;     // sync: aggregate the first N - backup_workers of N
   std::string train_dir;      // shard checkpoints in <train_dir>/ps-<k>-of-<n>
   int max_to_keep = 5;
+  // A peer silent for this long (workers heartbeat every second) is logged as missing.
+  std::chrono::milliseconds peer_timeout{5000};
 };
 
 struct ServerStats {
-  int64_t pushes = 0, pulls = 0, updates = 0, dropped_stale = 0, rejected = 0;
+  int64_t pushes = 0, pulls = 0, updates = 0, dropped_stale = 0, rejected = 0, duplicates = 0;
+};
+
+// What a server knows of one peer (a worker, the chief or an evaluator): when it last heard from
+// it, under which incarnation, and whether it was reported missing or has said goodbye.
+struct PeerState {
+  std::chrono::steady_clock::time_point last_seen;
+  uint64_t incarnation = 0;
+  bool missing = false;  // silent for longer than the peer timeout; logged once
+  bool left = false;     // said goodbye (a clean exit)
+  // The last push applied from this peer's incarnation, and the reply it got, so that a retry
+  // of it is answered again instead of applied twice.
+  uint64_t last_push_sequence = 0;
+  wire::Message last_push_reply;
 };
 
 class ParameterServer {
@@ -60,6 +76,10 @@ class ParameterServer {
   // Handles one request; returns the replies to send now (including deferred ones it releases).
   std::vector<Outgoing> Handle(const std::string& peer, const wire::Message& request);
 
+  // Logs every peer that has been silent for longer than the peer timeout (once per silence).
+  // Serve calls it between requests; returns how many were newly found missing.
+  int CheckPeers(std::chrono::steady_clock::time_point now);
+
   // Serves on `socket` until the chief's shutdown.
   Status Serve(wire::ServerSocket* socket);
 
@@ -67,12 +87,20 @@ class ParameterServer {
   bool shutdown_requested() const { return shutdown_; }
   int64_t global_step() const { return global_step_; }
   const ServerStats& stats() const { return stats_; }
+  const std::map<std::string, PeerState>& peers() const { return peers_; }
   const VariableStore& store() const { return *store_; }
   std::string ShardDir() const;
 
  private:
   wire::Message Reply(const wire::Message& request, wire::MessageType type) const;
-  wire::Message Error(const wire::Message& request, const std::string& what);
+  wire::Message Error(const wire::Message& request, const std::string& what,
+                      StatusCode code = StatusCode::kInvalidArgument);
+  // Records that `request`'s sender is alive; logs its return or restart.
+  void NotePeer(const wire::Message& request, std::chrono::steady_clock::time_point now);
+  // A push already applied (a retry of the sender's last push): the reply to send, if any.
+  bool IsRetriedPush(const std::string& peer, const wire::Message& request,
+                     std::vector<Outgoing>* out);
+  void RememberPush(const wire::Message& request, const wire::Message& reply);
   std::vector<Outgoing> HandleInit(const std::string& peer, const wire::Message& request);
   std::vector<Outgoing> HandlePull(const std::string& peer, const wire::Message& request);
   wire::Message PullReply(const wire::Message& request);
@@ -96,6 +124,7 @@ class ParameterServer {
   std::vector<Waiting> waiting_pushes_;                   // sync mode
   std::vector<Waiting> waiting_pulls_;                    // sync mode, behind their push
   std::map<std::string, std::vector<Waiting>> barriers_;  // by barrier name
+  std::map<std::string, PeerState> peers_;  // by Who(): "worker 1"
   ServerStats stats_;
 };
 

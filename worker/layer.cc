@@ -25,7 +25,24 @@ void Layer::Backward(const std::vector<const Tensor*>& in, const Tensor& out,
   }
 }
 
-Variable* Layer::AddVariable(const std::string& short_name, const Shape& shape, bool trainable) {
+int64_t ElementsAtMost(const Shape& shape, int64_t limit) {
+  int64_t n = 1;
+  for (int64_t d : shape.dims()) {
+    if (d < 0 || (d > 0 && n > limit / d)) return -1;
+    n *= d;
+  }
+  return n;
+}
+
+Result<Variable*> Layer::AddVariable(const std::string& short_name, const Shape& shape,
+                                     bool trainable) {
+  const int64_t elements = ElementsAtMost(shape, variable_budget_);
+  if (elements < 0) {
+    return ShapeError("variable '" + short_name + "' " + shape.ToString() +
+                      " would make the model hold more than " + std::to_string(kMaxModelElements) +
+                      " values (kMaxModelElements); check the layer's size fields");
+  }
+  variable_budget_ -= elements;
   Variable v;
   v.name = name_ + "/" + short_name;
   v.value = Tensor(shape);

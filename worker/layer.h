@@ -32,6 +32,16 @@ struct Variable {
   bool trainable = true;
 };
 
+// The most float32 values a model's variables may hold together (2^27: 512 MiB, 1 GiB with the
+// gradients), and the most one example's activations may hold at any layer (2^24: 64 MiB). A
+// config asking for more is refused by name before anything is allocated.
+constexpr int64_t kMaxModelElements = int64_t{1} << 27;
+constexpr int64_t kMaxExampleElements = int64_t{1} << 24;
+
+// The elements of `shape`, or -1 when there are more than `limit` (checked before each multiply,
+// so that config-sized dims cannot overflow).
+int64_t ElementsAtMost(const Shape& shape, int64_t limit);
+
 struct LayerContext {
   bool training = true;
   std::mt19937_64* rng = nullptr;                // dropout masks
@@ -59,6 +69,9 @@ class Layer {
   // Fills the variables with their initial values.
   virtual void InitVariables(std::mt19937_64* /*rng*/) {}
   std::vector<Variable>& variables() { return variables_; }
+  // How many elements this layer's variables may still hold (Model passes what the earlier
+  // layers left of kMaxModelElements).
+  void set_variable_budget(int64_t elements) { variable_budget_ = elements; }
 
   // Batch tensors: in[i] is [N, ...inputs[i]], out is [N, ...output] and already allocated.
   void Forward(const std::vector<const Tensor*>& in, Tensor* out, const LayerContext& ctx);
@@ -76,8 +89,10 @@ class Layer {
                            const Tensor& out_grad, const std::vector<Tensor*>& in_grads,
                            const LayerContext& ctx) = 0;
   // The returned pointer is valid until the next AddVariable; keep the Tensor handles (they
-  // share the buffer) rather than the pointer. Variables are always updated in place.
-  Variable* AddVariable(const std::string& short_name, const Shape& shape, bool trainable = true);
+  // share the buffer) rather than the pointer. Variables are always updated in place. Fails,
+  // allocating nothing, when the variable would not fit the layer's budget.
+  Result<Variable*> AddVariable(const std::string& short_name, const Shape& shape,
+                                bool trainable = true);
   Status ShapeError(const std::string& what) const {
     return InvalidArgument(Describe() + ": " + what);
   }
@@ -86,6 +101,7 @@ class Layer {
   std::string name_;
   std::string type_;
   std::vector<Variable> variables_;
+  int64_t variable_budget_ = kMaxModelElements;
   Device device_ = Device::kCpu;
 };
 

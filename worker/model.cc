@@ -18,12 +18,17 @@ Result<std::unique_ptr<Model>> Model::FromConfig(const ConfigNode& node) {
   if (input.size() != 3 || input[0] < 1 || input[1] < 1 || input[2] < 1) {
     return node.Error("field 'input' must be [channels, height, width]");
   }
+  if (ElementsAtMost(Shape(input), kMaxExampleElements) < 0) {
+    return node.Error("field 'input' " + Shape(input).ToString() + " holds more than " +
+                      std::to_string(kMaxExampleElements) + " values per example");
+  }
   model->input_shape_ = Shape(input);
   ASSIGN_OR_RETURN(ConfigNode layers, node.Child("layers"));
   if (!layers.IsSequence() || layers.size() == 0) {
     return layers.Error("must be a non-empty list of layers");
   }
   std::map<std::string, int> index;
+  int64_t elements = 0;  // in the variables of the layers so far
   for (size_t i = 0; i < layers.size(); ++i) {
     ConfigNode spec = layers.At(i);
     ASSIGN_OR_RETURN(std::string name, spec.GetString("name"));
@@ -44,9 +49,12 @@ Result<std::unique_ptr<Model>> Model::FromConfig(const ConfigNode& node) {
       ASSIGN_OR_RETURN(ConfigNode in, spec.Child("inputs"));
       if (in.IsSequence()) {
         for (size_t k = 0; k < in.size(); ++k) {
-          ASSIGN_OR_RETURN(ConfigNode wrapper, ConfigNode::Parse("v: " + in.At(k).ToYaml(), ""));
-          ASSIGN_OR_RETURN(std::string s, wrapper.GetString("v"));
-          input_names.push_back(s);
+          // Read through a one-field map; its errors would name that map, not this entry.
+          const ConfigNode item = in.At(k);
+          auto wrapper = ConfigNode::Parse("v: " + item.ToYaml(), item.Where());
+          auto s = wrapper.ok() ? wrapper->GetString("v") : Result<std::string>(wrapper.status());
+          if (!s.ok()) return item.Error("must be the name of an earlier layer or 'input'");
+          input_names.push_back(*s);
         }
       } else {
         ASSIGN_OR_RETURN(std::string s, spec.GetString("inputs"));
@@ -74,9 +82,15 @@ Result<std::unique_ptr<Model>> Model::FromConfig(const ConfigNode& node) {
       n.inputs.push_back(it->second);
       shapes.push_back(model->nodes_[it->second].shape);
     }
+    layer->set_variable_budget(kMaxModelElements - elements);
     auto shape = layer->Setup(shapes);
     if (!shape.ok()) return where(shape.status());
     n.shape = shape.value();
+    if (ElementsAtMost(n.shape, kMaxExampleElements) < 0) {
+      return spec.Error(layer->Describe() + ": output " + n.shape.ToString() + " holds more than " +
+                        std::to_string(kMaxExampleElements) + " values per example");
+    }
+    for (const auto& v : layer->variables()) elements += v.value.size();
     bool trainable = false;
     for (const auto& v : layer->variables()) trainable |= v.trainable;
     n.needs_grad = trainable;

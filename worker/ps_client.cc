@@ -7,6 +7,7 @@
 namespace pstrain {
 namespace worker {
 
+using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 using wire::Message;
 using wire::MessageType;
@@ -28,7 +29,8 @@ Tensor Rows(const Tensor& t, const ps::Partition& p) {
 Result<std::unique_ptr<PsClient>> PsClient::Connect(const std::vector<std::string>& ps_hosts,
                                                     const std::string& role, int task_index,
                                                     const std::vector<Variable*>& variables,
-                                                    int64_t partition_bytes) {
+                                                    int64_t partition_bytes,
+                                                    const wire::ClusterKeys& curve) {
   auto c = std::unique_ptr<PsClient>(new PsClient());
   c->role_ = role;
   c->task_index_ = task_index;
@@ -37,10 +39,19 @@ Result<std::unique_ptr<PsClient>> PsClient::Connect(const std::vector<std::strin
   for (Variable* v : variables) specs.push_back({v->name, v->value.shape()});
   ASSIGN_OR_RETURN(c->placement_, ps::Placement::Compute(specs, static_cast<int>(ps_hosts.size()),
                                                          partition_bytes));
-  for (const std::string& host : ps_hosts) {
-    ASSIGN_OR_RETURN(auto conn, wire::Connection::Connect(wire::TcpEndpoint(host)));
+  // Every connection to server s (heartbeats too) trusts ps task s's public key with --curve_keys.
+  const auto connect = [ps_hosts, curve](int s) -> Result<std::unique_ptr<wire::Connection>> {
+    ASSIGN_OR_RETURN(wire::Security security, curve.ForClientOf(s));
+    return wire::Connection::Connect(wire::TcpEndpoint(ps_hosts[s]), {}, security);
+  };
+  for (size_t s = 0; s < ps_hosts.size(); ++s) {
+    ASSIGN_OR_RETURN(auto conn, connect(static_cast<int>(s)));
     c->servers_.push_back(std::move(conn));
   }
+  c->hosts_ = ps_hosts;
+  c->push_sequence_.assign(ps_hosts.size(), 0);
+  c->heartbeat_ = std::make_unique<HeartbeatMonitor>(ps_hosts, role, task_index, connect);
+  RETURN_IF_ERROR(c->heartbeat_->Start());
   return c;
 }
 
@@ -49,56 +60,163 @@ Message PsClient::Request(MessageType type) const {
   m.type = type;
   m.role = role_;
   m.task_index = task_index_;
+  m.incarnation = wire::ProcessIncarnation();
   return m;
+}
+
+namespace {
+// One request of an exchange, until its reply comes.
+struct Pending {
+  int server = 0;
+  Message message;  // with its request id
+  Message reply;
+  bool done = false;
+  bool reinit = false;       // a register this client added to initialise a server again
+  bool waiting_init = false;  // resent once the chief's reinit of its server is answered
+  int64_t generation = 0;    // the server's heartbeat generation when last sent
+  Clock::time_point retry_at = Clock::time_point::max();
+};
+}  // namespace
+
+std::string PsClient::ServerName(int s) const {
+  return "ps " + std::to_string(s) + " (" + hosts_[s] + ")";
 }
 
 Result<std::vector<Message>> PsClient::Exchange(const std::vector<std::pair<int, Message>>& out,
                                                 milliseconds timeout) {
-  std::vector<uint64_t> ids;
+  std::vector<Pending> pending;
   for (const auto& [server, message] : out) {
-    Message m = message;
-    m.request_id = next_id_++;
-    ids.push_back(m.request_id);
-    RETURN_IF_ERROR(servers_[server]->Send(m).WithContext("ps " + std::to_string(server)));
+    Pending p;
+    p.server = server;
+    p.message = message;
+    p.message.request_id = next_id_++;
+    pending.push_back(std::move(p));
   }
-  std::vector<Message> replies(out.size());
-  std::vector<bool> have(out.size(), false);
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (size_t i = 0; i < out.size(); ++i) {
-    const int server = out[i].first;
-    while (!have[i]) {
-      auto left =
-          std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0) {
-        return Unavailable("no reply from ps " + std::to_string(server) + " (" +
-                           servers_[server]->endpoint() + ") within " +
-                           std::to_string(timeout.count()) + " ms");
-      }
-      ASSIGN_OR_RETURN(Message reply, servers_[server]->Receive(left));
-      for (size_t k = 0; k < out.size(); ++k) {
-        if (out[k].first == server && reply.request_id == ids[k] && !have[k]) {
-          if (reply.type == MessageType::kError) return FailedPrecondition(reply.text);
-          replies[k] = std::move(reply);
-          have[k] = true;
-          break;
+  auto health = [&](int s) {
+    return heartbeat_ ? heartbeat_->Of(s) : HeartbeatMonitor::Health{};
+  };
+  auto send = [&](Pending& p) {
+    p.generation = health(p.server).generation;
+    p.retry_at = Clock::time_point::max();
+    return servers_[p.server]->Send(p.message).WithContext(ServerName(p.server));
+  };
+  for (Pending& p : pending) RETURN_IF_ERROR(send(p));
+  auto deadline = Clock::now() + timeout;
+  milliseconds backoff(100);
+  while (true) {
+    size_t next = pending.size();
+    for (size_t i = 0; i < pending.size() && next == pending.size(); ++i) {
+      if (!pending[i].done) next = i;
+    }
+    if (next == pending.size()) break;
+    const auto now = Clock::now();
+    bool any_down = false;
+    for (Pending& p : pending) {
+      if (p.done) continue;
+      const HeartbeatMonitor::Health h = health(p.server);
+      if (!h.up) {
+        any_down = true;
+        if (now - h.down_since > unavailable_timeout_) {
+          return Unavailable(ServerName(p.server) + " has not answered for " +
+                             std::to_string(unavailable_timeout_.count()) +
+                             " s (--ps_unavailable_timeout_secs); giving up on its " +
+                             wire::MessageTypeName(p.message.type));
         }
       }
+      if (p.waiting_init) continue;
+      // What a restarted server may never have seen goes again; so does what waited its turn.
+      if (h.generation != p.generation || now >= p.retry_at) {
+        if (h.generation != p.generation) {
+          LOG(INFO) << Who() << ": sending " << wire::MessageTypeName(p.message.type) << " "
+                    << p.message.request_id << " to " << ServerName(p.server)
+                    << " again (it came back or restarted)";
+        }
+        RETURN_IF_ERROR(send(p));
+        deadline = std::max(deadline, now + timeout);
+      }
+    }
+    if (!any_down && now > deadline) {
+      return Unavailable("no reply from " + ServerName(pending[next].server) + " within " +
+                         std::to_string(timeout.count()) + " ms");
+    }
+    const int server = pending[next].server;
+    Result<Message> reply = servers_[server]->Receive(milliseconds(250));
+    if (!reply.ok()) {
+      if (reply.status().code() == StatusCode::kUnavailable) continue;  // a slice went by
+      return reply.status().WithContext(ServerName(server));
+    }
+    size_t k = pending.size();
+    for (size_t i = 0; i < pending.size(); ++i) {
+      if (!pending[i].done && pending[i].server == server &&
+          pending[i].message.request_id == reply->request_id) {
+        k = i;
+      }
+    }
+    if (k == pending.size()) continue;  // a late or duplicate reply to a request answered before
+    const Status status = wire::StatusOfReply(*reply);
+    if (status.ok()) {
+      pending[k].done = true;
+      pending[k].reply = std::move(reply).value();
+      if (!pending[k].reinit) continue;
+      LOG(WARNING) << Who() << ": " << ServerName(server) << " initialised again";
+      for (Pending& p : pending) {
+        if (p.waiting_init && p.server == server) {
+          p.waiting_init = false;
+          RETURN_IF_ERROR(send(p));
+        }
+      }
+      continue;
+    }
+    // A server that restarted without a checkpoint has no variables: the chief gives it its
+    // current values again; everyone else waits for that.
+    if (status.code() == StatusCode::kFailedPrecondition && !pending[k].reinit &&
+        pending[k].message.type != MessageType::kRegister) {
+      if (role_ == "chief") {
+        bool asked = false;
+        for (const Pending& p : pending) asked |= p.reinit && !p.done && p.server == server;
+        if (!asked) {
+          LOG(WARNING) << Who() << ": " << ServerName(server)
+                       << " has lost its variables (restarted without a checkpoint); "
+                       << "initialising it again from this chief's values at step " << last_step_;
+          Pending p;
+          p.server = server;
+          p.message = InitMessage(server, last_step_);
+          p.message.request_id = next_id_++;
+          p.reinit = true;
+          pending.push_back(std::move(p));
+          RETURN_IF_ERROR(send(pending.back()));
+        }
+        pending[k].waiting_init = true;
+      } else {
+        LOG_EVERY_N(INFO, 20) << Who() << ": waiting for the chief to initialise "
+                              << ServerName(server) << " again";
+        pending[k].retry_at = Clock::now() + backoff;
+        backoff = std::min(backoff * 2, milliseconds(2000));
+      }
+      continue;
+    }
+    return status;
+  }
+  std::vector<Message> replies;
+  for (size_t i = 0; i < out.size(); ++i) replies.push_back(std::move(pending[i].reply));
+  return replies;
+}
+
+Message PsClient::InitMessage(int s, int64_t step) const {
+  Message m = Request(MessageType::kRegister);
+  m.step = step;
+  for (const ps::Partition& p : placement_.OnTask(s)) {
+    for (Variable* v : variables_) {
+      if (v->name == p.variable) m.tensors.push_back({p.key, Rows(v->value, p)});
     }
   }
-  return replies;
+  return m;
 }
 
 Result<int> PsClient::Initialize(int64_t step) {
   std::vector<std::pair<int, Message>> out;
   for (size_t s = 0; s < servers_.size(); ++s) {
-    Message m = Request(MessageType::kRegister);
-    m.step = step;
-    for (const ps::Partition& p : placement_.OnTask(static_cast<int>(s))) {
-      for (Variable* v : variables_) {
-        if (v->name == p.variable) m.tensors.push_back({p.key, Rows(v->value, p)});
-      }
-    }
-    out.emplace_back(static_cast<int>(s), std::move(m));
+    out.emplace_back(static_cast<int>(s), InitMessage(static_cast<int>(s), step));
   }
   ASSIGN_OR_RETURN(std::vector<Message> replies, Exchange(out, kShortTimeout));
   int kept = 0;
@@ -156,6 +274,7 @@ Result<int64_t> PsClient::Pull() {
   }
   ASSIGN_OR_RETURN(std::vector<Message> replies, Exchange(out, kShortTimeout));
   CopyIn(replies);
+  last_step_ = replies[0].step;
   return replies[0].step;
 }
 
@@ -164,6 +283,7 @@ Result<PushPullResult> PsClient::PushAndPull(int64_t step) {
   for (size_t s = 0; s < servers_.size(); ++s) {
     Message push = Request(MessageType::kPush);
     push.step = step;
+    push.sequence = ++push_sequence_[s];
     for (const ps::Partition& p : placement_.OnTask(static_cast<int>(s))) {
       for (Variable* v : variables_) {
         if (v->name != p.variable) continue;
@@ -185,7 +305,7 @@ Result<PushPullResult> PsClient::PushAndPull(int64_t step) {
   for (size_t s = 0; s < servers_.size(); ++s) result.dropped |= replies[s].value < 0;
   std::vector<Message> pulls(replies.begin() + servers_.size(), replies.end());
   CopyIn(pulls);
-  result.global_step = pulls[0].step;
+  result.global_step = last_step_ = pulls[0].step;
   return result;
 }
 

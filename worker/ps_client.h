@@ -1,6 +1,12 @@
 // A worker's (or evaluator's) view of the parameter servers: one connection per server task,
 // the placement of every variable, and the requests of a training step. Gradients go out as
 // slices of the model's own buffers (no copies); pulled values are copied once, into them.
+//
+// Faults: a heartbeat thread watches every server. A request to a server that restarts (or
+// comes back after a silence) is sent again; pushes carry a sequence number, so a retried push
+// is applied once. A server that restarted without a checkpoint is initialised again by the
+// chief from its current values; other roles wait for that. A server unreachable for longer than
+// the unavailable timeout fails the request, naming it.
 #pragma once
 
 #include <chrono>
@@ -10,6 +16,7 @@
 
 #include "common/wire/transport.h"
 #include "ps/placement.h"
+#include "worker/heartbeat.h"
 #include "worker/layer.h"
 
 namespace pstrain {
@@ -27,7 +34,8 @@ class PsClient {
   static Result<std::unique_ptr<PsClient>> Connect(const std::vector<std::string>& ps_hosts,
                                                    const std::string& role, int task_index,
                                                    const std::vector<Variable*>& variables,
-                                                   int64_t partition_bytes);
+                                                   int64_t partition_bytes,
+                                                   const wire::ClusterKeys& curve = {});
 
   // Chief: sends every server the initial values of its partitions. Servers that restored a
   // checkpoint keep theirs. Returns how many servers kept restored values.
@@ -47,6 +55,10 @@ class PsClient {
   Status Shutdown();
 
   const ps::Placement& placement() const { return placement_; }
+  // What the heartbeats say of server `s`.
+  HeartbeatMonitor::Health ServerHealth(int s) const { return heartbeat_->Of(s); }
+  // How long requests wait for a server that is down before failing (default 10 minutes).
+  void set_unavailable_timeout(std::chrono::seconds t) { unavailable_timeout_ = t; }
 
  private:
   PsClient() = default;
@@ -55,13 +67,22 @@ class PsClient {
   Result<std::vector<wire::Message>> Exchange(const std::vector<std::pair<int, wire::Message>>& out,
                                               std::chrono::milliseconds timeout);
   void CopyIn(const std::vector<wire::Message>& replies);
+  // The chief's register for server `s`: the current values of its partitions.
+  wire::Message InitMessage(int s, int64_t step) const;
+  std::string Who() const { return role_ + " " + std::to_string(task_index_); }
+  std::string ServerName(int s) const;
 
   std::string role_;
   int task_index_ = 0;
   std::vector<std::unique_ptr<wire::Connection>> servers_;
   std::vector<Variable*> variables_;
   ps::Placement placement_;
+  std::vector<std::string> hosts_;
   uint64_t next_id_ = 1;
+  std::vector<uint64_t> push_sequence_;  // per server
+  int64_t last_step_ = 0;                 // the global step of the last pull
+  std::unique_ptr<HeartbeatMonitor> heartbeat_;
+  std::chrono::seconds unavailable_timeout_{600};
 };
 
 }  // namespace worker

@@ -36,6 +36,12 @@ DEFINE_int32(max_to_keep, 5, "checkpoints kept per server shard");
 DEFINE_int32(evaluators, 0, "evaluator tasks in the cluster (they join the final barrier)");
 DEFINE_double(eval_interval_secs, 10, "evaluator: seconds between evaluations");
 DEFINE_string(data_dir, "", "Fashion-MNIST IDX directory (default: the config's)");
+DEFINE_string(curve_keys, "",
+              "this role's CURVE key directory (from pstrain-keygen; the launcher passes it): "
+              "servers let in only the cluster's workers and evaluators; empty: plaintext");
+DEFINE_int32(ps_unavailable_timeout_secs, 600,
+             "worker/evaluator: how long to keep retrying a parameter server that is down "
+             "(e.g. being restarted) before failing");
 
 namespace {
 
@@ -105,6 +111,15 @@ int main(int argc, char** argv) {
   if (!Validate(ps, workers)) return 2;
   std::filesystem::create_directories(FLAGS_train_dir);
   const std::string logdir = FLAGS_logdir.empty() ? FLAGS_train_dir + "/logs" : FLAGS_logdir;
+  pstrain::wire::ClusterKeys curve;  // plaintext unless --curve_keys
+  if (!FLAGS_curve_keys.empty()) {
+    auto keys = pstrain::wire::LoadClusterKeys(FLAGS_curve_keys, FLAGS_job_name, FLAGS_task_index);
+    if (!keys.ok()) {
+      LOG(ERROR) << "--curve_keys: " << keys.status().message();
+      return 2;
+    }
+    curve = std::move(keys).value();
+  }
   pstrain::Status status;
   if (FLAGS_job_name == "ps") {
     auto mode = pstrain::ps::ParseUpdateMode(FLAGS_update_mode);
@@ -124,6 +139,7 @@ int main(int argc, char** argv) {
     o.server.max_to_keep = FLAGS_max_to_keep;
     o.config_path = FLAGS_config;
     o.bind_host_port = ps[FLAGS_task_index];
+    o.curve = curve;
     status = pstrain::ps::RunParameterServer(o);
   } else {
     pstrain::worker::RoleOptions o;
@@ -143,6 +159,8 @@ int main(int argc, char** argv) {
     o.save_checkpoints_steps = FLAGS_save_checkpoints_steps;
     o.save_checkpoints_secs = FLAGS_save_checkpoints_secs;
     o.eval_interval_secs = FLAGS_eval_interval_secs;
+    o.curve = curve;
+    o.unavailable_timeout_secs = FLAGS_ps_unavailable_timeout_secs;
     status = FLAGS_job_name == "worker" ? pstrain::worker::RunWorker(o)
                                         : pstrain::worker::RunEvaluator(o);
   }

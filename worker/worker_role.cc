@@ -65,7 +65,8 @@ Status RunWorker(const RoleOptions& o) {
   Model* model = s.model.get();
   ASSIGN_OR_RETURN(auto client,
                    PsClient::Connect(o.ps_hosts, chief ? "chief" : "worker", o.task_index,
-                                     model->variables(), o.partition_bytes));
+                                     model->variables(), o.partition_bytes, o.curve));
+  client->set_unavailable_timeout(std::chrono::seconds(o.unavailable_timeout_secs));
   if (chief) {
     ASSIGN_OR_RETURN(int kept, client->Initialize(0));
     LOG(INFO) << who << " (chief): " << model->Summary() << "variables on " << o.ps_hosts.size()
@@ -164,7 +165,8 @@ Status RunEvaluator(const RoleOptions& o) {
   ASSIGN_OR_RETURN(Setup s, Load(o));
   Model* model = s.model.get();
   ASSIGN_OR_RETURN(auto client, PsClient::Connect(o.ps_hosts, "evaluator", o.task_index,
-                                                  model->variables(), o.partition_bytes));
+                                                  model->variables(), o.partition_bytes, o.curve));
+  client->set_unavailable_timeout(std::chrono::seconds(o.unavailable_timeout_secs));
   RETURN_IF_ERROR(client->WaitUntilInitialized(std::chrono::seconds(o.init_timeout_secs)));
   std::unique_ptr<SummaryWriter> log;
   if (!o.logdir.empty()) {

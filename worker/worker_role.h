@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "common/wire/curve.h"
 
 namespace pstrain {
 namespace worker {
@@ -25,6 +26,8 @@ struct RoleOptions {
   double save_checkpoints_secs = 60;
   double eval_interval_secs = 10;
   int init_timeout_secs = 300;
+  wire::ClusterKeys curve;  // --curve_keys: CURVE keys for every server connection
+  int unavailable_timeout_secs = 600;  // a server down this long fails the role
 };
 
 Status RunWorker(const RoleOptions& options);

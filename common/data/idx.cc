@@ -16,6 +16,7 @@ namespace {
 constexpr int kUbyte = 0x08;
 // A corrupt header must not make us allocate without bound.
 constexpr int64_t kMaxIdxBytes = int64_t{1} << 34;
+constexpr int64_t kReadChunkBytes = int64_t{4} << 20;
 
 struct GzCloser {
   void operator()(gzFile_s* f) const { gzclose(f); }
@@ -90,17 +91,26 @@ Result<IdxFile> ReadIdxFile(const std::string& path, int min_rank, int max_rank,
     const uint8_t* p = dim_bytes + 4 * i;
     const int64_t d = (int64_t{p[0]} << 24) | (p[1] << 16) | (p[2] << 8) | p[3];
     if (d <= 0) return DataLoss(path + ": dimension " + std::to_string(i) + " is 0");
-    total *= d;
-    if (total > kMaxIdxBytes) {
+    // Checked before multiplying: four 32-bit dims overflow int64.
+    if (d > kMaxIdxBytes / total) {
       return DataLoss(path + ": dimensions describe more than " + std::to_string(kMaxIdxBytes) +
                       " bytes; the header is corrupt");
     }
+    total *= d;
     idx.dims.push_back(d);
   }
 
-  idx.data.resize(total);
-  got = ReadFully(f.get(), idx.data.data(), total, &gz_error);
-  if (got < 0) return DataLoss(path + ": cannot decompress: " + gz_error);
+  // Grown as the bytes arrive: a corrupt header in a small file must not make us allocate the
+  // gigabytes it claims.
+  got = 0;
+  while (got < total) {
+    const int64_t want = std::min(total - got, kReadChunkBytes);
+    idx.data.resize(got + want);
+    const int64_t n = ReadFully(f.get(), idx.data.data() + got, want, &gz_error);
+    if (n < 0) return DataLoss(path + ": cannot decompress: " + gz_error);
+    got += n;
+    if (n < want) break;
+  }
   if (got < total) {
     return DataLoss(path + ": expected " + std::to_string(total) + " " + what +
                     " bytes, file has " + std::to_string(got));

@@ -39,6 +39,16 @@ std::string SenderName(const std::string& role, int32_t task_index) {
 
 std::string ShapeString(const std::vector<int64_t>& dims) { return Shape(dims).ToString(); }
 
+// All the bytes of a Text field, both ways: cStr() and the implicit conversion from std::string
+// (through c_str()) stop at an embedded NUL, silently turning "a\0b" into "a".
+std::string TextOf(capnp::Text::Reader text) { return std::string(text.begin(), text.size()); }
+capnp::Text::Reader AsText(const std::string& s) { return capnp::Text::Reader(s.data(), s.size()); }
+
+// Variable and tensor names end up in logs and checkpoint indexes, where a NUL byte cuts them.
+bool ValidName(const std::string& name) {
+  return !name.empty() && name.find('\0') == std::string::npos;
+}
+
 // Number of float32 elements in `dims`, or an error if a dim is negative or the tensor would be
 // larger than `max_tensor_bytes` (checked before multiplying, so it cannot overflow).
 Result<int64_t> CheckedElements(const std::string& tensor, const std::vector<int64_t>& dims,
@@ -77,7 +87,7 @@ Tensor TensorFromFrame(std::vector<int64_t> dims, const Frame& frame) {
 Result<Message> DecodeHeader(schema::Header::Reader header, const std::vector<Frame>& frames,
                              const MessageLimits& limits, const std::string& receiver) {
   Message m;
-  m.role = header.getRole().cStr();
+  m.role = TextOf(header.getRole());
   m.task_index = header.getTaskIndex();
   const std::string sender = SenderName(m.role, m.task_index);
   if (header.getVersion() != kProtocolVersion) {
@@ -100,18 +110,21 @@ Result<Message> DecodeHeader(schema::Header::Reader header, const std::vector<Fr
   m.request_id = header.getRequestId();
   m.step = header.getStep();
   m.value = header.getValue();
-  m.text = header.getText().cStr();
+  m.incarnation = header.getIncarnation();
+  m.sequence = header.getSequence();
+  m.text = TextOf(header.getText());
 
   const auto names = header.getNames();
   m.names.reserve(names.size());
   for (uint32_t i = 0; i < names.size(); ++i) {
-    auto name = names[i];
-    if (name.size() == 0) {
+    std::string name = TextOf(names[i]);
+    if (!ValidName(name)) {
       return InvalidArgument(StrCat("name ", i, " of ", names.size(), " in the ",
                                     MessageTypeName(m.type), " from ", sender,
-                                    " is empty; variable names must be non-empty"));
+                                    " is empty or holds a NUL byte; variable names must be "
+                                    "non-empty, without NUL"));
     }
-    m.names.emplace_back(name.cStr());
+    m.names.push_back(std::move(name));
   }
 
   const auto metas = header.getTensors();
@@ -123,11 +136,11 @@ Result<Message> DecodeHeader(schema::Header::Reader header, const std::vector<Fr
   m.tensors.reserve(metas.size());
   for (uint32_t i = 0; i < metas.size(); ++i) {
     const auto meta = metas[i];
-    std::string name = meta.getName().cStr();
-    if (name.empty()) {
+    std::string name = TextOf(meta.getName());
+    if (!ValidName(name)) {
       return InvalidArgument(StrCat("tensor ", i, " of ", metas.size(), " in the ",
                                     MessageTypeName(m.type), " from ", sender,
-                                    " has an empty name"));
+                                    " has an empty name or one holding a NUL byte"));
     }
     if (meta.getDtype() != schema::DType::FLOAT32) {
       return InvalidArgument(StrCat("tensor '", name, "' has dtype ",
@@ -179,35 +192,38 @@ Result<EncodedMessage> Encode(const Message& message) {
   header.setVersion(kProtocolVersion);
   header.setType(static_cast<schema::MessageType>(message.type));
   header.setRequestId(message.request_id);
-  header.setRole(message.role);
+  header.setRole(AsText(message.role));
   header.setTaskIndex(message.task_index);
   header.setStep(message.step);
   header.setValue(message.value);
-  header.setText(message.text);
+  header.setIncarnation(message.incarnation);
+  header.setSequence(message.sequence);
+  header.setText(AsText(message.text));
   header.setErrorCode(static_cast<uint16_t>(message.error_code));
   auto names = header.initNames(message.names.size());
   for (size_t i = 0; i < message.names.size(); ++i) {
-    if (message.names[i].empty()) {
+    if (!ValidName(message.names[i])) {
       return InvalidArgument(StrCat("name ", i, " of the ", MessageTypeName(message.type),
-                                    " is empty; variable names must be non-empty"));
+                                    " is empty or holds a NUL byte; variable names must be "
+                                    "non-empty, without NUL"));
     }
-    names.set(i, message.names[i]);
+    names.set(i, AsText(message.names[i]));
   }
   EncodedMessage encoded;
   encoded.tensor_frames.reserve(message.tensors.size());
   auto metas = header.initTensors(message.tensors.size());
   for (size_t i = 0; i < message.tensors.size(); ++i) {
     const NamedTensor& t = message.tensors[i];
-    if (t.name.empty()) {
-      return InvalidArgument(
-          StrCat("tensor ", i, " of the ", MessageTypeName(message.type), " has an empty name"));
+    if (!ValidName(t.name)) {
+      return InvalidArgument(StrCat("tensor ", i, " of the ", MessageTypeName(message.type),
+                                    " has an empty name or one holding a NUL byte"));
     }
     if (t.tensor.empty()) {
       return InvalidArgument(StrCat("tensor '", t.name, "' of the ", MessageTypeName(message.type),
                                     " has no buffer (a default-constructed Tensor)"));
     }
     auto meta = metas[i];
-    meta.setName(t.name);
+    meta.setName(AsText(t.name));
     const auto& dims = t.tensor.shape().dims();
     auto shape = meta.initShape(dims.size());
     for (size_t d = 0; d < dims.size(); ++d) shape.set(d, dims[d]);

@@ -21,8 +21,8 @@ struct EncodedMessage {
   std::vector<Tensor> tensor_frames;
 };
 
-// Fails (InvalidArgument) on what the receiver would refuse anyway: an empty variable or tensor
-// name, a tensor with no buffer.
+// Fails (InvalidArgument) on what the receiver would refuse anyway: a variable or tensor name that
+// is empty or holds a NUL byte, a tensor with no buffer.
 Result<EncodedMessage> Encode(const Message& message);
 
 // One received frame: its bytes and whatever keeps them alive (e.g. the ZeroMQ message).

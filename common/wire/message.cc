@@ -1,7 +1,19 @@
 #include "common/wire/message.h"
 
+#include <random>
+
 namespace pstrain {
 namespace wire {
+
+uint64_t ProcessIncarnation() {
+  static const uint64_t id = [] {
+    std::random_device device;
+    uint64_t v = 0;
+    while (v == 0) v = (uint64_t{device()} << 32) ^ device();
+    return v;
+  }();
+  return id;
+}
 
 const char* MessageTypeName(MessageType type) {
   switch (type) {

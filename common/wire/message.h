@@ -47,7 +47,16 @@ struct Message {
   std::vector<NamedTensor> tensors;  // push: gradients; pull reply: values
   // kError: the kind of failure, so a caller can tell NotFound from InvalidArgument (kOk: unset).
   StatusCode error_code = StatusCode::kOk;
+  // The sender process's random id for its lifetime (a restarted process has a new one); a
+  // heartbeat reply carries the server's, so clients notice a restart.
+  uint64_t incarnation = 0;
+  // Push: the sender's count of pushes to this server within its incarnation; a retried push
+  // (same sender, incarnation and sequence) is applied once.
+  uint64_t sequence = 0;
 };
+
+// A random non-zero id for this process, drawn once.
+uint64_t ProcessIncarnation();
 
 // A kError reply to `request` carrying `status`'s code and message.
 Message ErrorReply(const Message& request, const Status& status);

@@ -45,4 +45,9 @@ struct Header {
   tensors @9 :List(TensorMeta);
   # For type = error: the sender's pstrain::StatusCode (0 = unset).
   errorCode @10 :UInt16;
+  # The sender process's random id, fixed for its lifetime: a restarted process has a new one.
+  incarnation @11 :UInt64;
+  # Push: the sender's count of pushes to this server in this incarnation, so a retried push is
+  # recognised and applied once.
+  sequence @12 :UInt64;
 }

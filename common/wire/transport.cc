@@ -11,6 +11,9 @@
 #include <vector>
 
 #include "common/wire/codec.h"
+#include "common/wire/handshake_monitor.h"
+#include "common/wire/zap_handler.h"
+#include "common/wire/zmq_context.h"
 
 namespace pstrain {
 namespace wire {
@@ -24,20 +27,11 @@ constexpr int kLingerMs = 500;
 constexpr int kSendTimeoutMs = 60000;
 // Two I/O threads, so that sending and receiving large tensors in one process overlap.
 constexpr int kIoThreads = 2;
+// ZMQ_ZAP_ENFORCE_DOMAIN, a draft option of libzmq 4.3 (Debian's build has it): a CURVE server
+// then refuses every client if the ZAP handler were missing, instead of letting all in.
+constexpr int kZapEnforceDomain = 93;
 
 std::atomic<int64_t> frames_held{0};
-
-// One ZeroMQ context per process, never destroyed: zmq_ctx_term would wait for sockets that
-// static destructors of other objects may still hold.
-void* Context() {
-  static void* context = [] {
-    void* ctx = zmq_ctx_new();
-    CHECK(ctx != nullptr) << "zmq_ctx_new: " << zmq_strerror(errno);
-    zmq_ctx_set(ctx, ZMQ_IO_THREADS, kIoThreads);
-    return ctx;
-  }();
-  return context;
-}
 
 std::string ZmqError(const std::string& what, const std::string& endpoint) {
   return what + " on " + endpoint + ": " + zmq_strerror(zmq_errno());
@@ -49,7 +43,7 @@ void CloseSocket(void* socket) {
 
 // A socket of `type` with the options both ends share.
 Result<void*> NewSocket(int type, const MessageLimits& limits, const std::string& endpoint) {
-  void* socket = zmq_socket(Context(), type);
+  void* socket = zmq_socket(ZmqContext(), type);
   if (socket == nullptr) return Unavailable(ZmqError("zmq_socket", endpoint));
   // ZeroMQ drops a frame above this size (and the connection that sent it) before buffering
   // it whole; the codec checks the exact limits per frame kind.
@@ -68,6 +62,33 @@ Result<void*> NewSocket(int type, const MessageLimits& limits, const std::string
     return error;
   }
   return socket;
+}
+
+// Sets the CURVE options of `security` (nothing for plaintext); `zap_domain` for servers.
+Status ApplySecurity(void* socket, const Security& security, const std::string& zap_domain,
+                     const std::string& endpoint) {
+  if (!security.curve()) return Status::OK();
+  const bool server = !zap_domain.empty();
+  const auto set_key = [&](int option, const std::string& key, const char* what) -> Status {
+    if (zmq_setsockopt(socket, option, key.data(), key.size()) == 0) return Status::OK();
+    return InvalidArgument(std::string(what) + " for " + endpoint + " is not a CURVE key (" +
+                           zmq_strerror(zmq_errno()) + ")");
+  };
+  RETURN_IF_ERROR(set_key(ZMQ_CURVE_PUBLICKEY, security.own.public_key, "the public key"));
+  RETURN_IF_ERROR(set_key(ZMQ_CURVE_SECRETKEY, security.own.secret_key, "the secret key"));
+  if (!server) {
+    if (security.server_key.empty()) {
+      return InvalidArgument("a CURVE client of " + endpoint + " needs the server's public key");
+    }
+    return set_key(ZMQ_CURVE_SERVERKEY, security.server_key, "the server's public key");
+  }
+  const int one = 1;
+  if (zmq_setsockopt(socket, ZMQ_CURVE_SERVER, &one, sizeof(one)) != 0 ||
+      zmq_setsockopt(socket, ZMQ_ZAP_DOMAIN, zap_domain.data(), zap_domain.size()) != 0) {
+    return Unavailable(ZmqError("zmq_setsockopt (CURVE server)", endpoint));
+  }
+  zmq_setsockopt(socket, kZapEnforceDomain, &one, sizeof(one));  // best effort: a draft option
+  return Status::OK();
 }
 
 // Frees a sent tensor frame: the copy of the Tensor that kept its buffer alive while ZeroMQ
@@ -114,17 +135,25 @@ Status SendMessage(void* socket, const std::string* peer, const Message& message
 }
 
 // Waits until `deadline` for `socket` to become readable; Unavailable("timeout after <timeout>
-// ms <what>") if it did not.
-Status WaitReadable(void* socket, std::chrono::steady_clock::time_point deadline,
+// ms <what>") if it did not. Handshake events are read meanwhile: a server logs refused
+// clients, a client stops at once with the error if its server refused it.
+Status WaitReadable(void* socket, HandshakeMonitor* monitor,
+                    std::chrono::steady_clock::time_point deadline,
                     std::chrono::milliseconds timeout, const std::string& what) {
+  RETURN_IF_ERROR(monitor->ReadEvents());
   while (true) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
-    zmq_pollitem_t item{socket, 0, ZMQ_POLLIN, 0};
-    const int rc = zmq_poll(&item, 1, std::max<int64_t>(left.count(), 0));
-    if (rc > 0) return Status::OK();
+    zmq_pollitem_t items[] = {{socket, 0, ZMQ_POLLIN, 0}, {monitor->events(), 0, ZMQ_POLLIN, 0}};
+    const int rc = zmq_poll(items, 2, std::max<int64_t>(left.count(), 0));
+    if (rc > 0 && (items[0].revents & ZMQ_POLLIN)) return Status::OK();
+    if (rc > 0) {
+      RETURN_IF_ERROR(monitor->ReadEvents());
+      continue;
+    }
     if (rc == 0) {
-      return Unavailable("timeout after " + std::to_string(timeout.count()) + " ms " + what);
+      return Unavailable("timeout after " + std::to_string(timeout.count()) + " ms " + what +
+                         monitor->Hint());
     }
     if (zmq_errno() != EINTR) {
       return Unavailable("zmq_poll failed " + what + ": " + zmq_strerror(zmq_errno()));
@@ -203,6 +232,16 @@ std::vector<Frame> AsFrames(const std::vector<std::shared_ptr<zmq_msg_t>>& msgs)
 
 }  // namespace
 
+void* ZmqContext() {
+  static void* context = [] {
+    void* ctx = zmq_ctx_new();
+    CHECK(ctx != nullptr) << "zmq_ctx_new: " << zmq_strerror(errno);
+    zmq_ctx_set(ctx, ZMQ_IO_THREADS, kIoThreads);
+    return ctx;
+  }();
+  return context;
+}
+
 int64_t ReceivedFramesHeld() { return frames_held.load(std::memory_order_relaxed); }
 
 std::string TcpEndpoint(const std::string& host_port) {
@@ -213,20 +252,37 @@ std::string TcpEndpoint(const std::string& host_port) {
 // ServerSocket ----------------------------------------------------------------------------------
 
 struct ServerSocket::Impl {
+  std::unique_ptr<ZapDomain> zap;  // CURVE only; outlives the socket, so no client slips in
   void* socket = nullptr;
+  std::unique_ptr<HandshakeMonitor> monitor;
   std::string endpoint;
   MessageLimits limits;
-  ~Impl() { CloseSocket(socket); }
+  ~Impl() {
+    monitor.reset();  // stops monitoring, which needs the socket
+    CloseSocket(socket);
+  }
 };
 
 ServerSocket::ServerSocket(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 ServerSocket::~ServerSocket() = default;
 
 Result<std::unique_ptr<ServerSocket>> ServerSocket::Bind(const std::string& endpoint,
-                                                         const MessageLimits& limits) {
+                                                         const MessageLimits& limits,
+                                                         const Security& security) {
   auto impl = std::make_unique<Impl>();
   impl->limits = limits;
+  if (security.curve()) {
+    if (security.client_keys.empty()) {
+      return InvalidArgument("a CURVE server on " + endpoint + " needs its clients' public keys");
+    }
+    ASSIGN_OR_RETURN(impl->zap, ZapDomain::Register(security.client_keys));
+  }
   ASSIGN_OR_RETURN(impl->socket, NewSocket(ZMQ_ROUTER, limits, endpoint));
+  RETURN_IF_ERROR(
+      ApplySecurity(impl->socket, security, impl->zap ? impl->zap->name() : "", endpoint));
+  ASSIGN_OR_RETURN(
+      impl->monitor,
+      HandshakeMonitor::Start(impl->socket, HandshakeMonitor::Side::kServer, security.curve()));
   // A reply to a peer that has gone fails instead of vanishing silently.
   const int mandatory = 1;
   zmq_setsockopt(impl->socket, ZMQ_ROUTER_MANDATORY, &mandatory, sizeof(mandatory));
@@ -239,13 +295,19 @@ Result<std::unique_ptr<ServerSocket>> ServerSocket::Bind(const std::string& endp
     return Unavailable(ZmqError("ZMQ_LAST_ENDPOINT", endpoint));
   }
   impl->endpoint = bound;
+  impl->monitor->set_endpoint(bound);
+  if (impl->zap) impl->zap->set_endpoint(bound);
   return std::unique_ptr<ServerSocket>(new ServerSocket(std::move(impl)));
 }
 
 std::string ServerSocket::endpoint() const { return impl_->endpoint; }
 
+int64_t ServerSocket::refused_handshakes() const {
+  return impl_->monitor->refused() + (impl_->zap ? impl_->zap->refused() : 0);
+}
+
 Result<Incoming> ServerSocket::Receive(std::chrono::milliseconds timeout) {
-  RETURN_IF_ERROR(WaitReadable(impl_->socket, DeadlineAfter(timeout), timeout,
+  RETURN_IF_ERROR(WaitReadable(impl_->socket, impl_->monitor.get(), DeadlineAfter(timeout), timeout,
                                "waiting for a message on " + impl_->endpoint));
   ASSIGN_OR_RETURN(ReceivedFrames parts,
                    ReadParts(impl_->socket, /*routed=*/true, impl_->limits, impl_->endpoint));
@@ -267,21 +329,31 @@ Status ServerSocket::Reply(const std::string& peer, const Message& message) {
 
 struct Connection::Impl {
   void* socket = nullptr;
+  std::unique_ptr<HandshakeMonitor> monitor;
   std::string endpoint;
   MessageLimits limits;
   uint64_t next_request_id = 1;
-  ~Impl() { CloseSocket(socket); }
+  ~Impl() {
+    monitor.reset();  // stops monitoring, which needs the socket
+    CloseSocket(socket);
+  }
 };
 
 Connection::Connection(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Connection::~Connection() = default;
 
 Result<std::unique_ptr<Connection>> Connection::Connect(const std::string& endpoint,
-                                                        const MessageLimits& limits) {
+                                                        const MessageLimits& limits,
+                                                        const Security& security) {
   auto impl = std::make_unique<Impl>();
   impl->limits = limits;
   impl->endpoint = endpoint;
   ASSIGN_OR_RETURN(impl->socket, NewSocket(ZMQ_DEALER, limits, endpoint));
+  RETURN_IF_ERROR(ApplySecurity(impl->socket, security, "", endpoint));
+  ASSIGN_OR_RETURN(
+      impl->monitor,
+      HandshakeMonitor::Start(impl->socket, HandshakeMonitor::Side::kClient, security.curve()));
+  impl->monitor->set_endpoint(endpoint);
   // ZeroMQ connects in the background and retries, so a server that starts later is reached.
   if (zmq_connect(impl->socket, endpoint.c_str()) != 0) {
     return Unavailable(ZmqError("cannot connect", endpoint));
@@ -292,11 +364,13 @@ Result<std::unique_ptr<Connection>> Connection::Connect(const std::string& endpo
 const std::string& Connection::endpoint() const { return impl_->endpoint; }
 
 Status Connection::Send(const Message& message) {
+  // A refused connection is not retried by ZeroMQ: a send would wait for it in vain.
+  RETURN_IF_ERROR(impl_->monitor->ReadEvents());
   return SendMessage(impl_->socket, nullptr, message, impl_->endpoint);
 }
 
 Result<Message> Connection::Receive(std::chrono::milliseconds timeout) {
-  RETURN_IF_ERROR(WaitReadable(impl_->socket, DeadlineAfter(timeout), timeout,
+  RETURN_IF_ERROR(WaitReadable(impl_->socket, impl_->monitor.get(), DeadlineAfter(timeout), timeout,
                                "waiting for a message from " + impl_->endpoint));
   return ReadReply();
 }
@@ -320,7 +394,7 @@ Result<Message> Connection::Call(Message request, std::chrono::milliseconds time
                               std::string(MessageTypeName(request.type)) + " " +
                               std::to_string(id) + " from " + impl_->endpoint;
   while (true) {
-    RETURN_IF_ERROR(WaitReadable(impl_->socket, deadline, timeout, waiting));
+    RETURN_IF_ERROR(WaitReadable(impl_->socket, impl_->monitor.get(), deadline, timeout, waiting));
     ASSIGN_OR_RETURN(Message reply, ReadReply());
     if (reply.request_id != id) {
       // A late reply to an earlier call that timed out; its caller has given up on it.

@@ -3,6 +3,9 @@
 // (zmq_msg_init_data with a free callback that keeps the tensor's buffer alive) and received
 // without copies (Tensor::Wrap over the received frame; capnp reads the header in place).
 // Sockets are not thread-safe: use each from one thread.
+// With a wire::Security holding keys, both ends use CurveZMQ (curve.h): traffic is encrypted, a
+// server lets in only the client keys it was given and logs every refused attempt, and a client
+// refused by its server gets an error saying so.
 // Send and Reply return before ZeroMQ has written the tensors (it holds a copy of each Tensor, so
 // the buffers stay alive): do not modify a sent tensor's buffer in place until the peer has it
 // (replacing or detaching the buffer, as copy-on-write does, is safe).
@@ -13,6 +16,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "common/wire/curve.h"
 #include "common/wire/message.h"
 
 namespace pstrain {
@@ -35,14 +39,20 @@ struct Incoming {
 class ServerSocket {
  public:
   // Binds to `endpoint` (e.g. "tcp://*:2222" or "tcp://127.0.0.1:0" for any free port).
+  // With CURVE `security`, only clients whose public keys it lists get in.
   static Result<std::unique_ptr<ServerSocket>> Bind(const std::string& endpoint,
-                                                    const MessageLimits& limits = {});
+                                                    const MessageLimits& limits = {},
+                                                    const Security& security = {});
   ~ServerSocket();
   // The bound endpoint with the actual port.
   std::string endpoint() const;
   // Waits up to `timeout` for a message; Unavailable("timeout") when none came.
   Result<Incoming> Receive(std::chrono::milliseconds timeout);
   Status Reply(const std::string& peer, const Message& message);
+  // Connection attempts refused so far: unknown CURVE keys, plaintext against CURVE and the
+  // reverse, clients trusting another server key. Each is logged (at most once per 10 s for
+  // the same kind from the same place).
+  int64_t refused_handshakes() const;
 
  private:
   struct Impl;
@@ -52,8 +62,13 @@ class ServerSocket {
 
 class Connection {
  public:
+  // Connects in the background (a server that starts later is reached). With CURVE
+  // `security`, the server must hold `security.server_key`'s secret and let this client in;
+  // if it refuses, Receive and Call fail with FailedPrecondition("authentication refused by
+  // <endpoint>: ...") as soon as ZeroMQ reports it.
   static Result<std::unique_ptr<Connection>> Connect(const std::string& endpoint,
-                                                     const MessageLimits& limits = {});
+                                                     const MessageLimits& limits = {},
+                                                     const Security& security = {});
   ~Connection();
   Status Send(const Message& message);
   Result<Message> Receive(std::chrono::milliseconds timeout);

@@ -7,6 +7,7 @@ import os
 import sys
 from typing import List, Optional
 
+from . import keys
 from .cluster import LAUNCHER_FLAGS, ConfigError, load_cluster, where_set
 from .roles import LaunchOptions, build_roles, describe, local_argv, local_binary, ssh_argv
 from .supervisor import RoleProcess, Supervisor
@@ -38,6 +39,14 @@ def _parser() -> argparse.ArgumentParser:
                         "(default: 60)")
     p.add_argument("--progress_interval", type=float, default=5.0, metavar="S",
                    help="seconds between progress lines, 0 for none (default: 5)")
+    curve = p.add_mutually_exclusive_group()
+    curve.add_argument("--curve", dest="curve", action="store_true", default=None,
+                       help="CurveZMQ between the roles: fresh keys per launch, each role gets "
+                            "its own (default in ssh mode; this turns it on for local runs)")
+    curve.add_argument("--no_curve", dest="curve", action="store_false",
+                       help="plaintext, unauthenticated traffic even in ssh mode")
+    p.add_argument("--keygen", metavar="PATH", help="pstrain-keygen on this machine (default: "
+                   "beside the binary in local mode, build/pstrain-keygen in ssh mode)")
     return p
 
 
@@ -79,11 +88,19 @@ def main(argv: Optional[List[str]] = None, repo_root: Optional[str] = None) -> i
             print(f"pstrain-launch: {line}", file=sys.stderr)
         return USAGE_EXIT
     ssh_mode = cluster.mode == "ssh"
+    curve = ssh_mode if args.curve is None else args.curve  # on by default across hosts
     opts = LaunchOptions(config=args.config, train_dir=args.train_dir,
                          logdir=args.logdir or os.path.join(args.train_dir, "logs"),
-                         extra_flags=extra, grace_period=args.grace_period)
+                         extra_flags=extra, grace_period=args.grace_period,
+                         curve_keys=keys.keys_dir(args.train_dir) if curve else "")
     roles = build_roles(cluster, opts)
     binary = local_binary(cluster, repo_root)
+    keygen = args.keygen or keys.default_keygen(cluster, repo_root, binary)
+    if ssh_mode and not curve:
+        print(f"pstrain-launch: WARNING: --no_curve: traffic between the roles on "
+              f"{len({r.host for r in roles})} host(s) is neither authenticated nor encrypted; "
+              f"any process that reaches a server's port can pull and push variables",
+              file=sys.stderr)
     argvs = [ssh_argv(r, cluster, opts.grace_period) if ssh_mode else local_argv(r, binary)
              for r in roles]
     log_dir = os.path.join(args.train_dir, "launcher")
@@ -92,6 +109,8 @@ def main(argv: Optional[List[str]] = None, repo_root: Optional[str] = None) -> i
         print(f"# {len(cluster.ps)} ps, {len(cluster.worker)} worker(s), "
               f"{len(cluster.evaluator)} evaluator(s); {cluster.mode} mode; logs would go to "
               f"{log_dir}/")
+        print(f"# CURVE: {keygen} would write fresh keys to {opts.curve_keys}/<job>-<index>"
+              if curve else "# no CURVE: plaintext, unauthenticated traffic")
         for role, role_argv in zip(roles, argvs):
             print(f"# {role.name} > {role.log_path}")
             print(describe(role, role_argv, ssh_mode))
@@ -103,6 +122,16 @@ def main(argv: Optional[List[str]] = None, repo_root: Optional[str] = None) -> i
                         f"is relative to the repository root {repo_root}); build it first")
         if not os.path.isfile(args.config):
             return fail(f"--config: {args.config} is not a file")
+    if curve:
+        try:
+            if ssh_mode:
+                keys.prepare_ssh(keygen, args.train_dir, cluster, roles)
+            else:
+                keys.prepare_local(keygen, args.train_dir, cluster)
+        except (keys.KeySetupError, OSError) as e:
+            return fail(str(e))
+        print(f"[launcher] CURVE: fresh keys, each role's in {opts.curve_keys}/<job>-<index>"
+              + (" on its host" if ssh_mode else ""))
     processes = [RoleProcess(r, a, ssh_mode) for r, a in zip(roles, argvs)]
     return Supervisor(processes, log_dir, args.grace_period, args.shutdown_timeout,
-                      args.progress_interval).run()
+                      args.progress_interval, restart=cluster.restart).run()

@@ -11,9 +11,11 @@ import yaml
 
 # Flags the launcher sets itself for every role; a cluster file or `-- extra` may not set them.
 LAUNCHER_FLAGS = ("job_name", "task_index", "ps_hosts", "worker_hosts", "evaluators", "config",
-                  "train_dir", "logdir")
+                  "train_dir", "logdir", "curve_keys")
 
-TOP_KEYS = ("mode", "binary", "ps", "worker", "evaluator", "flags", "ssh")
+TOP_KEYS = ("mode", "binary", "ps", "worker", "evaluator", "flags", "ssh", "restart")
+RESTART_KEYS = ("policy", "max_restarts", "backoff_secs")
+RESTART_POLICIES = ("never", "on_failure")
 PS_KEYS = ("host", "port")
 WORKER_KEYS = ("host", "port", "gpus")
 EVALUATOR_KEYS = ("host",)
@@ -27,6 +29,8 @@ def where_set(flag: str) -> str:
     """Where a user sets one of the LAUNCHER_FLAGS instead."""
     if flag in ("config", "train_dir", "logdir"):
         return f"use pstrain-launch --{flag}"
+    if flag == "curve_keys":
+        return "use pstrain-launch --curve or --no_curve: the launcher makes each role's keys"
     return "it comes from the cluster file's ps, worker and evaluator lists"
 
 
@@ -67,6 +71,17 @@ class SshSettings:
 
 
 @dataclass
+class RestartPolicy:
+    """What the launcher does when a role dies: `never` stops the cluster (the default);
+    `on_failure` starts the role again, up to max_restarts times per role, waiting backoff_secs
+    (doubled after each restart of that role, at most 60 s). A role that exits with code 2 (a bad
+    flag or config) is never restarted: it would fail the same way."""
+    policy: str = "never"
+    max_restarts: int = 3
+    backoff_secs: float = 1.0
+
+
+@dataclass
 class Cluster:
     path: str
     mode: str
@@ -76,6 +91,7 @@ class Cluster:
     evaluator: List[Evaluator]
     flags: Dict[str, str]
     ssh: SshSettings
+    restart: RestartPolicy = field(default_factory=RestartPolicy)
 
 
 def show(value: Any) -> str:
@@ -261,6 +277,32 @@ def _read_ssh(c: _Checker, raw: dict, mode: str) -> SshSettings:
     return ssh
 
 
+def _read_restart(c: _Checker, raw: dict) -> RestartPolicy:
+    policy = RestartPolicy()
+    value = raw.get("restart")
+    if value is None:
+        return policy
+    value = c.mapping(value, "restart", RESTART_KEYS)
+    if value is None:
+        return policy
+    name = value.get("policy", "on_failure")
+    if name not in RESTART_POLICIES:
+        c.fail("restart.policy", f"expected one of {', '.join(RESTART_POLICIES)}, got {show(name)}")
+    else:
+        policy.policy = name
+    n = value.get("max_restarts", policy.max_restarts)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        c.fail("restart.max_restarts", f"expected a whole number >= 0, got {show(n)}")
+    else:
+        policy.max_restarts = n
+    b = value.get("backoff_secs", policy.backoff_secs)
+    if isinstance(b, bool) or not isinstance(b, (int, float)) or not 0 <= b <= 3600:
+        c.fail("restart.backoff_secs", f"expected seconds from 0 to 3600, got {show(b)}")
+    else:
+        policy.backoff_secs = float(b)
+    return policy
+
+
 def parse_cluster(text: str, path: str) -> Cluster:
     """Parses and checks a cluster file's text; raises ConfigError listing every problem."""
     try:
@@ -281,9 +323,10 @@ def parse_cluster(text: str, path: str) -> Cluster:
     evaluators = _read_evaluators(c, raw)
     flags = _read_flags(c, raw)
     ssh = _read_ssh(c, raw, mode)
+    restart = _read_restart(c, raw)
     if c.problems:
         raise ConfigError(path, c.problems)
-    return Cluster(path, mode, binary, ps, workers, evaluators, flags, ssh)
+    return Cluster(path, mode, binary, ps, workers, evaluators, flags, ssh, restart=restart)
 
 
 def load_cluster(path: str) -> Cluster:

@@ -46,6 +46,7 @@ class LaunchOptions:
     logdir: str
     extra_flags: List[str]
     grace_period: float = 10.0
+    curve_keys: str = ""  # CURVE key directories, one per role (keys.py); "" for plaintext
 
 
 def host_port(host: str, port: int) -> str:
@@ -63,6 +64,8 @@ def build_roles(cluster: Cluster, opts: LaunchOptions) -> List[Role]:
                  f"--worker_hosts={worker_hosts}", f"--evaluators={len(cluster.evaluator)}",
                  f"--config={opts.config}",
                  f"--train_dir={opts.train_dir}", f"--logdir={opts.logdir}"]
+        if opts.curve_keys:
+            flags.append(f"--curve_keys={os.path.join(opts.curve_keys, f'{job}-{index}')}")
         flags += [f"--{name}={value}" for name, value in cluster.flags.items()]
         flags += opts.extra_flags
         env = {"CUDA_VISIBLE_DEVICES": gpus, "PSTRAIN_ROLE": f"{job}:{index}"}
@@ -130,6 +133,11 @@ def remote_command(role: Role, cluster: Cluster, grace_period: float) -> str:
 
 
 def ssh_argv(role: Role, cluster: Cluster, grace_period: float) -> List[str]:
+    return ssh_prefix(cluster, role.host) + [remote_command(role, cluster, grace_period)]
+
+
+def ssh_prefix(cluster: Cluster, host: str) -> List[str]:
+    """`ssh [options] [user@]host`, for a remote command to follow."""
     ssh = cluster.ssh
     argv = ["ssh"]
     for option in ssh.options:  # first: ssh keeps the first value given for an option
@@ -139,8 +147,7 @@ def ssh_argv(role: Role, cluster: Cluster, grace_period: float) -> List[str]:
         argv += ["-p", str(ssh.port)]
     if ssh.identity_file:
         argv += ["-i", os.path.expanduser(ssh.identity_file)]
-    argv.append(f"{ssh.user}@{role.host}" if ssh.user else role.host)
-    argv.append(remote_command(role, cluster, grace_period))
+    argv.append(f"{ssh.user}@{host}" if ssh.user else host)
     return argv
 
 

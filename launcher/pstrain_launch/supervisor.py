@@ -10,12 +10,15 @@ import sys
 import time
 from typing import Callable, List, Optional
 
+from .cluster import RestartPolicy
 from .progress import RoleProgress, format_elapsed, tail
 from .roles import Role
 
 POLL_S = 0.2
 SSH_EXTRA_GRACE_S = 5.0  # the remote watcher's own grace period runs first
 SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}
+USAGE_EXIT = 2  # a role's bad flag or config: restarting it would fail the same way
+MAX_BACKOFF_S = 60.0
 
 
 def exit_code(returncode: int) -> int:
@@ -70,12 +73,21 @@ class RoleProcess:
         self.returncode: Optional[int] = None
         self.stopped_by_launcher = False
         self.progress = RoleProgress(role.log_path)
+        self.restarts = 0
+        self.restart_at: Optional[float] = None  # monotonic time of a scheduled restart
 
     def start(self, preexec: Optional[Callable[[], None]]) -> None:
         env = dict(os.environ)
         if not self.ssh:
             env.update(self.role.env)  # ssh mode sets them in the remote command
-        with open(self.role.log_path, "wb") as log:
+        self.returncode = None
+        # A restarted role's log goes on after its earlier life's, with a line between.
+        mode = "ab" if self.restarts else "wb"
+        with open(self.role.log_path, mode) as log:
+            if self.restarts:
+                log.write(f"==== [launcher] restart {self.restarts} of {self.role.name} "
+                          f"====\n".encode())
+                log.flush()
             # ssh mode keeps ssh's stdin open: closing it tells the remote watcher to stop.
             self.popen = subprocess.Popen(
                 self.argv, stdin=subprocess.PIPE if self.ssh else subprocess.DEVNULL,
@@ -120,8 +132,10 @@ class RoleProcess:
 
 class Supervisor:
     def __init__(self, processes: List[RoleProcess], log_dir: str, grace_period: float,
-                 shutdown_timeout: float, progress_interval: float):
+                 shutdown_timeout: float, progress_interval: float,
+                 restart: Optional[RestartPolicy] = None):
         self.procs = processes
+        self.restart = restart or RestartPolicy()
         self.log_dir = log_dir
         self.grace_period = grace_period
         self.shutdown_timeout = shutdown_timeout
@@ -190,11 +204,47 @@ class Supervisor:
                 self.say(f"{p.role.name} stopped ({how})")
             elif p.returncode == 0:
                 self.say(f"{p.role.name} finished ({how})")
+            elif self._schedule_restart(p, how):
+                pass
             elif self.failure is None and not self.stopping:
                 self.failure, self.failure_code = p, exit_code(p.returncode)
                 self.say(f"{p.role.name} failed ({how}); stopping the other roles", err=True)
             else:
                 self.say(f"{p.role.name} {how}")
+
+    def _schedule_restart(self, p: RoleProcess, how: str) -> bool:
+        """Under restart policy on_failure, schedules a failed role's restart and says so."""
+        policy = self.restart
+        if self.stopping or self.signal is not None or policy.policy != "on_failure":
+            return False
+        if p.returncode == USAGE_EXIT:
+            self.say(f"{p.role.name} failed ({how}: a bad flag or config); not restarting it",
+                     err=True)
+            return False
+        if p.restarts >= policy.max_restarts:
+            self.say(f"{p.role.name} failed ({how}) after {p.restarts} restart(s), the most "
+                     f"restart.max_restarts allows", err=True)
+            return False
+        delay = min(policy.backoff_secs * (2 ** p.restarts), MAX_BACKOFF_S)
+        p.restarts += 1
+        p.restart_at = time.monotonic() + delay
+        self.say(f"{p.role.name} failed ({how}); restarting it in {delay:g} s "
+                 f"(restart {p.restarts} of at most {policy.max_restarts})", err=True)
+        return True
+
+    def _restart_due(self) -> None:
+        now = time.monotonic()
+        for p in self.procs:
+            if p.restart_at is None or now < p.restart_at:
+                continue
+            p.restart_at = None
+            try:
+                p.start(_parent_death_signal())
+            except OSError as e:
+                self.say(f"cannot restart {p.role.name} ({p.argv[0]}): {e.strerror}", err=True)
+                self.failure, self.failure_code = p, 126 if e.errno == 13 else 127
+                return
+            self.say(f"restarted {p.role.name} (pid {p.popen.pid}) -> {p.role.log_path}")
 
     def _start_all(self) -> bool:
         preexec = _parent_death_signal()
@@ -245,6 +295,7 @@ class Supervisor:
         workers_done_at = None
         while True:
             self._reap()
+            self._restart_due()
             if self.failure is not None:
                 return self.failure_code
             if self.signal is not None:
@@ -252,7 +303,7 @@ class Supervisor:
             now = time.monotonic()
             workers = [p for p in self.procs if p.role.job == "worker"]
             if all(p.returncode == 0 for p in workers):
-                running = [p for p in self.procs if p.running]
+                running = [p for p in self.procs if p.running or p.restart_at is not None]
                 if not running:
                     return 0
                 if workers_done_at is None:

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A stand-in for build/pstrain in the launcher's tests.
 
-Takes the real binary's flags and records argv, environment, cwd and pid into
+Takes the real binary's flags and records argv, environment, cwd and pid (and, with
+--curve_keys, each file of its key directory with its mode) into
 <train_dir>/fake/<job>-<index>.json. Workers print progress lines like the real trainer; the chief
 (worker 0) prints the `done:` line and then creates <train_dir>/fake/chief-done, which is how the
 fake servers and evaluators learn that training is over. On SIGTERM a role writes
@@ -72,6 +73,10 @@ def main():
 
     record = {"argv": sys.argv[1:], "env": dict(os.environ), "cwd": os.getcwd(),
               "pid": os.getpid(), "pgid": os.getpgid(0), "children": []}
+    if "curve_keys" in flags:  # what this role sees of its keys (relative to its cwd)
+        keys = flags["curve_keys"]
+        record["curve_keys"] = {"mode": os.stat(keys).st_mode & 0o777, "files": {
+            name: os.stat(os.path.join(keys, name)).st_mode & 0o777 for name in os.listdir(keys)}}
     if selected(flags, "fake_grandchild", role) is not None:
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
         record["children"].append(child.pid)

@@ -11,6 +11,9 @@ HERE = os.path.dirname(os.path.realpath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 LAUNCHER = os.path.join(REPO, "launcher", "pstrain-launch")
 FAKE = os.path.join(HERE, "fake_pstrain.py")
+# The built pstrain-keygen and pstrain (CMake passes them); tests that need one skip without it.
+KEYGEN = os.environ.get("PSTRAIN_KEYGEN", "")
+PSTRAIN = os.environ.get("PSTRAIN_BINARY", "")
 
 sys.path.insert(0, os.path.join(REPO, "launcher"))
 
@@ -41,8 +44,9 @@ def write(path, text):
 
 def launcher_argv(cluster, train_dir, *more, config=None):
     config = config or os.path.join(REPO, "configs", "refnet.yaml")
+    keygen = ["--keygen", KEYGEN] if KEYGEN else []  # ssh mode makes CURVE keys by default
     return [sys.executable, LAUNCHER, "--cluster", cluster, "--config", config,
-            "--train_dir", train_dir] + list(more)
+            "--train_dir", train_dir] + keygen + list(more)
 
 
 def run_launcher(cluster, train_dir, *more, timeout=40, cwd=None):

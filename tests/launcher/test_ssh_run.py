@@ -116,6 +116,20 @@ class SshRunTest(unittest.TestCase):
         self.assertIn("exit codes: ps0 0, worker0 0, worker1 0, evaluator0 0", result.stdout)
         self.assert_all_gone()  # ps0's child included
 
+    def test_ssh_mode_copies_each_role_only_its_own_curve_keys(self):
+        # CURVE is on by default across hosts: keys are made here, then each role's directory
+        # goes to its host (here the same sshd) before the role starts.
+        result = run_launcher(self.cluster, self.train_dir, *FAST, "--", "--fake_steps=3")
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.assertIn("on its host", result.stdout)
+        roles = ["ps-0", "worker-0", "worker-1", "evaluator-0"]
+        for name, record in records(self.train_dir).items():
+            role = f"{name[:-1]}-{name[-1]}"
+            self.assertIn(f"--curve_keys={self.train_dir}/keys/{role}", record["argv"])
+            expected = {f"{r}.key": 0o644 for r in roles}
+            expected[f"{role}.key_secret"] = 0o600
+            self.assertEqual(record["curve_keys"], {"mode": 0o700, "files": expected}, name)
+
     def test_remote_failure_stops_the_remote_roles_and_its_exit_code_is_returned(self):
         result = run_launcher(self.cluster, self.train_dir, *FAST, "--", "--fake_steps=2000",
                               "--fake_step_s=0.01", "--fake_fail=worker:1:3",

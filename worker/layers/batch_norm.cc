@@ -22,14 +22,16 @@ Result<Shape> BatchNorm::Setup(const std::vector<Shape>& inputs) {
   channels_ = s.dim(0);
   spatial_ = s.rank() == 3 ? s.dim(1) * s.dim(2) : 1;
   Shape c{channels_};
-  Variable* g = AddVariable("gamma", c);
+  ASSIGN_OR_RETURN(Variable * g, AddVariable("gamma", c));
   gamma_ = g->value;
   gamma_grad_ = g->grad;
-  Variable* b = AddVariable("beta", c);
+  ASSIGN_OR_RETURN(Variable * b, AddVariable("beta", c));
   beta_ = b->value;
   beta_grad_ = b->grad;
-  moving_mean_ = AddVariable("moving_mean", c, /*trainable=*/false)->value;
-  moving_var_ = AddVariable("moving_variance", c, /*trainable=*/false)->value;
+  ASSIGN_OR_RETURN(Variable * mean, AddVariable("moving_mean", c, /*trainable=*/false));
+  moving_mean_ = mean->value;
+  ASSIGN_OR_RETURN(Variable * var, AddVariable("moving_variance", c, /*trainable=*/false));
+  moving_var_ = var->value;
   return s;
 }
 

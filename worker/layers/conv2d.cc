@@ -38,11 +38,11 @@ Result<Shape> Conv2D::Setup(const std::vector<Shape>& inputs) {
   g_.ww = ww.value();
   g_.out_h = g_.wh.out;
   g_.out_w = g_.ww.out;
-  Variable* w = AddVariable("weights", Shape{g_.out_c, g_.in_c, g_.kh, g_.kw});
+  ASSIGN_OR_RETURN(Variable * w, AddVariable("weights", Shape{g_.out_c, g_.in_c, g_.kh, g_.kw}));
   weights_ = w->value;
   weights_grad_ = w->grad;
   if (use_bias_) {
-    Variable* b = AddVariable("bias", Shape{g_.out_c});
+    ASSIGN_OR_RETURN(Variable * b, AddVariable("bias", Shape{g_.out_c}));
     bias_ = b->value;
     bias_grad_ = b->grad;
   }

@@ -19,11 +19,11 @@ Result<Shape> FullyConnected::Setup(const std::vector<Shape>& inputs) {
                       " (add a flatten layer before it)");
   }
   features_ = s.dim(0);
-  Variable* w = AddVariable("weights", Shape{units_, features_});
+  ASSIGN_OR_RETURN(Variable * w, AddVariable("weights", Shape{units_, features_}));
   weights_ = w->value;
   weights_grad_ = w->grad;
   if (use_bias_) {
-    Variable* b = AddVariable("bias", Shape{units_});
+    ASSIGN_OR_RETURN(Variable * b, AddVariable("bias", Shape{units_}));
     bias_ = b->value;
     bias_grad_ = b->grad;
   }

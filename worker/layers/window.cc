@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "worker/layer.h"
+
 namespace pstrain {
 namespace worker {
 
@@ -38,8 +40,12 @@ Result<std::vector<int64_t>> ReadPair(const ConfigNode& node, const std::string&
     ASSIGN_OR_RETURN(v, node.GetIntList(key));
     if (v.size() == 1) v.push_back(v[0]);
   }
-  if (v.size() != 2 || v[0] < 1 || v[1] < 1) {
-    return node.Error("field '" + key + "' must be a positive integer or [height, width]");
+  // Bounded like an example's size, so that window arithmetic cannot overflow.
+  if (v.size() != 2 || v[0] < 1 || v[1] < 1 || v[0] > kMaxExampleElements ||
+      v[1] > kMaxExampleElements) {
+    return node.Error("field '" + key +
+                      "' must be a positive integer or [height, width], at most " +
+                      std::to_string(kMaxExampleElements));
   }
   return v;
 }

@@ -1,0 +1,194 @@
+#include "common/wire/zap_handler.h"
+
+#include <glog/logging.h>
+#include <zmq.h>
+
+#include <atomic>
+#include <cerrno>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "common/wire/refusal_log.h"
+#include "common/wire/zmq_context.h"
+
+namespace pstrain {
+namespace wire {
+
+struct ZapDomainState {
+  std::string name;
+  std::map<std::string, std::string> clients;  // 32-byte binary public key -> name
+  std::mutex mu;
+  std::string endpoint;  // guarded by mu
+  std::atomic<int64_t> refused{0};
+};
+
+namespace {
+
+// ZeroMQ's fixed address for the handler (RFC 27).
+constexpr const char* kZapEndpoint = "inproc://zeromq.zap.01";
+
+struct Registry {
+  std::mutex mu;
+  std::map<std::string, std::shared_ptr<ZapDomainState>> domains;
+  int64_t next_id = 0;
+};
+
+Registry& Domains() {
+  static auto* registry = new Registry;  // never destroyed: the handler thread outlives statics
+  return *registry;
+}
+
+std::string Z85(const std::string& binary_key) {
+  char text[41] = {0};
+  if (binary_key.size() != 32 ||
+      zmq_z85_encode(text, reinterpret_cast<const uint8_t*>(binary_key.data()), 32) == nullptr) {
+    return "(" + std::to_string(binary_key.size()) + "-byte key)";
+  }
+  return text;
+}
+
+// Reads every frame of the next request; false if the context is going away.
+bool ReceiveRequest(void* socket, std::vector<std::string>* frames) {
+  frames->clear();
+  for (bool more = true; more;) {
+    zmq_msg_t msg;
+    zmq_msg_init(&msg);
+    if (zmq_msg_recv(&msg, socket, 0) < 0) {
+      zmq_msg_close(&msg);
+      if (zmq_errno() == EINTR && frames->empty()) continue;
+      return false;
+    }
+    frames->emplace_back(static_cast<const char*>(zmq_msg_data(&msg)), zmq_msg_size(&msg));
+    more = zmq_msg_more(&msg) != 0;
+    zmq_msg_close(&msg);
+  }
+  return true;
+}
+
+// RFC 27 request: version, request id, domain, address, routing id, mechanism, credentials...
+// Reply: version, request id, status code, status text, user id, metadata.
+std::vector<std::string> Answer(const std::vector<std::string>& request) {
+  const std::string id = request.size() > 1 ? request[1] : "";
+  auto reply = [&id](const char* code, const std::string& text, const std::string& user = "") {
+    return std::vector<std::string>{"1.0", id, code, text, user, ""};
+  };
+  if (request.size() < 6 || request[0] != "1.0") return reply("500", "malformed ZAP request");
+  const std::string& domain = request[2];
+  const std::string& address = request[3];
+  std::shared_ptr<ZapDomainState> state;
+  {
+    std::lock_guard<std::mutex> lock(Domains().mu);
+    auto it = Domains().domains.find(domain);
+    if (it != Domains().domains.end()) state = it->second;
+  }
+  if (state == nullptr) {
+    // A socket closed while a client was connecting, or a CURVE socket not made by transport.cc.
+    PSTRAIN_REFUSAL_WARNING("zap-domain:" + domain,
+                            "refused a CURVE client from " + address +
+                                ": no pstrain server socket has ZAP domain '" + domain + "'");
+    return reply("400", "no such server");
+  }
+  std::string endpoint;
+  {
+    std::lock_guard<std::mutex> lock(state->mu);
+    endpoint = state->endpoint;
+  }
+  if (request[5] != "CURVE" || request.size() < 7) {
+    state->refused.fetch_add(1);
+    PSTRAIN_REFUSAL_WARNING("zap-mechanism:" + domain + address,
+                            "refused a client from " + address + " on " + endpoint +
+                                ": it uses the " + request[5] + " mechanism, not CURVE");
+    return reply("400", "CURVE required");
+  }
+  const std::string& key = request[6];
+  auto client = state->clients.find(key);
+  if (client == state->clients.end()) {
+    state->refused.fetch_add(1);
+    PSTRAIN_REFUSAL_WARNING(
+        "zap-key:" + domain + address + key,
+        "authentication refused: a client from " + address + " on " + endpoint +
+            " has an unknown CURVE public key " + Z85(key) + " (not one of the " +
+            std::to_string(state->clients.size()) +
+            " this server lets in; a stray process, or keys from another cluster?)");
+    return reply("400", "unknown public key");
+  }
+  VLOG(1) << "accepted " << client->second << " from " << address << " on " << endpoint;
+  return reply("200", "OK", client->second);
+}
+
+void Serve(void* socket) {
+  std::vector<std::string> request;
+  while (ReceiveRequest(socket, &request)) {
+    const std::vector<std::string> reply = Answer(request);
+    for (size_t i = 0; i < reply.size(); ++i) {
+      const int flags = i + 1 < reply.size() ? ZMQ_SNDMORE : 0;
+      if (zmq_send(socket, reply[i].data(), reply[i].size(), flags) < 0) {
+        LOG(ERROR) << "ZAP handler: cannot reply: " << zmq_strerror(zmq_errno());
+        break;
+      }
+    }
+  }
+  LOG(WARNING) << "ZAP handler stopped: " << zmq_strerror(zmq_errno());
+  zmq_close(socket);
+}
+
+// Binds the handler's socket in the calling thread (so that it is there when this returns),
+// then serves it from a thread that lives as long as the process.
+Status StartHandler() {
+  static const Status started = [] {
+    void* socket = zmq_socket(ZmqContext(), ZMQ_REP);
+    if (socket == nullptr) {
+      return Unavailable(std::string("ZAP handler: zmq_socket: ") + zmq_strerror(zmq_errno()));
+    }
+    if (zmq_bind(socket, kZapEndpoint) != 0) {
+      Status error = Unavailable(std::string("ZAP handler: cannot bind ") + kZapEndpoint + ": " +
+                                 zmq_strerror(zmq_errno()));
+      zmq_close(socket);
+      return error;
+    }
+    std::thread(Serve, socket).detach();
+    return Status::OK();
+  }();
+  return started;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ZapDomain>> ZapDomain::Register(
+    const std::map<std::string, std::string>& client_keys) {
+  RETURN_IF_ERROR(StartHandler());
+  auto state = std::make_shared<ZapDomainState>();
+  for (const auto& [z85, name] : client_keys) {
+    std::string binary(32, '\0');
+    if (z85.size() != 40 ||
+        zmq_z85_decode(reinterpret_cast<uint8_t*>(binary.data()), z85.c_str()) == nullptr) {
+      return InvalidArgument("the public key of " + name + " is not a CURVE key (expected 40 " +
+                             "Z85 characters, got '" + z85 + "')");
+    }
+    state->clients[binary] = name;
+  }
+  std::lock_guard<std::mutex> lock(Domains().mu);
+  state->name = "pstrain-" + std::to_string(Domains().next_id++);
+  Domains().domains[state->name] = state;
+  return std::unique_ptr<ZapDomain>(new ZapDomain(std::move(state)));
+}
+
+ZapDomain::ZapDomain(std::shared_ptr<ZapDomainState> state) : state_(std::move(state)) {}
+
+ZapDomain::~ZapDomain() {
+  std::lock_guard<std::mutex> lock(Domains().mu);
+  Domains().domains.erase(state_->name);
+}
+
+const std::string& ZapDomain::name() const { return state_->name; }
+
+void ZapDomain::set_endpoint(const std::string& endpoint) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  state_->endpoint = endpoint;
+}
+
+int64_t ZapDomain::refused() const { return state_->refused.load(); }
+
+}  // namespace wire
+}  // namespace pstrain

@@ -1,0 +1,44 @@
+// The process's ZAP handler (ZeroMQ RFC 27): when a CURVE client connects to a server socket,
+// ZeroMQ asks it over inproc://zeromq.zap.01 whether that client's public key may in. It answers
+// from the keys each CURVE ServerSocket registered under its own ZAP domain, and logs every
+// refusal with the client's address. czmq's zauth actor does the same and more (certificate
+// directories, IP allow/deny lists, PLAIN); this is the small part pstrain needs, so that the
+// transport depends on libzmq alone. Inside the wire library.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+
+namespace pstrain {
+namespace wire {
+
+struct ZapDomainState;
+
+// One server socket's allow-list, registered for as long as this object lives.
+class ZapDomain {
+ public:
+  // Registers `client_keys` (Z85 public key -> name for the logs) under a fresh domain name,
+  // starting the handler first if needed. Call before the socket binds: ZeroMQ lets every
+  // CURVE client in when no handler runs.
+  static Result<std::unique_ptr<ZapDomain>> Register(
+      const std::map<std::string, std::string>& client_keys);
+  ~ZapDomain();  // later clients of this domain are refused
+
+  // For the socket's ZMQ_ZAP_DOMAIN.
+  const std::string& name() const;
+  // The server's endpoint, for the logs (known once it is bound).
+  void set_endpoint(const std::string& endpoint);
+  // Clients refused so far.
+  int64_t refused() const;
+
+ private:
+  explicit ZapDomain(std::shared_ptr<ZapDomainState> state);
+  std::shared_ptr<ZapDomainState> state_;
+};
+
+}  // namespace wire
+}  // namespace pstrain

@@ -1,0 +1,217 @@
+"""Chaos: one RefNet training run under the launcher (2 ps, 2 workers, restart: on_failure) while
+roles are killed with SIGKILL at random moments, each of ps0, ps1, the chief and worker1 at least
+once, in a random order. Afterwards: the run finished (launcher exit 0), the chief's test accuracy
+reached the target, every checkpoint verifies (pstrain-checkpoint verify), and the logs name every
+fault (the launcher's restart, the peers' detection, the server's restore or re-initialisation).
+
+  fault_test.py --pstrain BUILD/pstrain --checkpoint_tool BUILD/pstrain-checkpoint
+Environment: PSTRAIN_FAULT_SEED (default 2026) picks the order and moments; PSTRAIN_FAULT_TARGET
+(default 0.90) the accuracy; PSTRAIN_FAULT_KEEP=1 keeps the train_dir for a look afterwards.
+"""
+
+import argparse
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
+EPOCHS = 4
+STEPS = EPOCHS * (60000 // 128)
+
+
+def free_ports(n, rng):
+    """Ports below the ephemeral range (as tests/distributed/ports.h picks them)."""
+    ports = []
+    while len(ports) < n:
+        port = rng.randrange(20000, 32000)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        if port not in ports:
+            ports.append(port)
+    return ports
+
+
+class Launcher:
+    """The launcher process, its output collected, and the current pid of every role."""
+
+    def __init__(self, argv):
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, start_new_session=True)
+        self.lines, self.pids, self.lock = [], {}, threading.Lock()
+        self.readers = [threading.Thread(target=self._read, args=(s,), daemon=True)
+                        for s in (self.proc.stdout, self.proc.stderr)]
+        for r in self.readers:
+            r.start()
+
+    def _read(self, stream):
+        for line in stream:
+            sys.stdout.write("  launcher| " + line)
+            sys.stdout.flush()
+            m = re.search(r"\b(?:re)?started (\w+) \(pid (\d+)\)", line)
+            with self.lock:
+                self.lines.append(line)
+                if m:
+                    self.pids[m.group(1)] = (int(m.group(2)), time.monotonic())
+
+    def pid(self, role):
+        with self.lock:
+            return self.pids.get(role)
+
+    def output(self):
+        for r in self.readers:
+            r.join(timeout=5)
+        with self.lock:
+            return "".join(self.lines)
+
+
+def read(path):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def latest_step(log_dir):
+    step = 0
+    for name in ("worker-0.log", "worker-1.log"):
+        for m in re.finditer(r": step (\d+)/\d+ \(epoch", read(os.path.join(log_dir, name))):
+            step = max(step, int(m.group(1)))
+    return step
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--pstrain", required=True)
+    parser.add_argument("--checkpoint_tool", required=True)
+    args = parser.parse_args()
+    seed = int(os.environ.get("PSTRAIN_FAULT_SEED", "2026"))
+    target = float(os.environ.get("PSTRAIN_FAULT_TARGET", "0.90"))
+    rng = random.Random(seed)
+    victims = ["ps0", "ps1", "worker0", "worker1"]
+    rng.shuffle(victims)
+    kill_steps = sorted(rng.randrange(STEPS // 10, STEPS * 3 // 4) for _ in victims)
+    print(f"seed {seed}: will kill {', '.join(f'{v} at step ~{s}' for v, s in zip(victims, kill_steps))}",
+          flush=True)
+
+    tmp = tempfile.mkdtemp(prefix="pstrain-fault-")
+    train_dir = os.path.join(tmp, "run")
+    log_dir = os.path.join(train_dir, "launcher")
+    ports = free_ports(4, random.Random())
+    cluster = os.path.join(tmp, "cluster.yaml")
+    with open(cluster, "w") as f:
+        f.write(f"""mode: local
+binary: {args.pstrain}
+ps:
+  - {{host: 127.0.0.1, port: {ports[0]}}}
+  - {{host: 127.0.0.1, port: {ports[1]}}}
+worker:
+  - {{host: 127.0.0.1, port: {ports[2]}, gpus: ""}}
+  - {{host: 127.0.0.1, port: {ports[3]}, gpus: ""}}
+flags: {{epochs: {EPOCHS}, save_checkpoints_steps: 150, save_checkpoints_secs: 0,
+        log_every_n_steps: 25, ps_unavailable_timeout_secs: 120}}
+restart: {{policy: on_failure, max_restarts: 3, backoff_secs: 1}}
+""")
+    launcher = Launcher([sys.executable, os.path.join(REPO, "launcher", "pstrain-launch"),
+                         "--cluster", cluster, "--config",
+                         os.path.join(REPO, "configs", "refnet.yaml"), "--train_dir", train_dir,
+                         "--progress_interval", "30"])
+    kills = []  # (role, pid, step)
+    started = time.monotonic()
+    try:
+        for victim, at_step in zip(victims, kill_steps):
+            while launcher.proc.poll() is None:
+                entry = launcher.pid(victim)
+                # A role just (re)started gets time to rejoin before it is killed again.
+                if latest_step(log_dir) >= at_step and entry and time.monotonic() - entry[1] > 8:
+                    break
+                if time.monotonic() - started > 1500:
+                    raise SystemExit("FAIL: training made no progress to the next fault")
+                time.sleep(0.5)
+            if launcher.proc.poll() is not None:
+                break
+            pid = launcher.pid(victim)[0]
+            step = latest_step(log_dir)
+            print(f"==== killing {victim} (pid {pid}) with SIGKILL at step ~{step}", flush=True)
+            os.kill(pid, signal.SIGKILL)
+            kills.append((victim, pid, step))
+        code = launcher.proc.wait(timeout=1500)
+    finally:
+        if launcher.proc.poll() is None:
+            os.killpg(launcher.proc.pid, signal.SIGKILL)
+    out = launcher.output()
+    problems = []
+    if code != 0:
+        problems.append(f"the launcher exited {code}, expected 0")
+    if len(kills) != len(victims):
+        problems.append(f"only {len(kills)} of {len(victims)} faults were injected")
+
+    chief = read(os.path.join(log_dir, "worker-0.log"))
+    done = re.search(r"done: global step (\d+), test accuracy ([0-9.]+)", chief)
+    if not done:
+        problems.append("the chief printed no 'done:' line")
+    elif float(done.group(2)) < target:
+        problems.append(f"test accuracy {done.group(2)} < target {target}")
+    else:
+        print(f"chief: {done.group(0)}", flush=True)
+
+    verify = subprocess.run([args.checkpoint_tool, "verify", train_dir], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    print(verify.stdout, flush=True)
+    if verify.returncode != 0:
+        problems.append("pstrain-checkpoint verify found problems")
+    for shard in ("ps-0-of-2", "ps-1-of-2"):
+        if f"/{shard}/" not in verify.stdout:
+            problems.append(f"no checkpoint of shard {shard}")
+
+    logs = {name: read(os.path.join(log_dir, name)) for name in
+            ("ps-0.log", "ps-1.log", "worker-0.log", "worker-1.log")}
+    workers_log = logs["worker-0.log"] + logs["worker-1.log"]
+    for victim, pid, step in kills:
+        named = []
+        if f"{victim} failed (killed by SIGKILL); restarting it" not in out:
+            problems.append(f"the launcher did not report restarting {victim}")
+        if victim.startswith("ps"):
+            k = victim[2:]
+            addr = f"ps {k} (127.0.0.1:{ports[int(k)]})"
+            detected = (f"{addr} has not answered heartbeats" in workers_log or
+                        f"{addr} restarted" in workers_log)
+            recovered = (f"ps {k}: restored" in logs[f"ps-{k}.log"] or
+                         f"{addr} has lost its variables" in workers_log)
+            if not detected:
+                problems.append(f"no worker log names {victim}'s death or restart")
+            if not recovered:
+                problems.append(f"{victim} neither restored a checkpoint nor was re-initialised")
+        else:
+            k = victim[6:]
+            who = "chief 0" if k == "0" else f"worker {k}"
+            if not any(f"{who} restarted" in logs[p] or f"{who} has sent nothing" in logs[p]
+                       for p in ("ps-0.log", "ps-1.log")):
+                problems.append(f"no server log names {victim}'s death or restart")
+        print(f"fault: {victim} killed at step ~{step}: named by the launcher and the peers",
+              flush=True)
+
+    if problems:
+        print(f"FAIL (seed {seed}; logs kept in {train_dir}):\n  " + "\n  ".join(problems),
+              flush=True)
+        return 1
+    print(f"PASS: {len(kills)} faults injected and survived in "
+          f"{time.monotonic() - started:.0f} s (seed {seed})", flush=True)
+    if os.environ.get("PSTRAIN_FAULT_KEEP") != "1":
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,183 @@
+// A worker's PsClient against a real parameter-server process that is killed with SIGKILL and
+// started again: heartbeats find it dead within seconds, requests wait and are sent again, and
+// a server that comes back without a checkpoint is initialised again by the chief (or, with a
+// checkpoint, restores its shard). The whole-cluster version is fault_test.py.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <future>
+#include <thread>
+
+#include "tests/distributed/ports.h"
+#include "tests/test_env.h"
+#include "worker/ps_client.h"
+
+namespace pstrain {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+class ServerProcess {
+ public:
+  explicit ServerProcess(int port) : port_(port) {
+    dir_ = ::testing::TempDir() + "/ps_fault_" + std::to_string(port_);
+    std::filesystem::remove_all(dir_);
+  }
+  ~ServerProcess() { Kill(); }
+  void Start() {
+    std::vector<std::string> args{
+        PSTRAIN_BINARY,
+        "--job_name=ps",
+        "--task_index=0",
+        "--ps_hosts=127.0.0.1:" + std::to_string(port_),
+        "--worker_hosts=127.0.0.1:1,127.0.0.1:2",
+        "--config=" + testing::SourceDir() + "/tests/distributed/testdata/sgd.yaml",
+        "--train_dir=" + dir_};
+    pid_ = fork();
+    if (pid_ == 0) {
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+  }
+  void Kill() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  int port_;
+  pid_t pid_ = -1;
+  std::string dir_;
+};
+
+// The variables of tests/distributed/testdata/sgd.yaml's model, with gradients of `g`.
+struct Variables {
+  worker::Variable weights{"fc/weights", Tensor::Filled(Shape{4, 2}, 1.0f),
+                           Tensor::Filled(Shape{4, 2}, 0.0f)};
+  worker::Variable bias{"fc/bias", Tensor::Filled(Shape{2}, 0.5f), Tensor::Filled(Shape{2}, 0.0f)};
+  std::vector<worker::Variable*> all() { return {&weights, &bias}; }
+  void SetGradients(float g) {
+    weights.grad.Fill(g);
+    bias.grad.Fill(g);
+  }
+};
+
+class PsClientFaultTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    port_ = testing::PickPort();
+    ps_ = std::make_unique<ServerProcess>(port_);
+    ps_->Start();
+    auto c = worker::PsClient::Connect({"127.0.0.1:" + std::to_string(port_)}, "chief", 0,
+                                       vars_.all(), 8 << 20);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    client_ = std::move(c).value();
+    client_->set_unavailable_timeout(std::chrono::seconds(60));
+    ASSERT_TRUE(client_->Initialize(0).ok());
+  }
+  // Steps of SGD with learning rate 1: each subtracts `g` from every value.
+  void Step(float g) {
+    vars_.SetGradients(g);
+    auto r = client_->PushAndPull(step_);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    step_ = r->global_step;
+  }
+  // Kills the server, checks that the heartbeats notice within a few seconds, and starts it
+  // again after `down_for`.
+  double KillAndNotice() {
+    ps_->Kill();
+    const auto killed = Clock::now();
+    while (client_->ServerHealth(0).up && Clock::now() - killed < std::chrono::seconds(20)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return std::chrono::duration<double>(Clock::now() - killed).count();
+  }
+
+  int port_ = 0;
+  Variables vars_;
+  std::unique_ptr<ServerProcess> ps_;
+  std::unique_ptr<worker::PsClient> client_;
+  int64_t step_ = 0;
+};
+
+TEST_F(PsClientFaultTest, AKilledServerIsFoundDeadAndItsReplacementReinitialisedByTheChief) {
+  Step(0.25f);
+  Step(0.25f);  // values 0.5 / 0.0, global step 2
+  const int64_t generation = client_->ServerHealth(0).generation;
+  const double noticed = KillAndNotice();
+  EXPECT_LT(noticed, 6.0) << "a dead server should be noticed within a few seconds";
+  EXPECT_FALSE(client_->ServerHealth(0).up);
+  // The next step waits for the server, which comes back empty (no checkpoint was saved): the
+  // chief gives it its current values, and the push is applied to them.
+  auto restart = std::async(std::launch::async, [this] {
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    ps_->Start();
+  });
+  Step(0.25f);
+  restart.get();
+  // The heartbeats (once a second) see it back, under a new generation.
+  const auto deadline = Clock::now() + std::chrono::seconds(5);
+  while (!client_->ServerHealth(0).up && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(client_->ServerHealth(0).up);
+  EXPECT_GT(client_->ServerHealth(0).generation, generation);
+  EXPECT_FLOAT_EQ(vars_.weights.value[0], 0.25f);
+  EXPECT_FLOAT_EQ(vars_.bias.value[1], -0.25f);
+  EXPECT_EQ(step_, 3);  // re-initialised at the chief's step 2, then one update
+}
+
+TEST_F(PsClientFaultTest, AServerRestartedFromItsCheckpointKeepsItsValuesAndStep) {
+  Step(0.25f);
+  ASSERT_TRUE(client_->Checkpoint(step_, ps_->dir()).ok());  // at step 1: weights 0.75
+  Step(0.25f);                                               // lost with the process
+  KillAndNotice();
+  ps_->Start();
+  Step(0.25f);  // applied to the restored shard: 0.75 - 0.25
+  EXPECT_FLOAT_EQ(vars_.weights.value[0], 0.5f);
+  EXPECT_EQ(step_, 2);
+}
+
+TEST_F(PsClientFaultTest, AWorkerWaitsForTheChiefToReinitialiseARestartedServer) {
+  Variables mine;
+  auto c = worker::PsClient::Connect({"127.0.0.1:" + std::to_string(port_)}, "worker", 1,
+                                     mine.all(), 8 << 20);
+  ASSERT_TRUE(c.ok());
+  auto worker = std::move(c).value();
+  ASSERT_TRUE(worker->Pull().ok());
+  KillAndNotice();
+  ps_->Start();
+  // The worker's pull meets an empty server and waits; the chief's next step fills it.
+  auto pulled = std::async(std::launch::async, [&] { return worker->Pull(); });
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  EXPECT_EQ(pulled.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
+  Step(0.5f);
+  auto step = pulled.get();
+  ASSERT_TRUE(step.ok()) << step.status().ToString();
+  EXPECT_FLOAT_EQ(mine.weights.value[0], 0.5f);
+}
+
+TEST_F(PsClientFaultTest, AServerThatStaysDownFailsTheRequestNamingIt) {
+  client_->set_unavailable_timeout(std::chrono::seconds(2));
+  KillAndNotice();
+  vars_.SetGradients(0.1f);
+  auto r = client_->PushAndPull(step_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(r.status().message().find("ps 0 (127.0.0.1:" + std::to_string(port_) + ")"),
+            std::string::npos)
+      << r.status().message();
+}
+
+}  // namespace
+}  // namespace pstrain

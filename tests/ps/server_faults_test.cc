@@ -1,0 +1,159 @@
+// What a server does about faults of its peers, driven in-process through Handle(): retried
+// pushes applied once, restarted workers told apart by incarnation, barriers counting each
+// participant once, silent peers logged as missing. The real-process side (a server killed and
+// restarted under running workers) is in tests/distributed/fault_test.py.
+#include <gtest/gtest.h>
+
+#include "ps/server.h"
+
+namespace pstrain {
+namespace ps {
+namespace {
+
+using wire::Message;
+using wire::MessageType;
+
+std::unique_ptr<ParameterServer> MakeServer(UpdateMode mode, int workers, int accumulate_n = 0) {
+  auto config = ConfigNode::Parse("{optimizer: {type: sgd}, learning_rate: {initial: 1.0}}", "t");
+  ServerOptions o;
+  o.mode = mode;
+  o.num_workers = workers;
+  o.accumulate_n = accumulate_n;
+  o.peer_timeout = std::chrono::milliseconds(1000);
+  auto server = std::make_unique<ParameterServer>(o, VariableStore::FromConfig(*config).value());
+  Message init;
+  init.type = MessageType::kRegister;
+  init.role = "chief";
+  init.task_index = 0;
+  init.incarnation = 7;
+  init.tensors.push_back({"w", Tensor::Filled(Shape{2}, 10.0f)});
+  EXPECT_EQ(server->Handle("chief", init).at(0).message.type, MessageType::kOk);
+  return server;
+}
+
+// A push from worker `task` (process incarnation `incarnation`), its `sequence`-th to this server.
+Message Push(int task, uint64_t incarnation, uint64_t sequence, float g, uint64_t id) {
+  Message m;
+  m.type = MessageType::kPush;
+  m.role = "worker";
+  m.task_index = task;
+  m.incarnation = incarnation;
+  m.sequence = sequence;
+  m.request_id = id;
+  m.tensors.push_back({"w", Tensor::Filled(Shape{2}, g)});
+  return m;
+}
+
+float Value(ParameterServer* server) { return server->store().Value("w")[0]; }
+
+TEST(ServerFaultsTest, ARetriedPushIsAnsweredAgainButAppliedOnce) {
+  auto server = MakeServer(UpdateMode::kAsync, 2);
+  auto first = server->Handle("w1", Push(1, 100, 1, 1.0f, 5));
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].message.type, MessageType::kOk);
+  EXPECT_FLOAT_EQ(Value(server.get()), 9.0f);
+  // The same push again (its reply was lost), under a new request id and a new connection.
+  auto retry = server->Handle("w1-reconnected", Push(1, 100, 1, 1.0f, 6));
+  ASSERT_EQ(retry.size(), 1u);
+  EXPECT_EQ(retry[0].peer, "w1-reconnected");
+  EXPECT_EQ(retry[0].message.type, MessageType::kOk);
+  EXPECT_EQ(retry[0].message.request_id, 6u);
+  EXPECT_FLOAT_EQ(Value(server.get()), 9.0f);
+  EXPECT_EQ(server->global_step(), 1);
+  EXPECT_EQ(server->stats().duplicates, 1);
+  // The next push is new and applies.
+  server->Handle("w1", Push(1, 100, 2, 1.0f, 7));
+  EXPECT_FLOAT_EQ(Value(server.get()), 8.0f);
+}
+
+TEST(ServerFaultsTest, ARestartedWorkerNumbersItsPushesAfreshAndIsApplied) {
+  auto server = MakeServer(UpdateMode::kAsync, 2);
+  server->Handle("w1", Push(1, 100, 1, 1.0f, 1));
+  server->Handle("w1", Push(1, 100, 2, 1.0f, 2));
+  // The process was killed and restarted: a new incarnation starts again at sequence 1.
+  server->Handle("w1b", Push(1, 200, 1, 1.0f, 1));
+  EXPECT_FLOAT_EQ(Value(server.get()), 7.0f);
+  EXPECT_EQ(server->stats().duplicates, 0);
+}
+
+TEST(ServerFaultsTest, PushesFromTwoWorkersWithTheSameSequenceAreBothApplied) {
+  auto server = MakeServer(UpdateMode::kAsync, 2);
+  server->Handle("w0", Push(0, 100, 1, 1.0f, 1));
+  server->Handle("w1", Push(1, 300, 1, 1.0f, 1));
+  EXPECT_FLOAT_EQ(Value(server.get()), 8.0f);
+}
+
+TEST(ServerFaultsTest, AccumulateCountsARetriedPushOnce) {
+  auto server = MakeServer(UpdateMode::kAccumulate, 2, /*accumulate_n=*/2);
+  server->Handle("w0", Push(0, 100, 1, 2.0f, 1));
+  server->Handle("w0", Push(0, 100, 1, 2.0f, 2));  // retried: must not complete the window
+  EXPECT_EQ(server->global_step(), 0);
+  server->Handle("w1", Push(1, 300, 1, 4.0f, 1));
+  EXPECT_EQ(server->global_step(), 1);
+  EXPECT_FLOAT_EQ(Value(server.get()), 7.0f);  // 10 - mean(2, 4)
+}
+
+TEST(ServerFaultsTest, SyncAnswersARetryOfAWaitingPushWithTheUpdate) {
+  auto server = MakeServer(UpdateMode::kSync, 2);
+  EXPECT_TRUE(server->Handle("w0", Push(0, 100, 1, 2.0f, 1)).empty());
+  EXPECT_TRUE(server->Handle("w0-again", Push(0, 100, 1, 2.0f, 2)).empty());
+  auto out = server->Handle("w1", Push(1, 300, 1, 4.0f, 1));
+  EXPECT_EQ(out.size(), 3u);  // both pushes and the retry
+  EXPECT_EQ(server->global_step(), 1);
+  EXPECT_FLOAT_EQ(Value(server.get()), 7.0f);
+}
+
+TEST(ServerFaultsTest, ABarrierCountsAParticipantThatAsksTwiceOnce) {
+  auto server = MakeServer(UpdateMode::kAsync, 2);
+  Message b;
+  b.type = MessageType::kBarrier;
+  b.text = "done";
+  b.value = 2;
+  b.role = "worker";
+  b.task_index = 1;
+  EXPECT_TRUE(server->Handle("w1", b).empty());
+  EXPECT_TRUE(server->Handle("w1-restarted", b).empty());  // still one participant
+  b.task_index = 0;
+  auto out = server->Handle("w0", b);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].peer, "w1-restarted");  // the live connection gets the answer
+}
+
+TEST(ServerFaultsTest, ASilentPeerIsFoundMissingOnceAndNotAfterGoodbye) {
+  auto server = MakeServer(UpdateMode::kAsync, 2);
+  Message hb;
+  hb.type = MessageType::kHeartbeat;
+  hb.role = "worker";
+  hb.task_index = 1;
+  hb.incarnation = 100;
+  auto reply = server->Handle("w1", hb);
+  ASSERT_EQ(reply.size(), 1u);
+  EXPECT_EQ(reply[0].message.value, 1);  // initialised
+  EXPECT_NE(reply[0].message.incarnation, 0u);
+  const auto now = std::chrono::steady_clock::now();
+  EXPECT_EQ(server->CheckPeers(now), 0);
+  // Chief and worker 1 both silent past the timeout: found once each, not again.
+  EXPECT_EQ(server->CheckPeers(now + std::chrono::seconds(2)), 2);
+  EXPECT_EQ(server->CheckPeers(now + std::chrono::seconds(3)), 0);
+  EXPECT_TRUE(server->peers().at("worker 1").missing);
+  server->Handle("w1", hb);  // back
+  EXPECT_FALSE(server->peers().at("worker 1").missing);
+  hb.text = "goodbye";
+  server->Handle("w1", hb);
+  // The chief is still missing (already logged); worker 1 left: nobody new.
+  EXPECT_EQ(server->CheckPeers(std::chrono::steady_clock::now() + std::chrono::seconds(5)), 0);
+  EXPECT_TRUE(server->peers().at("worker 1").left);
+  EXPECT_FALSE(server->peers().at("worker 1").missing);
+}
+
+TEST(ServerFaultsTest, RequestsBeforeInitialisationFailWithFailedPrecondition) {
+  auto config = ConfigNode::Parse("{optimizer: {type: sgd}, learning_rate: {initial: 1.0}}", "t");
+  ParameterServer server(ServerOptions{}, VariableStore::FromConfig(*config).value());
+  auto out = server.Handle("w1", Push(1, 100, 1, 1.0f, 1));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].message.error_code, StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace ps
+}  // namespace pstrain
