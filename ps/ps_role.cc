@@ -17,7 +17,7 @@ Status RunParameterServer(const PsRoleOptions& o) {
   // Listen on every interface at this task's port: the host part names the machine for peers.
   const std::string port = o.bind_host_port.substr(o.bind_host_port.rfind(':') + 1);
   ASSIGN_OR_RETURN(auto socket,
-                   wire::ServerSocket::Bind("tcp://*:" + port, {}, o.curve.ForServer()));
+                   wire::ServerSocket::Bind("tcp://*:" + port, o.limits, o.curve.ForServer()));
   if (o.curve.curve()) {
     LOG(INFO) << "ps " << o.server.task_index << ": CURVE authentication on (keys from "
               << o.curve.dir << "): " << o.curve.client_keys.size()

@@ -16,6 +16,7 @@ struct PsRoleOptions {
   std::string config_path;     // its `train:` section gives the optimizer, schedule and clipping
   std::string bind_host_port;  // this task's entry of --ps_hosts
   wire::ClusterKeys curve;     // --curve_keys: only the cluster's workers and evaluators get in
+  wire::MessageLimits limits;  // --max_message_mb
 };
 
 // Restores the shard if a checkpoint exists, serves until the chief's shutdown.

@@ -403,7 +403,8 @@ Status ParameterServer::Serve(wire::ServerSocket* socket) {
     std::vector<Outgoing> out;
     if (!in->message.ok()) {
       ++stats_.rejected;
-      Message bad;  // no request id: the message could not be read
+      Message bad;  // the message could not be read, but its header may name the request
+      bad.request_id = in->request_id;
       out.push_back(
           {in->peer, Error(bad, "malformed message refused: " + in->message.status().message())});
     } else {

@@ -39,6 +39,10 @@ DEFINE_string(data_dir, "", "Fashion-MNIST IDX directory (default: the config's)
 DEFINE_string(curve_keys, "",
               "this role's CURVE key directory (from pstrain-keygen; the launcher passes it): "
               "servers let in only the cluster's workers and evaluators; empty: plaintext");
+DEFINE_int64(max_message_mb, 4096,
+             "ps: the largest request accepted, in MiB (all tensors together); a larger one is "
+             "refused before it is buffered whole (a single larger tensor frame drops the "
+             "connection)");
 DEFINE_int32(ps_unavailable_timeout_secs, 600,
              "worker/evaluator: how long to keep retrying a parameter server that is down "
              "(e.g. being restarted) before failing");
@@ -80,6 +84,10 @@ bool Validate(const std::vector<std::string>& ps, const std::vector<std::string>
                 std::to_string(count) + " " + job + " task(s)");
   }
   if (FLAGS_train_dir.empty()) return Fail("--train_dir is required");
+  if (FLAGS_max_message_mb < 1 || FLAGS_max_message_mb > (int64_t{1} << 20)) {
+    return Fail("--max_message_mb must be from 1 to 1048576 (MiB), got " +
+                std::to_string(FLAGS_max_message_mb));
+  }
   if (FLAGS_update_mode != "accumulate" && FLAGS_accumulate_n != 0) {
     return Fail("--accumulate_n applies only to --update_mode=accumulate, got --update_mode=" +
                 FLAGS_update_mode);
@@ -140,6 +148,8 @@ int main(int argc, char** argv) {
     o.config_path = FLAGS_config;
     o.bind_host_port = ps[FLAGS_task_index];
     o.curve = curve;
+    o.limits.max_total_bytes = static_cast<size_t>(FLAGS_max_message_mb) << 20;
+    o.limits.max_tensor_bytes = std::min(o.limits.max_tensor_bytes, o.limits.max_total_bytes);
     status = pstrain::ps::RunParameterServer(o);
   } else {
     pstrain::worker::RoleOptions o;

@@ -71,7 +71,9 @@ Status RunWorker(const RoleOptions& o) {
     ASSIGN_OR_RETURN(int kept, client->Initialize(0));
     LOG(INFO) << who << " (chief): " << model->Summary() << "variables on " << o.ps_hosts.size()
               << " parameter servers"
-              << (kept ? " (" + std::to_string(kept) + " kept values restored from checkpoints)"
+              << (kept ? " (" + std::to_string(kept) +
+                              " kept the values they had: restored from a checkpoint or set "
+                              "before this chief started)"
                        : "");
   } else {
     RETURN_IF_ERROR(client->WaitUntilInitialized(std::chrono::seconds(o.init_timeout_secs)));

@@ -298,5 +298,22 @@ Result<Message> Decode(const std::vector<Frame>& frames, const MessageLimits& li
   }
 }
 
+uint64_t PeekRequestId(const Frame& header, const MessageLimits& limits) {
+  if (header.size == 0 || header.size > limits.max_header_bytes ||
+      header.size % sizeof(capnp::word) != 0) {
+    return 0;
+  }
+  auto words = kj::heapArray<capnp::word>(header.size / sizeof(capnp::word));
+  std::memcpy(words.begin(), header.data, header.size);
+  capnp::ReaderOptions options;
+  options.traversalLimitInWords = 2 * limits.max_header_bytes / sizeof(capnp::word) + 64;
+  try {
+    capnp::FlatArrayMessageReader reader(words, options);
+    return reader.getRoot<schema::Header>().getRequestId();
+  } catch (const kj::Exception&) {
+    return 0;
+  }
+}
+
 }  // namespace wire
 }  // namespace pstrain

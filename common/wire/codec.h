@@ -42,6 +42,10 @@ std::vector<Frame> FramesOf(const EncodedMessage& encoded);
 Result<Message> Decode(const std::vector<Frame>& frames, const MessageLimits& limits = {},
                        const std::string& receiver = "this process");
 
+// The request id in a header frame, or 0 if it cannot be read: so that a message refused whole
+// (above a limit, its tensor frames dropped unread) still gets its error reply matched.
+uint64_t PeekRequestId(const Frame& header, const MessageLimits& limits = {});
+
 // Smaller tensor frames are copied on decode: they sit inside ZeroMQ's shared read buffer, which
 // a wrapping tensor would pin for as long as it lives, and copying them costs as little as
 // wrapping.

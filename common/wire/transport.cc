@@ -210,7 +210,9 @@ Result<ReceivedFrames> ReadParts(void* socket, bool routed, const MessageLimits&
     ++count;
     total_bytes += zmq_msg_size(msg.get());
     if (count > limits.max_frames || total_bytes > limits.max_total_bytes) {
-      r.msgs.clear();  // over a limit: keep nothing, but read on to the end of the message
+      // Over a limit: keep nothing but the header (for the request id of the error reply), and
+      // read on to the end of the message.
+      r.msgs.resize(std::min<size_t>(r.msgs.size(), 1));
     } else if (r.msgs.size() + 1 == count) {
       r.msgs.push_back(std::move(msg));
     }
@@ -315,6 +317,9 @@ Result<Incoming> ServerSocket::Receive(std::chrono::milliseconds timeout) {
   in.peer = std::move(parts.peer);
   if (!parts.status.ok()) {
     in.message = parts.status;
+    if (!parts.msgs.empty()) {
+      in.request_id = PeekRequestId(AsFrames(parts.msgs)[0], impl_->limits);
+    }
   } else {
     in.message = Decode(AsFrames(parts.msgs), impl_->limits, "this server");
   }

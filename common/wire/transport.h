@@ -34,6 +34,9 @@ struct Incoming {
   // The decoded message, or why it could not be decoded (the server replies with an error
   // naming that and keeps running).
   Result<Message> message = Internal("unset");
+  // When `message` is an error: the request id its header carried, if that could be read, so
+  // the error reply reaches the caller waiting for it (0: unknown).
+  uint64_t request_id = 0;
 };
 
 class ServerSocket {

@@ -111,6 +111,10 @@ def main(argv: Optional[List[str]] = None, repo_root: Optional[str] = None) -> i
               f"{log_dir}/")
         print(f"# CURVE: {keygen} would write fresh keys to {opts.curve_keys}/<job>-<index>"
               if curve else "# no CURVE: plaintext, unauthenticated traffic")
+        r = cluster.restart
+        print(f"# restart: {r.policy}" + (f", up to {r.max_restarts} per role, backoff "
+                                           f"{r.backoff_secs:g} s doubling"
+                                           if r.policy != "never" else ""))
         for role, role_argv in zip(roles, argvs):
             print(f"# {role.name} > {role.log_path}")
             print(describe(role, role_argv, ssh_mode))

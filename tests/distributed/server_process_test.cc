@@ -166,6 +166,42 @@ TEST(ServerProcessTest, MalformedMisshapenUnknownAndNanPushesChangeNothing) {
   EXPECT_FLOAT_EQ(PulledWeight(&ps), before - 0.25f);
 }
 
+TEST(ServerProcessTest, AMessageAboveMaxMessageMbIsRefusedAndChangesNothing) {
+  ServerProcess ps({"--update_mode=async", "--max_message_mb=1"});
+  Message init = Init();
+  init.tensors.push_back({"big/a", Tensor::Filled(Shape{200000}, 0.0f)});  // 800 KB each
+  init.tensors.push_back({"big/b", Tensor::Filled(Shape{200000}, 0.0f)});
+  init.tensors.resize(3);  // fc/weights, fc/bias and big/a: 0.8 MB, under the limit
+  ASSERT_TRUE(ps.Call(init).ok());
+  const float before = PulledWeight(&ps);
+  // Two 800 KB gradients in one push: 1.6 MB, above 1 MiB in all.
+  Message push = Push(0, 1.0f);
+  push.tensors.push_back({"big/a", Tensor::Filled(Shape{200000}, 1.0f)});
+  push.tensors.push_back({"big/a", Tensor::Filled(Shape{200000}, 1.0f)});
+  auto r = ps.Call(push);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("above the limit max_total_bytes=1048576"),
+            std::string::npos)
+      << r.status().message();
+  EXPECT_TRUE(ps.Alive());
+  EXPECT_EQ(PulledWeight(&ps), before);
+}
+
+TEST(RoleFlagsTest, MaxMessageMbOutOfRangeStopsAtStart) {
+  std::string out;
+  FILE* p = popen((std::string(PSTRAIN_BINARY) +
+                   " --job_name=ps --ps_hosts=127.0.0.1:1 --worker_hosts=127.0.0.1:2 "
+                   "--train_dir=/tmp/x --max_message_mb=0 2>&1")
+                      .c_str(),
+                  "r");
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof(buf), p)) out.append(buf, n);
+  const int status = pclose(p);
+  EXPECT_EQ(WEXITSTATUS(status), 2) << out;
+  EXPECT_NE(out.find("--max_message_mb must be from 1 to 1048576 (MiB), got 0"), std::string::npos)
+      << out;
+}
+
 // Runs the binary with `args`; returns the exit code, output in *out.
 int RunRole(const std::string& args, std::string* out) {
   FILE* p = popen((std::string(PSTRAIN_BINARY) + " " + args + " 2>&1").c_str(), "r");
