@@ -23,7 +23,7 @@ import threading
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
-EPOCHS = 4
+EPOCHS = 5
 STEPS = EPOCHS * (60000 // 128)
 
 
