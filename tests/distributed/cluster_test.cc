@@ -12,6 +12,7 @@
 
 #include "common/wire/transport.h"
 #include "tests/distributed/ports.h"
+#include "tests/distributed/role_process.h"
 #include "tests/test_env.h"
 
 namespace pstrain {
@@ -19,12 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using testing::ReadFile;
 
 struct ClusterResult {
   std::map<std::string, int> exit_codes;
@@ -60,26 +56,15 @@ ClusterResult RunClusterOnce(const std::string& name, const std::vector<std::str
     args.insert(args.begin(), PSTRAIN_BINARY);
     args.insert(args.end(), common.begin(), common.end());
     const std::string log = dir + "/" + role + ".log";
-    pid_t pid = fork();
-    if (pid == 0) {
-      FILE* f = std::fopen(log.c_str(), "w");
-      dup2(fileno(f), 1);
-      dup2(fileno(f), 2);
-      // What the launcher sets for local roles: servers never see a GPU, the two workers
-      // split the cores, idle OpenMP threads sleep, big buffers come from huge pages.
-      if (role.rfind("ps", 0) == 0) setenv("CUDA_VISIBLE_DEVICES", "", 1);
-      const long cores = sysconf(_SC_NPROCESSORS_ONLN);
-      const bool worker = role.rfind("worker", 0) == 0;
-      setenv("OMP_NUM_THREADS", std::to_string(worker ? std::max(1L, cores / 2) : 1).c_str(), 1);
-      setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
-      setenv("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1", 1);
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    running[pid] = role;
+    // What the launcher sets for local roles: servers never see a GPU, the two workers split
+    // the cores, idle OpenMP threads sleep, big buffers come from huge pages.
+    std::map<std::string, std::string> env{{"OMP_WAIT_POLICY", "PASSIVE"},
+                                           {"GLIBC_TUNABLES", "glibc.malloc.hugetlb=1"}};
+    if (role.rfind("ps", 0) == 0) env["CUDA_VISIBLE_DEVICES"] = "";
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    const bool worker = role.rfind("worker", 0) == 0;
+    env["OMP_NUM_THREADS"] = std::to_string(worker ? std::max(1L, cores / 2) : 1);
+    running[testing::SpawnProcess(args, log, env)] = role;
   }
   ClusterResult result;
   // Every role must end by itself; a hang is killed after 15 minutes and reported as -1.

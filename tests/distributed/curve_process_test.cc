@@ -17,6 +17,7 @@
 #include "common/wire/curve.h"
 #include "common/wire/transport.h"
 #include "tests/distributed/ports.h"
+#include "tests/distributed/role_process.h"
 #include "tests/test_env.h"
 
 namespace pstrain {
@@ -26,12 +27,7 @@ using std::chrono::milliseconds;
 using wire::Message;
 using wire::MessageType;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using testing::ReadFile;
 
 // `pstrain --job_name=ps` with its output in a log file.
 class CurveServerProcess {
@@ -45,35 +41,12 @@ class CurveServerProcess {
     Status written = wire::WriteClusterKeys(keys_, 1, 2, 0);
     CHECK(written.ok()) << written.ToString();
   }
-  ~CurveServerProcess() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
+  ~CurveServerProcess() { testing::KillProcess(&pid_); }
   void Start(const std::string& keys_flag) {
-    std::vector<std::string> args{
-        PSTRAIN_BINARY,
-        "--job_name=ps",
-        "--task_index=0",
-        "--ps_hosts=127.0.0.1:" + std::to_string(port_),
-        "--worker_hosts=127.0.0.1:1,127.0.0.1:2",
-        "--config=" + testing::SourceDir() + "/tests/distributed/testdata/sgd.yaml",
-        "--train_dir=" + dir_ + "/train",
-        "--update_mode=async",
-        "--curve_keys=" + keys_flag};
-    const std::string log = log_path();
-    pid_ = fork();
-    if (pid_ == 0) {
-      const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      dup2(fd, 1);
-      dup2(fd, 2);
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
+    std::vector<std::string> args = testing::SingleServerArgs(port_, dir_ + "/train");
+    args.push_back("--update_mode=async");
+    args.push_back("--curve_keys=" + keys_flag);
+    pid_ = testing::SpawnProcess(args, log_path());
   }
   // Waits for the process to exit; its exit code, or -1 if it ran on for 20 s.
   int Wait() {

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "tests/distributed/ports.h"
+#include "tests/distributed/role_process.h"
 #include "tests/test_env.h"
 #include "worker/ps_client.h"
 
@@ -28,30 +29,8 @@ class ServerProcess {
     std::filesystem::remove_all(dir_);
   }
   ~ServerProcess() { Kill(); }
-  void Start() {
-    std::vector<std::string> args{
-        PSTRAIN_BINARY,
-        "--job_name=ps",
-        "--task_index=0",
-        "--ps_hosts=127.0.0.1:" + std::to_string(port_),
-        "--worker_hosts=127.0.0.1:1,127.0.0.1:2",
-        "--config=" + testing::SourceDir() + "/tests/distributed/testdata/sgd.yaml",
-        "--train_dir=" + dir_};
-    pid_ = fork();
-    if (pid_ == 0) {
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-  }
-  void Kill() {
-    if (pid_ <= 0) return;
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-  }
+  void Start() { pid_ = testing::SpawnProcess(testing::SingleServerArgs(port_, dir_)); }
+  void Kill() { testing::KillProcess(&pid_); }
   const std::string& dir() const { return dir_; }
 
  private:
@@ -62,9 +41,15 @@ class ServerProcess {
 
 // The variables of tests/distributed/testdata/sgd.yaml's model, with gradients of `g`.
 struct Variables {
-  worker::Variable weights{"fc/weights", Tensor::Filled(Shape{4, 2}, 1.0f),
-                           Tensor::Filled(Shape{4, 2}, 0.0f)};
-  worker::Variable bias{"fc/bias", Tensor::Filled(Shape{2}, 0.5f), Tensor::Filled(Shape{2}, 0.0f)};
+  worker::Variable weights = Make("fc/weights", Shape{4, 2}, 1.0f);
+  worker::Variable bias = Make("fc/bias", Shape{2}, 0.5f);
+  static worker::Variable Make(const std::string& name, const Shape& shape, float value) {
+    worker::Variable v;
+    v.name = name;
+    v.value = Tensor::Filled(shape, value);
+    v.grad = Tensor::Filled(shape, 0.0f);
+    return v;
+  }
   std::vector<worker::Variable*> all() { return {&weights, &bias}; }
   void SetGradients(float g) {
     weights.grad.Fill(g);

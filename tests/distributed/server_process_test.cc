@@ -12,6 +12,7 @@
 
 #include "common/wire/transport.h"
 #include "tests/distributed/ports.h"
+#include "tests/distributed/role_process.h"
 #include "tests/test_env.h"
 
 namespace pstrain {
@@ -27,30 +28,13 @@ class ServerProcess {
     port_ = testing::PickPort();
     dir_ = ::testing::TempDir() + "/ps_" + std::to_string(port_);
     std::filesystem::remove_all(dir_);
-    std::vector<std::string> args{
-        PSTRAIN_BINARY,
-        "--job_name=ps",
-        "--task_index=0",
-        "--ps_hosts=127.0.0.1:" + std::to_string(port_),
-        "--worker_hosts=127.0.0.1:1,127.0.0.1:2",
-        "--config=" + testing::SourceDir() + "/tests/distributed/testdata/sgd.yaml",
-        "--train_dir=" + dir_};
+    std::vector<std::string> args = testing::SingleServerArgs(port_, dir_);
     args.insert(args.end(), extra.begin(), extra.end());
-    pid_ = fork();
-    if (pid_ == 0) {
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
+    pid_ = testing::SpawnProcess(args);
     auto c = wire::Connection::Connect("tcp://127.0.0.1:" + std::to_string(port_));
     client_ = std::move(c).value();
   }
-  ~ServerProcess() {
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-  }
+  ~ServerProcess() { testing::KillProcess(&pid_); }
   // Retries until the process is listening.
   Result<Message> Call(Message m) {
     m.role = "worker";
@@ -180,8 +164,7 @@ TEST(ServerProcessTest, AMessageAboveMaxMessageMbIsRefusedAndChangesNothing) {
   push.tensors.push_back({"big/a", Tensor::Filled(Shape{200000}, 1.0f)});
   auto r = ps.Call(push);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("above the limit max_total_bytes=1048576"),
-            std::string::npos)
+  EXPECT_NE(r.status().message().find("above the limit max_total_bytes=1048576"), std::string::npos)
       << r.status().message();
   EXPECT_TRUE(ps.Alive());
   EXPECT_EQ(PulledWeight(&ps), before);
