@@ -35,6 +35,10 @@ const char* MessageTypeName(MessageType type) {
       return "ok";
     case MessageType::kError:
       return "error";
+    case MessageType::kStoreSet:
+      return "store set";
+    case MessageType::kStoreGet:
+      return "store get";
   }
   return "unknown";
 }

@@ -26,6 +26,10 @@ enum class MessageType {
   kShutdown,    // chief -> server: training is over, exit cleanly
   kOk,          // a reply with nothing more to say (or with tensors/step for a pull)
   kError,       // a reply naming what was wrong (`text`); the request changed nothing
+  // Rendezvous of the workers on one host (worker/collectives/zmq_store.h): set names[0] to
+  // `text` once; get names[0] (reply: value 1 and the text once set, value 0 before).
+  kStoreSet,
+  kStoreGet,
 };
 
 const char* MessageTypeName(MessageType type);

@@ -17,6 +17,8 @@ enum MessageType {
   shutdown @6;
   ok @7;
   error @8;
+  storeSet @9;
+  storeGet @10;
 }
 
 enum DType {

@@ -1,0 +1,115 @@
+// Intra-node sync against a real parameter-server process: two workers of one host, as rank
+// threads over the CPU collectives, average their gradients; only the leader pushes (once) and
+// pulls, and both ranks end with the servers' values. NCCL runs the same code on GPUs.
+#include "worker/host_sync.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "tests/collectives/rank_threads.h"
+#include "tests/distributed/ports.h"
+#include "tests/distributed/role_process.h"
+
+namespace pstrain {
+namespace worker {
+namespace {
+
+// The variables of tests/distributed/testdata/sgd.yaml's model (SGD, learning rate 1).
+struct Variables {
+  Variable weights = Make("fc/weights", Shape{4, 2}, 1.0f);
+  Variable bias = Make("fc/bias", Shape{2}, 0.5f);
+  static Variable Make(const std::string& name, const Shape& shape, float value) {
+    Variable v;
+    v.name = name;
+    v.value = Tensor::Filled(shape, value);
+    v.grad = Tensor::Filled(shape, 0.0f);
+    return v;
+  }
+  std::vector<Variable*> all() { return {&weights, &bias}; }
+};
+
+TEST(HostGroupTest, WorkersOnOneHostFormAGroupLedByTheLowestTask) {
+  const std::vector<std::string> hosts{"10.0.0.1:2232", "10.0.0.2:2232", "10.0.0.1:2233",
+                                       "10.0.0.1:2234"};
+  HostGroup g = HostGroupOf(hosts, 2).value();
+  EXPECT_EQ(g.host, "10.0.0.1");
+  EXPECT_EQ(g.tasks, (std::vector<int>{0, 2, 3}));
+  EXPECT_EQ(g.local_rank, 1);
+  EXPECT_EQ(g.leader(), 0);
+  EXPECT_FALSE(g.is_leader());
+  HostGroup alone = HostGroupOf(hosts, 1).value();
+  EXPECT_EQ(alone.size(), 1);
+  EXPECT_TRUE(alone.is_leader());
+  EXPECT_FALSE(HostGroupOf(hosts, 4).ok());
+  EXPECT_FALSE(HostGroupOf({"nohost"}, 0).ok());
+}
+
+class HostSyncTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    port_ = testing::PickPort();
+    dir_ = ::testing::TempDir() + "/host_sync_" + std::to_string(port_);
+    std::filesystem::remove_all(dir_);
+    pid_ = testing::SpawnProcess(testing::SingleServerArgs(port_, dir_));
+  }
+  void TearDown() override { testing::KillProcess(&pid_); }
+  std::string host() const { return "127.0.0.1:" + std::to_string(port_); }
+
+  int port_ = 0;
+  pid_t pid_ = -1;
+  std::string dir_;
+};
+
+TEST_F(HostSyncTest, TheHostPushesItsAverageOnceAndEveryRankGetsTheNewValues) {
+  Variables vars[2];
+  std::vector<int64_t> steps(2, -1);
+  std::vector<Status> statuses = RunRanks(2, [&](Collectives& c) -> Status {
+    Variables& mine = vars[c.rank()];
+    std::unique_ptr<PsClient> client;
+    if (c.rank() == 0) {
+      ASSIGN_OR_RETURN(client, PsClient::Connect({host()}, "chief", 0, mine.all(), 8 << 20));
+      RETURN_IF_ERROR(client->Initialize(0).status());
+    }
+    HostSync sync(&c, mine.all(), client.get());
+    ASSIGN_OR_RETURN(int64_t step, sync.Pull());
+    // Rank 0's gradients are 1, rank 1's are 3: the host pushes their mean, 2.
+    mine.weights.grad.Fill(c.rank() == 0 ? 1.0f : 3.0f);
+    mine.bias.grad.Fill(c.rank() == 0 ? 1.0f : 3.0f);
+    ASSIGN_OR_RETURN(PushPullResult r, sync.PushAndPull(step));
+    steps[c.rank()] = r.global_step;
+    return Status::OK();
+  });
+  for (const Status& s : statuses) ASSERT_TRUE(s.ok()) << s.ToString();
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_FLOAT_EQ(vars[r].weights.value[0], 1.0f - 2.0f) << "rank " << r;
+    EXPECT_FLOAT_EQ(vars[r].bias.value[1], 0.5f - 2.0f) << "rank " << r;
+    EXPECT_EQ(steps[r], 1) << "one push for the host: one update";
+  }
+}
+
+TEST_F(HostSyncTest, WhenTheLeadersExchangeFailsEveryRankFailsInsteadOfWaiting) {
+  Variables vars[2];
+  std::vector<Status> statuses = RunRanks(2, [&](Collectives& c) -> Status {
+    Variables& mine = vars[c.rank()];
+    std::unique_ptr<PsClient> client;
+    if (c.rank() == 0) {
+      ASSIGN_OR_RETURN(client, PsClient::Connect({host()}, "chief", 0, mine.all(), 8 << 20));
+      RETURN_IF_ERROR(client->Initialize(0).status());
+      client->set_unavailable_timeout(std::chrono::seconds(1));
+    }
+    HostSync sync(&c, mine.all(), client.get());
+    RETURN_IF_ERROR(sync.Pull().status());
+    if (c.rank() == 0) testing::KillProcess(&pid_);
+    return sync.PushAndPull(0).status();
+  });
+  ASSERT_FALSE(statuses[0].ok());
+  EXPECT_NE(statuses[0].message().find("ps 0"), std::string::npos) << statuses[0].ToString();
+  ASSERT_FALSE(statuses[1].ok());
+  EXPECT_NE(statuses[1].message().find("the host's leader"), std::string::npos)
+      << statuses[1].ToString();
+}
+
+}  // namespace
+}  // namespace worker
+}  // namespace pstrain
