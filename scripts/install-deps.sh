@@ -15,6 +15,7 @@ packages=(
   libyaml-cpp-dev zlib1g-dev libpng-dev nlohmann-json3-dev
   dataset-fashion-mnist
   python3 python3-numpy python3-venv python3-yaml
+  clang libclang-rt-14-dev libomp-dev  # scripts/fuzz.sh: clang, libFuzzer, OpenMP for clang
   openssh-server openssh-client
 )
 if [[ "${1:-}" == "--bench" ]]; then

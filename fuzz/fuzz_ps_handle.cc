@@ -1,0 +1,245 @@
+// Fuzzes ParameterServer::Handle, the server's answer to every request a peer sends. The input
+// picks the update mode, optimizer, schedule and clipping, whether the chief initialises the
+// variables, then a sequence of requests: pushes with right and wrong names, shapes and values
+// (NaN, Inf, huge), pulls, barriers, heartbeats, checkpoints, restarts from the checkpoint and
+// shutdowns. Every request goes through Encode and Decode first, so the server only sees what the
+// network could deliver. Invariants: a push answered with an error changed no variable or slot
+// (bitwise), and a restart restores exactly what the checkpoint saved.
+#include <glog/logging.h>
+#include <stdlib.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/config.h"
+#include "common/wire/codec.h"
+#include "fuzz/fuzz_input.h"
+#include "ps/server.h"
+
+namespace pstrain {
+namespace ps {
+namespace {
+
+using fuzz::FuzzInput;
+using wire::Message;
+using wire::MessageType;
+
+std::string g_train_dir;  // a fresh temp dir per process, emptied per input
+
+const std::vector<std::string> kOptimizers = {
+    "{type: sgd}",     "{type: momentum, momentum: 0.9, nesterov: true}", "{type: adam}",
+    "{type: adagrad}", "{type: rmsprop, momentum: 0.5, centered: true}",
+};
+const std::vector<std::string> kSchedules = {
+    "{initial: 0.5}",
+    "{schedule: exponential_decay, initial: 1.0, decay_steps: 2, decay_rate: 0.5}",
+    "{schedule: piecewise_constant, boundaries: [1, 3], values: [1.0, 0.1, 0.01]}",
+};
+const std::vector<std::string> kClipping = {"", ", clipping: {by_value: [-1.0, 1.0]}",
+                                            ", clipping: {by_norm: 1.0}"};
+
+// The chief's variables: a matrix, a vector, a scalar and an empty tensor.
+const std::vector<std::pair<std::string, Shape>> kVariables = {
+    {"w", Shape{2, 3}}, {"b", Shape{3}}, {"s", Shape{}}, {"e", Shape{0}}};
+const std::vector<std::string> kPeers = {"chief", "w0", "w1", "w2"};
+
+std::unique_ptr<ParameterServer> NewServer(const ServerOptions& options,
+                                           const std::string& train_config) {
+  auto config = ConfigNode::Parse(train_config, "fuzz");
+  CHECK(config.ok()) << config.status().ToString();
+  auto store = VariableStore::FromConfig(*config);
+  CHECK(store.ok()) << store.status().ToString();
+  return std::make_unique<ParameterServer>(options, std::move(store).value());
+}
+
+// Mostly ordinary numbers, sometimes raw bits: NaN, Inf, denormals and huge values.
+float Value(FuzzInput& in) {
+  static const std::vector<float> kValues = {0.0f,
+                                             1.0f,
+                                             -1.0f,
+                                             0.25f,
+                                             1e30f,
+                                             -1e30f,
+                                             std::numeric_limits<float>::quiet_NaN(),
+                                             std::numeric_limits<float>::infinity(),
+                                             std::numeric_limits<float>::max(),
+                                             std::numeric_limits<float>::denorm_min()};
+  const uint8_t b = in.Byte();
+  if (b < 200) return kValues[b % kValues.size()];
+  return in.Raw<float>();
+}
+
+std::string Name(FuzzInput& in) {
+  const uint8_t b = in.Byte();
+  if (b < 200) return kVariables[b % kVariables.size()].first;
+  return in.Bytes(b % 8);  // unknown, empty, or with odd bytes (',', '/', '\0')
+}
+
+// Usually the variable's own shape, sometimes another (rank up to 3, dims up to 4).
+Shape ShapeFor(FuzzInput& in, const std::string& name) {
+  if (in.Byte() < 200) {
+    for (const auto& [n, shape] : kVariables) {
+      if (n == name) return shape;
+    }
+  }
+  std::vector<int64_t> dims(in.Range(0, 3));
+  for (int64_t& d : dims) d = in.Range(0, 4);
+  return Shape(dims);
+}
+
+wire::NamedTensor TensorFor(FuzzInput& in, const std::string& name) {
+  Tensor t(ShapeFor(in, name));
+  for (int64_t i = 0; i < t.size(); ++i) t[i] = Value(in);
+  return {name, t};
+}
+
+int64_t Step(FuzzInput& in, int64_t global_step) {
+  switch (in.Range(0, 3)) {
+    case 0:
+      return global_step;
+    case 1:
+      return global_step - in.Range(1, 4);
+    case 2:
+      return in.Range(0, 8);
+    default:
+      return in.Raw<int64_t>();
+  }
+}
+
+Message Request(FuzzInput& in, MessageType type, uint64_t id, int64_t global_step) {
+  Message m;
+  m.type = type;
+  m.request_id = id;
+  m.role = in.Pick<std::string>({"chief", "worker", "evaluator", ""});
+  m.task_index = static_cast<int32_t>(in.Range(-1, 3));
+  m.step = Step(in, global_step);
+  m.value = in.Bool() ? in.Range(0, 4) : in.Raw<int64_t>();
+  m.text = in.Pick<std::string>({"", "start", "end"});
+  for (int64_t n = in.Range(0, 3); n > 0; --n) m.names.push_back(Name(in));
+  for (int64_t n = in.Range(0, 3); n > 0; --n) m.tensors.push_back(TensorFor(in, Name(in)));
+  return m;
+}
+
+// What the network would deliver: Encode refuses what no peer can send (empty names).
+bool ThroughTheWire(Message* m) {
+  auto encoded = wire::Encode(*m);
+  if (!encoded.ok()) return false;
+  auto decoded = wire::Decode(wire::FramesOf(*encoded));
+  CHECK(decoded.ok()) << "an encoded message does not decode: " << decoded.status().ToString();
+  *m = std::move(decoded).value();
+  return true;
+}
+
+// Every variable and slot, copied: the store updates in place.
+using Snapshot = std::map<std::string, std::pair<Shape, std::string>>;
+Snapshot Take(const ParameterServer& server) {
+  Snapshot s;
+  for (const auto& [name, t] : server.store().StateTensors()) {
+    s[name] = {t.shape(), std::string(reinterpret_cast<const char*>(t.data()), t.bytes())};
+  }
+  return s;
+}
+
+void CheckSame(const Snapshot& before, const Snapshot& after, const std::string& what) {
+  CHECK_EQ(before.size(), after.size()) << what << ": the set of variables changed";
+  for (const auto& [name, value] : before) {
+    auto it = after.find(name);
+    CHECK(it != after.end()) << what << ": '" << name << "' disappeared";
+    CHECK(it->second.first == value.first) << what << ": '" << name << "' changed shape";
+    CHECK(it->second.second == value.second) << what << ": '" << name << "' changed";
+  }
+}
+
+}  // namespace
+}  // namespace ps
+}  // namespace pstrain
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  // Refusals are logged; PSTRAIN_FUZZ_LOG=1 shows them when replaying one input.
+  FLAGS_minloglevel = std::getenv("PSTRAIN_FUZZ_LOG") ? 0 : 3;
+  char dir[] = "/tmp/pstrain-fuzz-ps-XXXXXX";
+  CHECK(mkdtemp(dir) != nullptr);
+  pstrain::ps::g_train_dir = dir;
+  atexit([] { std::filesystem::remove_all(pstrain::ps::g_train_dir); });
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace pstrain;
+  using namespace pstrain::ps;
+  FuzzInput in(data, size);
+  std::filesystem::remove_all(g_train_dir);
+
+  ServerOptions options;
+  options.mode = static_cast<UpdateMode>(in.Range(0, 2));
+  options.num_workers = static_cast<int>(in.Range(1, 3));
+  options.accumulate_n = static_cast<int>(in.Range(0, 3));
+  options.max_staleness = in.Range(0, 3);
+  options.backup_workers = static_cast<int>(in.Range(0, 1));
+  options.train_dir = g_train_dir;
+  options.max_to_keep = static_cast<int>(in.Range(1, 2));
+  // One read per statement: the operands of + are evaluated in no fixed order.
+  const std::string optimizer = in.Pick(kOptimizers);
+  const std::string schedule = in.Pick(kSchedules);
+  const std::string clipping = in.Pick(kClipping);
+  const std::string train_config =
+      "{optimizer: " + optimizer + ", learning_rate: " + schedule + clipping + "}";
+  std::unique_ptr<ParameterServer> server = NewServer(options, train_config);
+
+  if (in.Bool()) {  // the chief initialises, as in a real cluster
+    Message init;
+    init.type = MessageType::kRegister;
+    init.role = "chief";
+    init.task_index = 0;
+    for (const auto& [name, shape] : kVariables) init.tensors.push_back({name, Tensor(shape)});
+    for (auto& t : init.tensors) {
+      for (int64_t i = 0; i < t.tensor.size(); ++i) t.tensor[i] = Value(in);
+    }
+    CHECK(ThroughTheWire(&init));
+    server->Handle("chief", init);
+    CHECK(server->initialized());
+  }
+
+  // What the last successful checkpoint saved, to compare a restart with.
+  bool saved = false;
+  Snapshot saved_state;
+  int64_t saved_step = 0;
+  for (uint64_t id = 1; !in.empty() && id < 64; ++id) {
+    const uint8_t op = in.Byte() % 9;
+    if (op == 8) {  // restart: a new server process restores the shard's latest checkpoint
+      auto restarted = NewServer(options, train_config);
+      Status s = restarted->RestoreIfPresent();
+      CHECK(s.ok()) << "a checkpoint this server saved does not restore: " << s.ToString();
+      if (saved) {
+        CheckSame(saved_state, Take(*restarted), "restart");
+        CHECK_EQ(restarted->global_step(), saved_step);
+      }
+      server = std::move(restarted);
+      continue;
+    }
+    Message request = Request(in, static_cast<MessageType>(op), id, server->global_step());
+    if (!ThroughTheWire(&request)) continue;
+    const std::string peer = in.Pick(kPeers);
+    const Snapshot before = Take(*server);
+    std::vector<ParameterServer::Outgoing> out = server->Handle(peer, request);
+    if (request.type == MessageType::kPush && out.size() == 1 &&
+        out[0].message.type == MessageType::kError) {
+      CheckSame(before, Take(*server), "push refused with '" + out[0].message.text + "'");
+    }
+    if (request.type == MessageType::kCheckpoint && out.size() == 1 &&
+        out[0].message.type == MessageType::kOk) {
+      saved = true;
+      saved_state = Take(*server);
+      saved_step = request.step;
+    }
+  }
+  return 0;
+}

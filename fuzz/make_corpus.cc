@@ -1,0 +1,333 @@
+// Writes the seed corpora in fuzz/corpus/<target>/: real encoded messages, request sequences for
+// the server, TFRecord and IDX files, configs. Each seed follows the input layout its target's
+// header comment describes. Run after changing a layout, then commit the seeds:
+//   build/fuzz/pstrain-fuzz-corpus <source dir>
+#include <glog/logging.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <zlib.h>
+
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "common/crc32c.h"
+#include "common/data/example.pb.h"
+#include "common/data/image_example.h"
+#include "common/little_endian.h"
+#include "common/wire/codec.h"
+
+namespace pstrain {
+namespace {
+
+namespace fs = std::filesystem;
+using wire::Message;
+using wire::MessageType;
+
+// Bytes in the order a target reads them (fuzz/fuzz_input.h).
+class Seed {
+ public:
+  Seed& Byte(uint8_t b) {
+    bytes_.push_back(static_cast<char>(b));
+    return *this;
+  }
+  Seed& Bytes(std::initializer_list<uint8_t> bs) {
+    for (uint8_t b : bs) Byte(b);
+    return *this;
+  }
+  template <typename T>
+  Seed& Raw(T v) {
+    bytes_.append(reinterpret_cast<const char*>(&v), sizeof(v));
+    return *this;
+  }
+  Seed& LengthPrefixed(const std::string& s) {
+    CHECK_LE(s.size(), 65535u);
+    Raw<uint16_t>(static_cast<uint16_t>(s.size()));
+    bytes_ += s;
+    return *this;
+  }
+  Seed& Append(const std::string& s) {
+    bytes_ += s;
+    return *this;
+  }
+  const std::string& str() const { return bytes_; }
+
+ private:
+  std::string bytes_;
+};
+
+void Write(const fs::path& dir, const std::string& name, const std::string& bytes) {
+  fs::create_directories(dir);
+  std::ofstream out(dir / name, std::ios::binary | std::ios::trunc);
+  out << bytes;
+  CHECK(out.good()) << (dir / name);
+}
+
+Tensor Iota(Shape shape) {
+  Tensor t(std::move(shape));
+  for (int64_t i = 0; i < t.size(); ++i) t[i] = 0.5f * static_cast<float>(i);
+  return t;
+}
+
+// fuzz_wire_decode: a flags byte, then each frame as a 16-bit length and its bytes.
+std::string WireSeed(const Message& m, uint8_t flags) {
+  auto encoded = wire::Encode(m);
+  CHECK(encoded.ok()) << encoded.status().ToString();
+  Seed seed;
+  seed.Byte(flags).LengthPrefixed(encoded->header);
+  for (const Tensor& t : encoded->tensor_frames) {
+    seed.LengthPrefixed(std::string(reinterpret_cast<const char*>(t.data()), t.bytes()));
+  }
+  return seed.str();
+}
+
+void WireSeeds(const fs::path& dir) {
+  Message reg;
+  reg.type = MessageType::kRegister;
+  reg.role = "chief";
+  reg.task_index = 0;
+  reg.tensors = {{"w", Iota(Shape{2, 3})}, {"b", Iota(Shape{3})}};
+  Write(dir, "register", WireSeed(reg, 0));
+
+  Message pull;
+  pull.type = MessageType::kPull;
+  pull.request_id = 7;
+  pull.role = "worker";
+  pull.task_index = 1;
+  pull.names = {"w", "b"};
+  Write(dir, "pull", WireSeed(pull, 0));
+
+  Message push;
+  push.type = MessageType::kPush;
+  push.request_id = 8;
+  push.role = "worker";
+  push.task_index = 1;
+  push.step = 12;
+  push.value = 1;
+  push.names = {"bn/moving_mean"};
+  // 2048 floats = 8 KiB: at wire::kWrapMinBytes, so the frame is wrapped, not copied.
+  push.tensors = {{"w", Iota(Shape{2, 3})}, {"bn/moving_mean", Iota(Shape{2048})}};
+  Write(dir, "push", WireSeed(push, 0));
+  Write(dir, "push-small-limits", WireSeed(push, 0x0f));
+  Write(dir, "push-misaligned", WireSeed(push, 0x10));
+
+  Message barrier;
+  barrier.type = MessageType::kBarrier;
+  barrier.role = "worker";
+  barrier.text = "start";
+  barrier.value = 3;
+  Write(dir, "barrier", WireSeed(barrier, 0));
+
+  Message error = wire::ErrorReply(pull, NotFound("no variable named 'x'"));
+  Write(dir, "error-reply", WireSeed(error, 0));
+}
+
+// fuzz_ps_handle: see the harness for the order of the reads.
+Seed ServerSetup(uint8_t mode, uint8_t workers, uint8_t optimizer, uint8_t schedule,
+                 uint8_t clipping) {
+  Seed s;
+  // mode, workers - 1, accumulate_n, max_staleness, backup_workers, max_to_keep - 1
+  s.Bytes({mode, workers, 0, 1, 0, 0, optimizer, schedule, clipping});
+  s.Byte(1);                                // the chief initialises
+  s.Bytes({1, 2, 3, 1, 2, 3, 1, 1, 1, 3});  // w (6 values), b (3), s (1): 1, -1, 0.25
+  return s;
+}
+// A request: role, task index, step (the current global step), value 0 or `value`, text.
+void Header(Seed* s, uint8_t op, uint8_t value = 0, uint8_t text = 0) {
+  s->Bytes({op, 1, 1, 0, 1, value, text});
+}
+void Push(Seed* s, uint8_t value_byte, uint8_t peer) {
+  Header(s, 2);
+  s->Bytes({0, 1, 0, 0});  // no names; one tensor "w" of its own shape
+  for (int i = 0; i < 6; ++i) s->Byte(value_byte);
+  s->Byte(peer);
+}
+void Pull(Seed* s, uint8_t peer) {
+  Header(s, 1);
+  s->Bytes({1, 1, 0, peer});  // names: "b"; no tensors
+}
+void Checkpoint(Seed* s) {
+  Header(s, 5);
+  s->Bytes({0, 0, 0});
+}
+
+void ServerSeeds(const fs::path& dir) {
+  // value bytes: 3 = 0.25, 6 = NaN, 7 = Inf
+  for (uint8_t mode : {0, 1, 2}) {
+    Seed s = ServerSetup(mode, 1, mode, mode, 0);
+    Push(&s, 3, 1);
+    Pull(&s, 1);
+    Push(&s, 3, 2);
+    Push(&s, 6, 1);
+    Pull(&s, 2);
+    Checkpoint(&s);
+    s.Byte(8);  // restart
+    Pull(&s, 1);
+    Write(dir, "mode" + std::to_string(mode) + "-push-pull-checkpoint-restart", s.str());
+  }
+  Seed b = ServerSetup(0, 0, 2, 1, 1);
+  Header(&b, 3, 2, 1);  // barrier "start" of 2
+  b.Bytes({0, 0, 1});
+  Header(&b, 3, 2, 1);
+  b.Bytes({0, 0, 2});
+  Header(&b, 4);  // heartbeat
+  b.Bytes({0, 0, 1});
+  Push(&b, 7, 1);
+  Header(&b, 6);  // shutdown
+  b.Bytes({0, 0, 0});
+  Write(dir, "barrier-heartbeat-inf-shutdown", b.str());
+}
+
+std::string Framed(const std::string& record) {
+  char header[12];
+  little_endian::Put64(header, record.size());
+  little_endian::Put32(header + 8, crc32c::Mask(crc32c::Value(header, 8)));
+  char footer[4];
+  little_endian::Put32(footer, crc32c::Mask(crc32c::Value(record.data(), record.size())));
+  return std::string(header, 12) + record + std::string(footer, 4);
+}
+
+std::string ImageRecord(const ImageShape& shape, int64_t label) {
+  std::vector<uint8_t> pixels(shape.bytes());
+  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>(i * 7);
+  // Serialized again with the features map in key order: protobuf writes maps in no fixed order,
+  // and the seeds in git should not change each time they are written.
+  tensorflow::Example example;
+  CHECK(example.ParseFromString(EncodeImageExample(pixels.data(), shape, label)));
+  std::string record;
+  {
+    google::protobuf::io::StringOutputStream out(&record);
+    google::protobuf::io::CodedOutputStream coded(&out);
+    coded.SetSerializationDeterministic(true);
+    CHECK(example.SerializeToCodedStream(&coded));
+  }
+  return record;
+}
+
+// fuzz_tfrecord: a mode byte, a shape byte (0: 28x28x1, 1: 2x2x1), then the file or records.
+void TfRecordSeeds(const fs::path& dir) {
+  const ImageShape small{2, 2, 1};
+  const std::string a = ImageRecord(small, 3), b = ImageRecord(small, 9);
+  Write(dir, "raw-2-records", Seed().Bytes({0, 1}).Append(Framed(a) + Framed(b)).str());
+  Write(dir, "raw-fashion-mnist-shape",
+        Seed().Bytes({0, 0}).Append(Framed(ImageRecord({28, 28, 1}, 5))).str());
+  Write(dir, "framed-2-records", Seed().Bytes({1, 1, 2}).LengthPrefixed(a).LengthPrefixed(b).str());
+  Write(dir, "framed-then-bad-length",
+        Seed().Bytes({3, 1, 1}).LengthPrefixed(a).Raw<uint64_t>(100).Append("0123456789").str());
+}
+
+std::string Idx(std::vector<uint32_t> dims, uint8_t fill) {
+  std::string s{0, 0, 8, static_cast<char>(dims.size())};
+  size_t n = 1;
+  for (uint32_t d : dims) {
+    for (int shift : {24, 16, 8, 0}) s.push_back(static_cast<char>(d >> shift));
+    n *= d;
+  }
+  for (size_t i = 0; i < n; ++i) s.push_back(static_cast<char>((i + fill) % 10));
+  return s;
+}
+
+std::string Gzip(const std::string& bytes) {
+  std::string out(compressBound(bytes.size()) + 64, '\0');
+  z_stream z{};
+  CHECK_EQ(deflateInit2(&z, 9, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);  // gzip
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
+  z.avail_in = static_cast<uInt>(bytes.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  CHECK_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+// fuzz_idx: a flags byte (1: gzip the images, 2: gzip the labels), the images file as a
+// 16-bit length and its bytes, the labels file as the rest.
+void IdxSeeds(const fs::path& dir) {
+  const std::string images = Idx({2, 28, 28}, 0), labels = Idx({2}, 4);
+  Write(dir, "fashion-mnist-2", Seed().Byte(0).LengthPrefixed(images).Append(labels).str());
+  Write(dir, "fashion-mnist-2-gzipped", Seed().Byte(3).LengthPrefixed(images).Append(labels).str());
+  // Written as they are: zlib reads the gzip stream the fuzzer mutates.
+  Write(dir, "gzip-stream", Seed().Byte(0).LengthPrefixed(Gzip(images)).Append(Gzip(labels)).str());
+  Write(dir, "rank4-rgb", Seed().Byte(0).LengthPrefixed(Idx({2, 2, 2, 3}, 1)).Append(labels).str());
+}
+
+void CopyFile(const fs::path& from, const fs::path& dir) {
+  fs::create_directories(dir);
+  fs::copy_file(from, dir / from.filename(), fs::copy_options::overwrite_existing);
+}
+
+// fuzz_config: YAML text.
+void ConfigSeeds(const fs::path& source, const fs::path& dir) {
+  CopyFile(source / "configs/refnet.yaml", dir);
+  CopyFile(source / "configs/resnet20.yaml", dir);
+  CopyFile(source / "tests/distributed/testdata/sgd.yaml", dir);
+  Write(dir, "every-train-field.yaml", R"(train:
+  seed: 3
+  batch_size: 32
+  epochs: 2
+  max_steps: 100
+  weight_decay: 0.0001
+  optimizer: {type: rmsprop, decay: 0.9, momentum: 0.5, epsilon: 1.0e-10, centered: true}
+  learning_rate: {schedule: piecewise_constant, boundaries: [10, 20], values: [0.1, 0.01, 0.001]}
+  clipping: {by_value: [-1.0, 1.0], by_norm: 5.0, by_global_norm: 5.0}
+input:
+  source: tfrecord
+  tfrecord_pattern: /tmp/train-*.tfrecord
+  test_tfrecord_pattern: /tmp/test-*.tfrecord
+  shuffle_capacity: 100
+  min_after_dequeue: 10
+  prefetch_batches: 2
+  threads: 2
+  random_flip: true
+  random_crop_padding: 4
+  mean: [0.5]
+  std: [0.25]
+)");
+  Write(dir, "every-layer.yaml", R"(model:
+  name: every_layer
+  input: [3, 8, 8]
+  layers:
+    - {name: conv, type: conv2d, filters: 4, kernel: [3, 2], stride: [2, 1], padding: VALID, use_bias: false, init: he_normal}
+    - {name: bn, type: batch_norm, momentum: 0.9, epsilon: 0.001}
+    - {name: relu, type: relu}
+    - {name: conv2, type: conv2d, filters: 4, kernel: 1, inputs: relu}
+    - {name: sum, type: add, inputs: [conv2, relu]}
+    - {name: avg, type: avg_pool, size: 2, stride: 1, padding: SAME}
+    - {name: max, type: max_pool, size: [2, 2]}
+    - {name: flat, type: flatten}
+    - {name: drop, type: dropout, keep_prob: 0.5}
+    - {name: fc, type: fully_connected, units: 3, init: glorot_uniform}
+    - {name: loss, type: softmax_cross_entropy}
+train:
+  optimizer: {type: momentum, momentum: 0.9, nesterov: true}
+  learning_rate: {schedule: exponential_decay, initial: 0.1, decay_steps: 100, decay_rate: 0.96, staircase: true}
+)");
+  Write(dir, "adagrad-adam.yaml",
+        "train: {optimizer: {type: adagrad, initial_accumulator_value: 0.1}, learning_rate: "
+        "{initial: 0.01}}\nother: {optimizer: {type: adam, beta1: 0.9, beta2: 0.999, epsilon: "
+        "1.0e-8}}\n");
+}
+
+}  // namespace
+}  // namespace pstrain
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s SOURCE_DIR (writes SOURCE_DIR/fuzz/corpus/<target>/)\n",
+                 argv[0]);
+    return 2;
+  }
+  const std::filesystem::path source = argv[1];
+  const std::filesystem::path corpus = source / "fuzz" / "corpus";
+  pstrain::WireSeeds(corpus / "fuzz_wire_decode");
+  pstrain::ServerSeeds(corpus / "fuzz_ps_handle");
+  pstrain::TfRecordSeeds(corpus / "fuzz_tfrecord");
+  pstrain::IdxSeeds(corpus / "fuzz_idx");
+  pstrain::ConfigSeeds(source, corpus / "fuzz_config");
+  std::printf("seeds written to %s\n", corpus.c_str());
+  return 0;
+}
