@@ -1,5 +1,5 @@
 // libFuzzer fails an input that makes the code allocate more than -malloc_limit_mb at once
-// (scripts/fuzz.sh: 2048, from -rss_limit_mb). The standalone replay (standalone_main.cc) does the
+// (scripts/fuzz.sh sets 2048). The standalone replay (standalone_main.cc) does the
 // same with glibc's allocator behind a size check, so that an input which once made a loader
 // allocate gigabytes stays a failing regression test in the gcc build.
 //

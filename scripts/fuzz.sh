@@ -48,7 +48,7 @@ run_target() {
   [[ -d fuzz/regressions/$t ]] && extra+=("fuzz/regressions/$t")
   [[ -f fuzz/dicts/$t.dict ]] && extra+=("-dict=fuzz/dicts/$t.dict")
   local rc=0
-  build-fuzz/fuzz/"$t" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 \
+  build-fuzz/fuzz/"$t" -max_total_time="$seconds" -rss_limit_mb=4096 -malloc_limit_mb=2048 -timeout=10 \
     -print_final_stats=1 -artifact_prefix=build-fuzz/artifacts/"$t"- "$corpus" "${extra[@]}" \
     >build-fuzz/logs/"$t".log 2>&1 || rc=$?
   echo "$rc" >build-fuzz/logs/"$t".rc

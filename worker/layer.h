@@ -32,10 +32,11 @@ struct Variable {
   bool trainable = true;
 };
 
-// The most float32 values a model's variables may hold together (2^27: 512 MiB, 1 GiB with the
-// gradients), and the most one example's activations may hold at any layer (2^24: 64 MiB). A
-// config asking for more is refused by name before anything is allocated.
-constexpr int64_t kMaxModelElements = int64_t{1} << 27;
+// The most float32 values a model's variables may hold together (2^28: 1 GiB, 2 GiB with the
+// gradients; VGG-16's 138M parameters fit), and the most one example's activations may hold at
+// any layer (2^24: 64 MiB). A config asking for more is refused by name before anything is
+// allocated.
+constexpr int64_t kMaxModelElements = int64_t{1} << 28;
 constexpr int64_t kMaxExampleElements = int64_t{1} << 24;
 
 // The elements of `shape`, or -1 when there are more than `limit` (checked before each multiply,
