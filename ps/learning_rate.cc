@@ -1,6 +1,7 @@
 #include "ps/learning_rate.h"
 
 #include <cmath>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -15,8 +16,10 @@ std::string Number(double value) {
 }
 
 Status CheckLearningRate(const char* field, double value) {
-  if (value >= 0.0 && std::isfinite(value)) return Status::OK();
-  return InvalidArgument(std::string("field '") + field + "' must be a learning rate >= 0, got " +
+  // Updates run in float32: a rate beyond its range would turn into infinity there.
+  if (value >= 0.0 && value <= std::numeric_limits<float>::max()) return Status::OK();
+  return InvalidArgument(std::string("field '") + field +
+                         "' must be a learning rate from 0 to 3.4e38 (float32), got " +
                          Number(value));
 }
 

@@ -100,7 +100,11 @@ TEST(LearningRateTest, ConfigErrorsNameTheField) {
   EXPECT_NE(ErrorOf("{schedule: exponential_decay, initial: 0.1, decay_steps: 10}")
                 .find("missing field 'decay_rate'"),
             std::string::npos);
-  EXPECT_NE(ErrorOf("{initial: -0.1}").find("field 'initial' must be a learning rate >= 0"),
+  EXPECT_NE(ErrorOf("{initial: -0.1}").find("field 'initial' must be a learning rate from 0"),
+            std::string::npos);
+  // Beyond float32's range (found by fuzz_config): it would become infinity in the updates.
+  EXPECT_NE(ErrorOf("{initial: 1.0e+300}")
+                .find("field 'initial' must be a learning rate from 0 to 3.4e38 (float32)"),
             std::string::npos);
   EXPECT_NE(ErrorOf("{schedule: piecewise_constant, boundaries: [10, 20], values: [1, 2]}")
                 .find("field 'values' must have one more entry than 'boundaries' (3), got 2"),
