@@ -28,7 +28,9 @@ struct ClusterResult {
 };
 
 ClusterResult RunClusterOnce(const std::string& name, const std::vector<std::string>& flags) {
-  const std::string dir = ::testing::TempDir() + "/cluster_" + name;
+  // Unique per process: two checkouts' test runs on one machine must not share a train_dir.
+  const std::string dir =
+      ::testing::TempDir() + "/cluster_" + name + "_" + std::to_string(getpid());
   fs::remove_all(dir);
   fs::create_directories(dir);
   std::string ps_hosts, worker_hosts;

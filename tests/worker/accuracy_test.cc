@@ -1,6 +1,7 @@
 // The accuracy targets, reached by the trainer binary exactly as the README runs it.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -14,7 +15,8 @@ namespace {
 namespace fs = std::filesystem;
 
 double TrainToTarget(const std::string& config, double target, int epochs, std::string* out) {
-  const std::string dir = ::testing::TempDir() + "/accuracy_" + fs::path(config).stem().string();
+  const std::string dir = ::testing::TempDir() + "/accuracy_" + fs::path(config).stem().string() +
+                          "_" + std::to_string(getpid());
   fs::remove_all(dir);
   const std::string cmd = std::string(PSTRAIN_TRAIN_BINARY) + " --config=" + testing::SourceDir() +
                           "/configs/" + config + " --train_dir=" + dir +
