@@ -3,13 +3,16 @@
 namespace pstrain {
 namespace worker {
 
+const char* DeviceName(Device device) { return device == Device::kGpu ? "GPU" : "CPU"; }
+
 void Layer::Forward(const std::vector<const Tensor*>& in, Tensor* out, const LayerContext& ctx) {
   switch (device_) {
     case Device::kCpu:
       ForwardCpu(in, out, ctx);
       return;
     case Device::kGpu:
-      LOG(FATAL) << Describe() << ": the GPU backend is not built into this binary";
+      ForwardGpu(in, out, ctx);
+      return;
   }
 }
 
@@ -21,8 +24,27 @@ void Layer::Backward(const std::vector<const Tensor*>& in, const Tensor& out,
       BackwardCpu(in, out, out_grad, in_grads, ctx);
       return;
     case Device::kGpu:
-      LOG(FATAL) << Describe() << ": the GPU backend is not built into this binary";
+      BackwardGpu(in, out, out_grad, in_grads, ctx);
+      return;
   }
+}
+
+Status Layer::GpuSupport() const {
+#if PSTRAIN_HAVE_GPU_BACKEND
+  return FailedPrecondition(Describe() + " is not implemented on GPU (no kernels in worker/cuda/)");
+#else
+  return FailedPrecondition(Describe() +
+                            " cannot run on a GPU: this binary was built without the CUDA backend");
+#endif
+}
+
+void Layer::ForwardGpu(const std::vector<const Tensor*>&, Tensor*, const LayerContext&) {
+  LOG(FATAL) << GpuSupport().message();
+}
+
+void Layer::BackwardGpu(const std::vector<const Tensor*>&, const Tensor&, const Tensor&,
+                        const std::vector<Tensor*>&, const LayerContext&) {
+  LOG(FATAL) << GpuSupport().message();
 }
 
 int64_t ElementsAtMost(const Shape& shape, int64_t limit) {

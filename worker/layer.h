@@ -21,15 +21,25 @@
 namespace pstrain {
 namespace worker {
 
+namespace cuda {
+class GpuContext;
+}
+
 enum class Device { kCpu, kGpu };
+const char* DeviceName(Device device);  // "CPU", "GPU"
 
 // A tensor a layer owns. Trainable ones have a gradient of the same shape; state (batch-norm
 // moving statistics) has none and is saved in checkpoints all the same.
+//
+// On a GPU the layer computes with device mirrors (device_value, device_grad: Tensors over
+// device memory) while value and grad stay the host copies that the parameter-server client,
+// the optimizer and checkpoints use; Model moves data between them explicitly.
 struct Variable {
   std::string name;  // "<layer>/<variable>", e.g. "conv1/weights"
   Tensor value;
   Tensor grad;
   bool trainable = true;
+  Tensor device_value, device_grad;  // empty on the CPU
 };
 
 // The most float32 values a model's variables may hold together (2^28: 1 GiB, 2 GiB with the
@@ -47,6 +57,9 @@ struct LayerContext {
   bool training = true;
   std::mt19937_64* rng = nullptr;                // dropout masks
   const std::vector<int32_t>* labels = nullptr;  // loss layers
+  // On the GPU: the context (handles, streams, allocator) and the labels in device memory.
+  cuda::GpuContext* gpu = nullptr;
+  const int32_t* device_labels = nullptr;
 };
 
 class Layer {
@@ -82,6 +95,12 @@ class Layer {
                 const std::vector<Tensor*>& in_grads, const LayerContext& ctx);
 
   Device device() const { return device_; }
+  // Whether this layer can run on the GPU (in this build, with its configuration); an error
+  // naming the layer and the reason otherwise. Model::SetDevice asks before placing anything.
+  virtual Status GpuSupport() const;
+  // Only Model::SetDevice (or a test placing one layer) calls this, after GpuSupport() is OK
+  // and the variables' device mirrors exist.
+  void set_device(Device device) { device_ = device; }
 
  protected:
   virtual void ForwardCpu(const std::vector<const Tensor*>& in, Tensor* out,
@@ -89,6 +108,13 @@ class Layer {
   virtual void BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& out,
                            const Tensor& out_grad, const std::vector<Tensor*>& in_grads,
                            const LayerContext& ctx) = 0;
+  // Implemented in worker/cuda/ by the layers that declare PSTRAIN_DECLARE_GPU_KERNELS; the
+  // defaults stop naming the layer (Model::SetDevice refuses such layers before they run).
+  virtual void ForwardGpu(const std::vector<const Tensor*>& in, Tensor* out,
+                          const LayerContext& ctx);
+  virtual void BackwardGpu(const std::vector<const Tensor*>& in, const Tensor& out,
+                           const Tensor& out_grad, const std::vector<Tensor*>& in_grads,
+                           const LayerContext& ctx);
   // The returned pointer is valid until the next AddVariable; keep the Tensor handles (they
   // share the buffer) rather than the pointer. Variables are always updated in place. Fails,
   // allocating nothing, when the variable would not fit the layer's budget.
@@ -118,6 +144,23 @@ class LayerRegistry {
  private:
   std::map<std::string, Factory> factories_;
 };
+
+// Declares a layer's GPU kernels (defined in worker/cuda/<layer>.cc) in builds with the GPU
+// backend; in other builds the layer keeps the base class's refusing defaults.
+#if PSTRAIN_HAVE_GPU_BACKEND
+#define PSTRAIN_DECLARE_GPU_KERNELS()                                                         \
+ public:                                                                                      \
+  Status GpuSupport() const override;                                                         \
+                                                                                              \
+ protected:                                                                                   \
+  void ForwardGpu(const std::vector<const Tensor*>& in, Tensor* out, const LayerContext& ctx) \
+      override;                                                                               \
+  void BackwardGpu(const std::vector<const Tensor*>& in, const Tensor& out,                   \
+                   const Tensor& out_grad, const std::vector<Tensor*>& in_grads,              \
+                   const LayerContext& ctx) override;
+#else
+#define PSTRAIN_DECLARE_GPU_KERNELS()
+#endif
 
 #define PSTRAIN_REGISTER_LAYER(type_name, Class)                                              \
   static const bool PSTRAIN_CONCAT(kRegistered_, Class) = [] {                                \

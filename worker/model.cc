@@ -6,6 +6,10 @@
 #include <sstream>
 
 #include "worker/layers/batch_norm.h"
+#if PSTRAIN_HAVE_GPU_BACKEND
+#include "worker/cuda/gpu_context.h"
+#include "worker/cuda/layer_placement.h"
+#endif
 
 namespace pstrain {
 namespace worker {
@@ -148,8 +152,60 @@ void Model::InitVariables(uint64_t seed) {
   for (auto& l : layers_) l->InitVariables(&rng);
 }
 
+Status Model::SetDevice(Device device, cuda::GpuContext* gpu) {
+  if (device == Device::kCpu) {
+    for (auto& l : layers_) {
+      l->set_device(Device::kCpu);
+      for (Variable& v : l->variables()) v.device_value = v.device_grad = Tensor();
+    }
+    device_ = Device::kCpu;
+    gpu_ = nullptr;
+    batch_ = -1;
+    return Status::OK();
+  }
+  for (const auto& l : layers_) RETURN_IF_ERROR(l->GpuSupport());
+#if PSTRAIN_HAVE_GPU_BACKEND
+  CHECK(gpu != nullptr) << "Model::SetDevice(kGpu) needs a GPU context";
+  for (auto& l : layers_) {
+    Status placed = cuda::PlaceOnGpu(l.get(), gpu);
+    if (!placed.ok()) return placed.WithContext("model '" + name_ + "'");
+  }
+  device_ = Device::kGpu;
+  gpu_ = gpu;
+  batch_ = -1;
+  return Status::OK();
+#else
+  (void)gpu;
+  return FailedPrecondition("model '" + name_ +
+                            "': this binary was built without the CUDA backend");
+#endif
+}
+
+void Model::UploadVariables() {
+  if (device_ != Device::kGpu) return;
+#if PSTRAIN_HAVE_GPU_BACKEND
+  cuda::UploadValues(variables(), gpu_);
+#endif
+}
+
+void Model::DownloadGradients() {
+  if (device_ != Device::kGpu) return;
+#if PSTRAIN_HAVE_GPU_BACKEND
+  cuda::DownloadToHost(variables(), /*all_values=*/false, gpu_);
+#endif
+}
+
+void Model::SyncForProfiling() {
+#if PSTRAIN_HAVE_GPU_BACKEND
+  if (device_ == Device::kGpu) gpu_->Synchronize();
+#endif
+}
+
 void Model::Allocate(int64_t batch) {
   if (batch == batch_) return;
+#if PSTRAIN_HAVE_GPU_BACKEND
+  if (device_ == Device::kGpu) return AllocateGpu(batch);
+#endif
   batch_ = batch;
   outputs_.clear();
   grads_.clear();
@@ -176,18 +232,27 @@ float Model::Forward(const Tensor& images, const std::vector<int32_t>& labels, b
   input_ = &images;
   labels_ = labels;
   ctx_ = LayerContext{training, rng, &labels_};
+#if PSTRAIN_HAVE_GPU_BACKEND
+  if (device_ == Device::kGpu) {
+    UploadBatchGpu(images, labels);  // sets input_ and the context's GPU fields
+  }
+#endif
   std::vector<const Tensor*> in;
   for (size_t i = 0; i < layers_.size(); ++i) {
     in.clear();
-    for (int k : nodes_[i].inputs) in.push_back(k < 0 ? &images : &outputs_[k]);
+    for (int k : nodes_[i].inputs) in.push_back(k < 0 ? input_ : &outputs_[k]);
     auto t0 = std::chrono::steady_clock::now();
     layers_[i]->Forward(in, &outputs_[i], ctx_);
     if (profiling_) {
+      SyncForProfiling();
       forward_seconds_.resize(layers_.size());
       forward_seconds_[i] +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
   }
+#if PSTRAIN_HAVE_GPU_BACKEND
+  if (device_ == Device::kGpu) return FinishForwardGpu();
+#endif
   const Tensor& losses = outputs_.back();
   double sum = 0.0;
   for (int64_t i = 0; i < n; ++i) sum += losses[i];
@@ -197,7 +262,13 @@ float Model::Forward(const Tensor& images, const std::vector<int32_t>& labels, b
 void Model::Backward() {
   CHECK(ctx_.training) << "Backward() needs a training Forward() first";
   const int64_t n = batch_;
-  grads_.back().Fill(1.0f / static_cast<float>(n));
+  if (device_ == Device::kGpu) {
+#if PSTRAIN_HAVE_GPU_BACKEND
+    FillLossGradientGpu(1.0f / static_cast<float>(n));
+#endif
+  } else {
+    grads_.back().Fill(1.0f / static_cast<float>(n));
+  }
   std::vector<bool> written(layers_.size(), false);
   written.back() = true;
   std::vector<const Tensor*> in;
@@ -230,12 +301,19 @@ void Model::Backward() {
     auto t0 = std::chrono::steady_clock::now();
     layers_[i]->Backward(in, outputs_[i], grads_[i], in_grads, ctx_);
     if (profiling_) {
+      SyncForProfiling();
       backward_seconds_.resize(layers_.size());
       backward_seconds_[i] +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
     for (int slot : accumulate) {
       Tensor& g = grads_[nodes_[i].inputs[slot]];
+#if PSTRAIN_HAVE_GPU_BACKEND
+      if (device_ == Device::kGpu) {
+        AccumulateGpu(scratch, &g);
+        continue;
+      }
+#endif
       float* dst = g.data();
       const float* src = scratch.data();
       const int64_t m = g.size();
@@ -245,7 +323,9 @@ void Model::Backward() {
   }
 }
 
-const Tensor& Model::logits() const { return outputs_[nodes_.back().inputs[0]]; }
+const Tensor& Model::logits() const {
+  return device_ == Device::kGpu ? host_logits_ : outputs_[nodes_.back().inputs[0]];
+}
 
 int64_t Model::CountCorrect(const std::vector<int32_t>& labels) const {
   const Tensor& z = logits();

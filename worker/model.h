@@ -35,12 +35,25 @@ class Model {
   int64_t num_parameters() const;
   void InitVariables(uint64_t seed);
 
+  // Runs every layer on `device` from now on (`gpu`: the context for Device::kGpu, else null).
+  // On the GPU, activations and gradients live in device memory and the variables are mirrored
+  // there (uploaded now); a layer without GPU kernels fails the call, naming it, before anything
+  // changes.
+  Status SetDevice(Device device, cuda::GpuContext* gpu);
+  Device device() const { return device_; }
+  // GPU only (no-ops on the CPU). Host values -> device, after they changed on the host
+  // (a pull, an optimizer step, a restore).
+  void UploadVariables();
+  // Device -> host: the trainable variables' gradients and the other variables' values
+  // (batch-norm statistics), before the host uses them (push, optimizer, checkpoint).
+  void DownloadGradients();
+
   // Runs the layers on a batch [N, C, H, W]; returns the mean loss over the batch.
   float Forward(const Tensor& images, const std::vector<int32_t>& labels, bool training,
                 std::mt19937_64* rng);
   // Gradients of the mean loss of the last training Forward().
   void Backward();
-  // Logits [N, classes] of the last Forward().
+  // Logits [N, classes] of the last Forward(), in host memory on either device.
   const Tensor& logits() const;
   // How many examples of the last Forward() have the label as their arg-max logit.
   int64_t CountCorrect(const std::vector<int32_t>& labels) const;
@@ -59,6 +72,13 @@ class Model {
     bool needs_grad = false;  // some trainable variable is at or before this node
   };
   void Allocate(int64_t batch);
+  // The device halves of Allocate, Forward and Backward (worker/cuda/model_gpu.cc).
+  void AllocateGpu(int64_t batch);
+  void UploadBatchGpu(const Tensor& images, const std::vector<int32_t>& labels);
+  float FinishForwardGpu();
+  void FillLossGradientGpu(float value);
+  void AccumulateGpu(const Tensor& src, Tensor* dst);
+  void SyncForProfiling();
 
   std::string name_;
   Shape input_shape_;
@@ -73,6 +93,11 @@ class Model {
   LayerContext ctx_;
   bool profiling_ = false;
   std::vector<double> forward_seconds_, backward_seconds_;
+  Device device_ = Device::kCpu;
+  cuda::GpuContext* gpu_ = nullptr;
+  // On the GPU: the batch in device memory (labels as int32 bits in a float tensor, the one
+  // tensor type) and the host copies of the losses and logits.
+  Tensor device_images_, device_labels_, host_losses_, host_logits_;
 };
 
 }  // namespace worker

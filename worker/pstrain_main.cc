@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "ps/ps_role.h"
+#include "worker/device_flags.h"
 #include "worker/worker_role.h"
 
 DEFINE_string(job_name, "", "this process's role: ps, worker or evaluator");
@@ -171,6 +172,7 @@ int main(int argc, char** argv) {
     o.eval_interval_secs = FLAGS_eval_interval_secs;
     o.curve = curve;
     o.unavailable_timeout_secs = FLAGS_ps_unavailable_timeout_secs;
+    o.device = pstrain::worker::DeviceOptionsFromFlags();  // --device, --allow_soft_placement...
     status = FLAGS_job_name == "worker" ? pstrain::worker::RunWorker(o)
                                         : pstrain::worker::RunEvaluator(o);
   }

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "worker/device_flags.h"
 #include "worker/trainer.h"
 
 DEFINE_string(config, "configs/refnet.yaml", "model and training config (YAML)");
@@ -52,6 +53,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   pstrain::worker::TrainerOptions o;
+  o.device = pstrain::worker::DeviceOptionsFromFlags();
+  if (auto valid = pstrain::worker::ValidateDeviceOptions(o.device); !valid.ok()) {
+    LOG(ERROR) << valid.message();
+    return 2;
+  }
   o.config_path = FLAGS_config;
   o.train_dir = FLAGS_train_dir;
   o.logdir = FLAGS_logdir.empty() ? FLAGS_train_dir + "/logs" : FLAGS_logdir;

@@ -16,7 +16,6 @@
 #include "common/checkpoint/save_trigger.h"
 #include "common/summary/summary_writer.h"
 #include "ps/variable_store.h"
-#include "worker/device_info.h"
 #include "worker/input/input_pipeline.h"
 #include "worker/model.h"
 #include "worker/training_setup.h"
@@ -44,6 +43,8 @@ void OnSignal(int) { g_stop = true; }
 Result<TrainResult> Train(const TrainerOptions& o) {
   ASSIGN_OR_RETURN(ConfigNode config, ConfigNode::LoadFile(o.config_path));
   RETURN_IF_ERROR(config.CheckKeys({"model", "train", "input"}));
+  // First: a wrong device flag or a missing GPU stops the run before data is loaded.
+  ASSIGN_OR_RETURN(std::unique_ptr<ComputeDevice> device, ComputeDevice::Open(o.device, "trainer"));
   ASSIGN_OR_RETURN(ConfigNode model_node, config.Child("model"));
   ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::FromConfig(model_node));
   ASSIGN_OR_RETURN(ConfigNode train_node, config.Child("train"));
@@ -52,7 +53,6 @@ Result<TrainResult> Train(const TrainerOptions& o) {
                    ps::VariableStore::FromConfig(train_node));
   ASSIGN_OR_RETURN(InputOptions input, ReadInputOptions(config, o.data_dir));
   LOG(INFO) << "trainer: " << model->Summary();
-  LOG(INFO) << "trainer: " << DeviceDescription();
 
   model->InitVariables(tc.seed);
   std::map<std::string, Tensor> state;  // what a checkpoint holds
@@ -89,6 +89,9 @@ Result<TrainResult> Train(const TrainerOptions& o) {
                    << "checkpoint and keep their initial values, e.g. " << report.missing[0];
     }
   }
+
+  // After the restore: the device mirrors start from the values training resumes from.
+  RETURN_IF_ERROR(device->Place(model.get()));
 
   ASSIGN_OR_RETURN(auto pipeline, InputPipeline::Create(input, tc.batch_size, 0, 1,
                                                         tc.seed + store->global_step()));
@@ -141,6 +144,7 @@ Result<TrainResult> Train(const TrainerOptions& o) {
     if (step == 0 && train_log) train_log->AddImages("input", 0, batch->images, 3);
     const float loss = model->Forward(batch->images, batch->labels, true, &rng);
     model->Backward();
+    model->DownloadGradients();  // on the GPU: gradients and batch-norm statistics to the host
     PrepareGradients(tc, model.get());
     std::vector<std::pair<std::string, Tensor>> grads;
     for (Variable* v : model->trainable_variables()) grads.emplace_back(v->name, v->grad);
@@ -150,6 +154,7 @@ Result<TrainResult> Train(const TrainerOptions& o) {
     }
     Status applied = store->ApplyGradients(grads);
     if (!applied.ok()) return applied.WithContext("trainer: step " + std::to_string(step));
+    model->UploadVariables();  // on the GPU: the updated values back to the device
     const int64_t now_step = store->global_step();
     window.Add(loss, batch->images.dim(0));
 
@@ -161,6 +166,7 @@ Result<TrainResult> Train(const TrainerOptions& o) {
                 << ") loss " << std::setprecision(4) << r.mean_loss << " lr " << lr << " "
                 << std::setprecision(1) << r.examples_per_sec << " examples/s";
       if (train_log) WriteProgressScalars(train_log.get(), now_step, lr, r);
+      ReportDeviceMemory(*device, "trainer", now_step, train_log.get());
     }
     if (train_log && o.histogram_every_n_steps > 0 &&
         (now_step % o.histogram_every_n_steps == 0 || now_step == 1)) {
@@ -203,6 +209,7 @@ Result<TrainResult> Train(const TrainerOptions& o) {
   result.train_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (g_stop) LOG(INFO) << "trainer: stop requested at step " << result.global_step;
   if (result.global_step != last_saved) RETURN_IF_ERROR(save(result.global_step));
+  ReportDeviceMemory(*device, "trainer: at the end", result.global_step, train_log.get());
   if (!evaluated_at_end && !g_stop) {
     ASSIGN_OR_RETURN(Evaluation e, Evaluate(model.get(), input, tc.seed));
     result.test_accuracy = e.accuracy;

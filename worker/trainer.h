@@ -9,6 +9,7 @@
 
 #include "common/config.h"
 #include "common/status.h"
+#include "worker/device_placement.h"
 
 namespace pstrain {
 namespace worker {
@@ -31,6 +32,7 @@ struct TrainerOptions {
   std::string data_dir;         // overrides input.data_dir
   double stop_at_accuracy = 0;  // stop after an evaluation reaching this (0: never)
   std::string command_line;     // for the TensorBoard text summary
+  DeviceOptions device;         // --device, --allow_soft_placement, ...
 };
 
 struct TrainResult {

@@ -1,6 +1,7 @@
 #include "worker/training_setup.h"
 
 #include "common/data/idx.h"
+#include "worker/gpu/growth_allocator.h"
 #include "worker/input/input_pipeline.h"
 #include "worker/input/preprocess.h"
 
@@ -104,6 +105,19 @@ void WriteProgressScalars(SummaryWriter* log, int64_t step, float learning_rate,
   log->AddScalar("learning_rate", step, learning_rate);
   log->AddScalar("examples_per_sec", step, static_cast<float>(report.examples_per_sec));
   log->AddScalar("global_step/sec", step, static_cast<float>(report.steps_per_sec));
+}
+
+void ReportDeviceMemory(const ComputeDevice& device, const std::string& who, int64_t step,
+                        SummaryWriter* log) {
+  AllocatorStats s;
+  if (!device.MemoryStats(&s)) return;
+  LOG(INFO) << who << ": step " << step << ": " << device.MemoryStatsLine();
+  if (!log) return;
+  const double mib = 1.0 / (1 << 20);
+  log->AddScalar("gpu_memory/in_use_mib", step, static_cast<float>(s.bytes_in_use * mib));
+  log->AddScalar("gpu_memory/peak_mib", step, static_cast<float>(s.peak_bytes_in_use * mib));
+  log->AddScalar("gpu_memory/reserved_mib", step, static_cast<float>(s.bytes_reserved * mib));
+  log->AddScalar("gpu_memory/regions", step, static_cast<float>(s.num_regions));
 }
 
 }  // namespace worker

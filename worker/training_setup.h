@@ -11,6 +11,7 @@
 #include "common/status.h"
 #include "common/summary/summary_writer.h"
 #include "ps/clipping.h"
+#include "worker/device_placement.h"
 #include "worker/input/input_options.h"
 #include "worker/model.h"
 
@@ -73,6 +74,11 @@ class ProgressWindow {
 // global_step/sec.
 void WriteProgressScalars(SummaryWriter* log, int64_t step, float learning_rate,
                           const ProgressWindow::Report& report);
+
+// On a GPU: logs the allocator's statistics (in use, peak, reserved, regions) and, when `log`
+// is given, writes them as TensorBoard scalars under gpu_memory/. Nothing on the CPU.
+void ReportDeviceMemory(const ComputeDevice& device, const std::string& who, int64_t step,
+                        SummaryWriter* log);
 
 }  // namespace worker
 }  // namespace pstrain

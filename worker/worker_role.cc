@@ -10,7 +10,6 @@
 #include "common/checkpoint/save_trigger.h"
 #include "common/summary/summary_writer.h"
 #include "ps/learning_rate.h"
-#include "worker/device_info.h"
 #include "worker/input/input_pipeline.h"
 #include "worker/ps_client.h"
 #include "worker/training_setup.h"
@@ -58,6 +57,8 @@ Status RunWorker(const RoleOptions& o) {
   const std::string who = "worker " + std::to_string(o.task_index);
   const int num_workers = static_cast<int>(o.worker_hosts.size());
   ASSIGN_OR_RETURN(Setup s, Load(o));
+  // Before connecting: a wrong device flag or a missing GPU stops the worker at once.
+  ASSIGN_OR_RETURN(std::unique_ptr<ComputeDevice> device, ComputeDevice::Open(o.device, who));
   ASSIGN_OR_RETURN(ConfigNode train_node, s.config.Child("train"));
   ASSIGN_OR_RETURN(ConfigNode lr_node, train_node.Child("learning_rate"));
   ASSIGN_OR_RETURN(ps::LearningRateSchedule schedule,
@@ -79,6 +80,7 @@ Status RunWorker(const RoleOptions& o) {
     RETURN_IF_ERROR(client->WaitUntilInitialized(std::chrono::seconds(o.init_timeout_secs)));
   }
   ASSIGN_OR_RETURN(int64_t step, client->Pull());
+  RETURN_IF_ERROR(device->Place(model));  // uploads the pulled values on a GPU
   ASSIGN_OR_RETURN(auto pipeline,
                    InputPipeline::Create(s.input, s.train.batch_size, o.task_index, num_workers,
                                          s.train.seed + 1000 * o.task_index + step));
@@ -92,7 +94,6 @@ Status RunWorker(const RoleOptions& o) {
   }
   SaveTrigger trigger(SavePolicy{o.save_checkpoints_steps, o.save_checkpoints_secs}, step,
                       Clock::now());
-  LOG(INFO) << who << ": " << DeviceDescription();
   LOG(INFO) << who << ": training " << model->name() << " from global step " << step << " to "
             << s.max_steps << " on shard " << o.task_index << " of " << num_workers;
 
@@ -109,9 +110,11 @@ Status RunWorker(const RoleOptions& o) {
                       std::to_string(loss) + "; training diverged (lower the learning rate)");
     }
     model->Backward();
+    model->DownloadGradients();  // on a GPU: gradients and batch-norm statistics to the host
     PrepareGradients(s.train, model);
     Result<PushPullResult> r = client->PushAndPull(step);
     if (!r.ok()) return r.status().WithContext(who + ": step " + std::to_string(step));
+    model->UploadVariables();  // on a GPU: the pulled values to the device
     staleness += std::max<int64_t>(0, r->global_step - step - 1);
     dropped += r->dropped;
     step = r->global_step;
@@ -130,6 +133,7 @@ Status RunWorker(const RoleOptions& o) {
         log->AddScalar("staleness", step, static_cast<float>(mean_staleness));
         log->AddScalar("dropped_gradients", step, static_cast<float>(dropped));
       }
+      ReportDeviceMemory(*device, who, step, log.get());
       staleness = 0;
     }
     if (log && o.histogram_every_n_steps > 0 && local_steps % o.histogram_every_n_steps == 0) {
@@ -148,6 +152,8 @@ Status RunWorker(const RoleOptions& o) {
   RETURN_IF_ERROR(client->Barrier("done", num_workers + o.evaluators));
   if (!chief) return Status::OK();
   ASSIGN_OR_RETURN(step, client->Pull());
+  model->UploadVariables();
+  ReportDeviceMemory(*device, who + ": at the end", step, log.get());
   RETURN_IF_ERROR(client->Checkpoint(step, o.train_dir));
   ASSIGN_OR_RETURN(Evaluation e, Evaluate(model, s.input, s.train.seed));
   CheckpointData exported;
@@ -165,11 +171,13 @@ Status RunWorker(const RoleOptions& o) {
 Status RunEvaluator(const RoleOptions& o) {
   const std::string who = "evaluator " + std::to_string(o.task_index);
   ASSIGN_OR_RETURN(Setup s, Load(o));
+  ASSIGN_OR_RETURN(std::unique_ptr<ComputeDevice> device, ComputeDevice::Open(o.device, who));
   Model* model = s.model.get();
   ASSIGN_OR_RETURN(auto client, PsClient::Connect(o.ps_hosts, "evaluator", o.task_index,
                                                   model->variables(), o.partition_bytes, o.curve));
   client->set_unavailable_timeout(std::chrono::seconds(o.unavailable_timeout_secs));
   RETURN_IF_ERROR(client->WaitUntilInitialized(std::chrono::seconds(o.init_timeout_secs)));
+  RETURN_IF_ERROR(device->Place(model));
   std::unique_ptr<SummaryWriter> log;
   if (!o.logdir.empty()) {
     ASSIGN_OR_RETURN(log, SummaryWriter::Open(o.logdir, "eval"));
@@ -179,6 +187,7 @@ Status RunEvaluator(const RoleOptions& o) {
     const auto start = Clock::now();
     ASSIGN_OR_RETURN(int64_t step, client->Pull());
     if (step != last) {
+      model->UploadVariables();
       ASSIGN_OR_RETURN(Evaluation e, Evaluate(model, s.input, s.train.seed));
       LOG(INFO) << who << ": step " << step << ": test accuracy " << std::fixed
                 << std::setprecision(4) << e.accuracy << ", test loss " << e.loss;

@@ -9,6 +9,7 @@
 
 #include "common/status.h"
 #include "common/wire/curve.h"
+#include "worker/device_placement.h"
 
 namespace pstrain {
 namespace worker {
@@ -28,6 +29,8 @@ struct RoleOptions {
   int init_timeout_secs = 300;
   wire::ClusterKeys curve;  // --curve_keys: CURVE keys for every server connection
   int unavailable_timeout_secs = 600;  // a server down this long fails the role
+  // Where the model computes: --device, --allow_soft_placement, ...
+  DeviceOptions device;
 };
 
 Status RunWorker(const RoleOptions& options);

@@ -4,6 +4,7 @@
 // evaluation uses the moving statistics. Defaults are TensorFlow's (momentum 0.99, epsilon 1e-3).
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "worker/layer.h"
@@ -23,8 +24,11 @@ class BatchNorm : public Layer {
                   const LayerContext& ctx) override;
   void BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& out_grad,
                    const std::vector<Tensor*>& in_grads, const LayerContext& ctx) override;
+  PSTRAIN_DECLARE_GPU_KERNELS()
 
  private:
+  struct GpuPlan;  // cuDNN descriptors and the saved statistics (worker/cuda/batch_norm.cc)
+  std::shared_ptr<GpuPlan> gpu_plan_;
   float momentum_ = 0.99f, epsilon_ = 1e-3f;
   int64_t channels_ = 0, spatial_ = 1;  // values per channel per example
   Tensor gamma_, gamma_grad_, beta_, beta_grad_, moving_mean_, moving_var_;
@@ -48,8 +52,11 @@ class SoftmaxCrossEntropy : public Layer {
                   const LayerContext& ctx) override;
   void BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& out_grad,
                    const std::vector<Tensor*>& in_grads, const LayerContext& ctx) override;
+  PSTRAIN_DECLARE_GPU_KERNELS()
 
  private:
+  struct GpuPlan;  // probabilities in device memory (worker/cuda/batch_norm.cc)
+  std::shared_ptr<GpuPlan> gpu_plan_;
   int64_t classes_ = 0;
   std::vector<float> probs_;
   std::vector<int32_t> labels_;

@@ -30,9 +30,12 @@ class Conv2D : public Layer {
                   const LayerContext& ctx) override;
   void BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& out_grad,
                    const std::vector<Tensor*>& in_grads, const LayerContext& ctx) override;
+  PSTRAIN_DECLARE_GPU_KERNELS()
 
  private:
   struct CpuPlan;
+  struct GpuPlan;  // cuDNN descriptors, algorithms and workspace (worker/cuda/conv2d.cc)
+  GpuPlan& GetGpuPlan(int64_t batch, const LayerContext& ctx);
   CpuPlan& GetCpuPlan(int64_t batch, bool need_input_grad);
 
   int64_t filters_ = 0;
@@ -43,6 +46,7 @@ class Conv2D : public Layer {
   Geometry g_{};
   Tensor weights_, weights_grad_, bias_, bias_grad_;
   std::map<int64_t, std::shared_ptr<CpuPlan>> cpu_plans_;
+  std::map<int64_t, std::shared_ptr<GpuPlan>> gpu_plans_;  // by batch size
 };
 
 }  // namespace worker

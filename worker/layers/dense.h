@@ -20,6 +20,7 @@ class FullyConnected : public Layer {
                   const LayerContext& ctx) override;
   void BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& out_grad,
                    const std::vector<Tensor*>& in_grads, const LayerContext& ctx) override;
+  PSTRAIN_DECLARE_GPU_KERNELS()
 
  private:
   int64_t units_ = 0, features_ = 0;

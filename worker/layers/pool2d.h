@@ -24,9 +24,12 @@ class Pool2D : public Layer {
                   const LayerContext& ctx) override;
   void BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& out_grad,
                    const std::vector<Tensor*>& in_grads, const LayerContext& ctx) override;
+  PSTRAIN_DECLARE_GPU_KERNELS()
 
  private:
   struct CpuPlan;
+  struct GpuPlan;  // cuDNN descriptors (worker/cuda/pool2d.cc)
+  GpuPlan& GetGpuPlan(int64_t batch, const LayerContext& ctx);
   CpuPlan& GetCpuPlan(int64_t batch, bool training);
 
   Kind kind_;
@@ -35,6 +38,7 @@ class Pool2D : public Layer {
   int64_t c_ = 0, in_h_ = 0, in_w_ = 0;
   Window1D wh_, ww_;
   std::map<std::pair<int64_t, bool>, std::shared_ptr<CpuPlan>> cpu_plans_;
+  std::map<int64_t, std::shared_ptr<GpuPlan>> gpu_plans_;  // by batch size
 };
 
 class MaxPool2D : public Pool2D {

@@ -1,6 +1,8 @@
 // Layers without a window: ReLU, flatten, dropout and the residual add.
 #pragma once
 
+#include <memory>
+
 #include "worker/layer.h"
 
 namespace pstrain {
@@ -17,6 +19,7 @@ class Relu : public Layer {
                   const LayerContext& ctx) override;
   void BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& out_grad,
                    const std::vector<Tensor*>& in_grads, const LayerContext& ctx) override;
+  PSTRAIN_DECLARE_GPU_KERNELS()
 };
 
 class Flatten : public Layer {
@@ -32,6 +35,7 @@ class Flatten : public Layer {
                   const LayerContext& ctx) override;
   void BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& out_grad,
                    const std::vector<Tensor*>& in_grads, const LayerContext& ctx) override;
+  PSTRAIN_DECLARE_GPU_KERNELS()
 };
 
 // Inverted dropout: in training keeps each value with probability keep_prob and scales it by
@@ -48,8 +52,11 @@ class Dropout : public Layer {
                   const LayerContext& ctx) override;
   void BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& out_grad,
                    const std::vector<Tensor*>& in_grads, const LayerContext& ctx) override;
+  PSTRAIN_DECLARE_GPU_KERNELS()
 
  private:
+  struct GpuPlan;  // the mask in device memory (worker/cuda/simple.cc)
+  std::shared_ptr<GpuPlan> gpu_plan_;
   float keep_prob_ = 0.5f;
   std::vector<uint8_t> mask_;
   bool mask_valid_ = false;
@@ -68,6 +75,7 @@ class Add : public Layer {
                   const LayerContext& ctx) override;
   void BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& out_grad,
                    const std::vector<Tensor*>& in_grads, const LayerContext& ctx) override;
+  PSTRAIN_DECLARE_GPU_KERNELS()
 };
 
 }  // namespace worker

@@ -1,0 +1,245 @@
+// Every layer's GPU forward and backward pass against the CPU's on random inputs: outputs,
+// input gradients, variable gradients and (batch norm) the updated moving statistics. Skips
+// when no GPU is visible.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "tests/gpu/gpu_test_util.h"
+#include "tests/worker/gradient_checker.h"
+#include "worker/cuda/layer_placement.h"
+
+namespace pstrain {
+namespace worker {
+namespace testing {
+namespace {
+
+void ExpectClose(const Tensor& gpu, const Tensor& cpu, float tol, const std::string& what) {
+  ASSERT_EQ(gpu.shape(), cpu.shape()) << what;
+  int failures = 0;
+  for (int64_t i = 0; i < cpu.size(); ++i) {
+    const float scale = std::max(1.0f, std::fabs(cpu[i]));
+    if (!(std::fabs(gpu[i] - cpu[i]) <= tol * scale) && failures++ < 5) {
+      ADD_FAILURE() << what << "[" << i << "]: GPU " << gpu[i] << " vs CPU " << cpu[i];
+    }
+  }
+  EXPECT_EQ(failures, 0) << what << ": " << failures << " of " << cpu.size() << " differ";
+}
+
+Shape Batched(int64_t n, const Shape& s) {
+  std::vector<int64_t> d{n};
+  d.insert(d.end(), s.dims().begin(), s.dims().end());
+  return Shape(d);
+}
+
+struct Case {
+  Case(std::string yaml, std::vector<Shape> inputs, int64_t batch = 4, bool training = true,
+       float tolerance = 1e-4f, std::vector<int32_t> labels = {})
+      : yaml(std::move(yaml)),
+        inputs(std::move(inputs)),
+        batch(batch),
+        training(training),
+        tolerance(tolerance),
+        labels(std::move(labels)) {}
+  std::string yaml;
+  std::vector<Shape> inputs;  // per example
+  int64_t batch;
+  bool training;
+  float tolerance;
+  std::vector<int32_t> labels;  // loss layers
+};
+
+// Runs the same layer (same initial variables) on both devices and compares everything.
+void CompareDevices(const Case& c, cuda::GpuContext* gpu) {
+  Shape out_shape;
+  std::unique_ptr<Layer> cpu_layer = MakeLayer(c.yaml, c.inputs, &out_shape);
+  std::unique_ptr<Layer> gpu_layer = MakeLayer(c.yaml, c.inputs, &out_shape);
+  ASSERT_TRUE(cuda::PlaceOnGpu(gpu_layer.get(), gpu).ok());
+
+  std::mt19937_64 data_rng(11);
+  std::vector<Tensor> x, dx_cpu, dx_dev;
+  std::vector<const Tensor*> in_cpu, in_dev;
+  std::vector<Tensor*> grads_cpu, grads_dev;
+  std::vector<Tensor> x_dev;
+  for (const Shape& s : c.inputs) x.push_back(RandomTensor(Batched(c.batch, s), &data_rng));
+  for (const Tensor& t : x) x_dev.push_back(ToDevice(t, gpu));
+  for (size_t i = 0; i < x.size(); ++i) {
+    in_cpu.push_back(&x[i]);
+    in_dev.push_back(&x_dev[i]);
+    dx_cpu.push_back(Tensor::Filled(x[i].shape(), NAN));
+    dx_dev.push_back(gpu->NewTensorOrDie(x[i].shape(), "input gradient"));
+  }
+  for (size_t i = 0; i < x.size(); ++i) {
+    grads_cpu.push_back(&dx_cpu[i]);
+    grads_dev.push_back(&dx_dev[i]);
+  }
+
+  Tensor labels_dev;
+  if (!c.labels.empty()) {
+    labels_dev = gpu->NewTensorOrDie(Shape{static_cast<int64_t>(c.labels.size())}, "labels");
+    gpu->UploadBytes(c.labels.data(), labels_dev.data(), c.labels.size() * sizeof(int32_t));
+  }
+  std::mt19937_64 rng_cpu(1), rng_gpu(1);
+  LayerContext ctx_cpu{c.training, &rng_cpu, &c.labels};
+  LayerContext ctx_gpu{c.training, &rng_gpu, &c.labels, gpu,
+                       reinterpret_cast<const int32_t*>(labels_dev.data())};
+
+  const Shape y_shape = Batched(c.batch, out_shape);
+  Tensor y_cpu = Tensor::Uninitialized(y_shape);
+  Tensor y_dev = gpu->NewTensorOrDie(y_shape, "output");
+  cpu_layer->Forward(in_cpu, &y_cpu, ctx_cpu);
+  gpu_layer->Forward(in_dev, &y_dev, ctx_gpu);
+  ExpectClose(ToHost(y_dev, gpu), y_cpu, c.tolerance, "output");
+
+  Tensor dy = RandomTensor(y_shape, &data_rng);
+  Tensor dy_dev = ToDevice(dy, gpu);
+  cpu_layer->Backward(in_cpu, y_cpu, dy, grads_cpu, ctx_cpu);
+  gpu_layer->Backward(in_dev, y_dev, dy_dev, grads_dev, ctx_gpu);
+  for (size_t i = 0; i < x.size(); ++i) {
+    ExpectClose(ToHost(dx_dev[i], gpu), dx_cpu[i], c.tolerance,
+                "input " + std::to_string(i) + " gradient");
+  }
+  std::vector<Variable*> vars;
+  for (Variable& v : gpu_layer->variables()) vars.push_back(&v);
+  cuda::DownloadToHost(vars, /*all_values=*/true, gpu);
+  for (size_t i = 0; i < vars.size(); ++i) {
+    const Variable& want = cpu_layer->variables()[i];
+    if (want.trainable) ExpectClose(vars[i]->grad, want.grad, c.tolerance, want.name + " gradient");
+    ExpectClose(vars[i]->value, want.value, c.tolerance, want.name);
+  }
+}
+
+class LayersGpuTest : public ::testing::Test {};
+
+TEST_F(LayersGpuTest, ConvSameSymmetricMatchesCpu) {
+  PSTRAIN_GPU_OR_SKIP(gpu);
+  CompareDevices({"{type: conv2d, filters: 6, kernel: 5, padding: SAME}", {Shape{3, 12, 12}}}, gpu);
+}
+
+TEST_F(LayersGpuTest, ConvSameStride2OnOddSizeWithAsymmetricPaddingMatchesCpu) {
+  PSTRAIN_GPU_OR_SKIP(gpu);
+  // 9x7 input, 4x3 kernel, stride 2: pads 1/2 rows and 1/1 columns, so explicit padding.
+  CompareDevices(
+      {"{type: conv2d, filters: 5, kernel: [4, 3], stride: 2, padding: SAME}", {Shape{2, 9, 7}}},
+      gpu);
+  // 28x28, 3x3, stride 2 (tiny.yaml's first layer): pads 0 before, 1 after.
+  CompareDevices({"{type: conv2d, filters: 8, kernel: 3, stride: 2}", {Shape{1, 28, 28}}, 8}, gpu);
+}
+
+TEST_F(LayersGpuTest, ConvValidWithoutBiasMatchesCpu) {
+  PSTRAIN_GPU_OR_SKIP(gpu);
+  CompareDevices(
+      {"{type: conv2d, filters: 4, kernel: 3, stride: 2, padding: VALID, use_bias: false}",
+       {Shape{3, 10, 9}}},
+      gpu);
+}
+
+TEST_F(LayersGpuTest, MaxAndAvgPoolValidMatchCpu) {
+  PSTRAIN_GPU_OR_SKIP(gpu);
+  CompareDevices({"{type: max_pool, size: 2}", {Shape{3, 8, 8}}}, gpu);
+  CompareDevices({"{type: avg_pool, size: 2}", {Shape{3, 8, 8}}}, gpu);
+  CompareDevices({"{type: max_pool, size: 3, stride: 2}", {Shape{2, 9, 9}}}, gpu);
+}
+
+TEST_F(LayersGpuTest, PoolSameWithSymmetricPaddingMatchesCpu) {
+  PSTRAIN_GPU_OR_SKIP(gpu);
+  CompareDevices({"{type: max_pool, size: 3, stride: 1, padding: SAME}", {Shape{2, 7, 7}}}, gpu);
+  CompareDevices({"{type: avg_pool, size: 3, stride: 1, padding: SAME}", {Shape{2, 7, 7}}}, gpu);
+}
+
+TEST_F(LayersGpuTest, PoolSameStride2OnOddSizeWithAsymmetricPaddingMatchesCpu) {
+  PSTRAIN_GPU_OR_SKIP(gpu);
+  // 7x8 with 2x2 windows, stride 2: the last row's window ends in the padding; average pooling
+  // divides by the real pixels only.
+  CompareDevices({"{type: max_pool, size: 2, padding: SAME}", {Shape{3, 7, 8}}}, gpu);
+  CompareDevices({"{type: avg_pool, size: 2, padding: SAME}", {Shape{3, 7, 8}}}, gpu);
+  CompareDevices({"{type: avg_pool, size: 4, stride: 2, padding: SAME}", {Shape{2, 9, 6}}}, gpu);
+}
+
+TEST_F(LayersGpuTest, ReluFlattenAndAddMatchCpu) {
+  PSTRAIN_GPU_OR_SKIP(gpu);
+  CompareDevices({"{type: relu}", {Shape{3, 5, 5}}}, gpu);
+  CompareDevices({"{type: flatten}", {Shape{3, 5, 5}}}, gpu);
+  CompareDevices({"{type: add}", {Shape{3, 5, 5}, Shape{3, 5, 5}}}, gpu);
+}
+
+TEST_F(LayersGpuTest, FullyConnectedMatchesCpu) {
+  PSTRAIN_GPU_OR_SKIP(gpu);
+  CompareDevices({"{type: fully_connected, units: 7}", {Shape{33}}, 5}, gpu);
+  CompareDevices({"{type: fully_connected, units: 10, use_bias: false}", {Shape{64}}, 3}, gpu);
+  // RefNet's fc1 at batch 128: large enough that cuBLAS picks its tiled kernels.
+  CompareDevices({"{type: fully_connected, units: 1024}", {Shape{3136}}, 128, true, 1e-3f}, gpu);
+}
+
+TEST_F(LayersGpuTest, BatchNormTrainingMatchesCpuIncludingMovingStatistics) {
+  PSTRAIN_GPU_OR_SKIP(gpu);
+  CompareDevices({"{type: batch_norm}", {Shape{4, 5, 5}}, 6, true, 1e-3f}, gpu);
+  CompareDevices(
+      {"{type: batch_norm, momentum: 0.9, epsilon: 1.0e-4}", {Shape{12}}, 8, true, 1e-3f}, gpu);
+}
+
+TEST_F(LayersGpuTest, BatchNormInferenceMatchesCpu) {
+  PSTRAIN_GPU_OR_SKIP(gpu);
+  CompareDevices({"{type: batch_norm}", {Shape{4, 5, 5}}, 6, false, 1e-4f}, gpu);
+  CompareDevices({"{type: batch_norm}", {Shape{12}}, 8, false, 1e-4f}, gpu);
+}
+
+TEST_F(LayersGpuTest, SoftmaxCrossEntropyMatchesCpu) {
+  PSTRAIN_GPU_OR_SKIP(gpu);
+  CompareDevices({"{type: softmax_cross_entropy}", {Shape{10}}, 6, true, 1e-5f, {0, 3, 9, 9, 1, 5}},
+                 gpu);
+}
+
+TEST_F(LayersGpuTest, DropoutKeepsTheCpuMaskSemanticsAndRepeatsWithTheSeed) {
+  PSTRAIN_GPU_OR_SKIP(gpu);
+  Shape out_shape;
+  const Shape s{4, 16, 16};
+  const int64_t n = 16;
+  auto layer = MakeLayer("{type: dropout, keep_prob: 0.7}", {s}, &out_shape);
+  ASSERT_TRUE(cuda::PlaceOnGpu(layer.get(), gpu).ok());
+  std::mt19937_64 data_rng(3);
+  Tensor x = RandomTensor(Batched(n, s), &data_rng, 0.5f, 1.5f);  // never zero
+  Tensor x_dev = ToDevice(x, gpu), y_dev = gpu->NewTensorOrDie(x.shape(), "y");
+  Tensor dx_dev = gpu->NewTensorOrDie(x.shape(), "dx");
+  auto run = [&](uint64_t seed, bool training) {
+    std::mt19937_64 rng(seed);
+    LayerContext ctx{training, &rng, nullptr, gpu, nullptr};
+    layer->Forward({&x_dev}, &y_dev, ctx);
+    return ToHost(y_dev, gpu);
+  };
+  Tensor y = run(1, true);
+  int64_t kept = 0;
+  for (int64_t i = 0; i < x.size(); ++i) {
+    if (y[i] != 0.0f) {
+      ++kept;
+      ASSERT_NEAR(y[i], x[i] / 0.7f, 1e-5f) << "at " << i;
+    }
+  }
+  const double fraction = static_cast<double>(kept) / x.size();
+  EXPECT_NEAR(fraction, 0.7, 0.03) << kept << " of " << x.size() << " kept";
+  // The backward pass uses the same mask: the gradient flows exactly where the value did.
+  Tensor dy = Tensor::Filled(x.shape(), 2.0f);
+  Tensor dy_dev = ToDevice(dy, gpu);
+  std::mt19937_64 rng(1);
+  LayerContext ctx{true, &rng, nullptr, gpu, nullptr};
+  layer->Backward({&x_dev}, y_dev, dy_dev, {&dx_dev}, ctx);
+  Tensor dx = ToHost(dx_dev, gpu);
+  for (int64_t i = 0; i < x.size(); ++i) {
+    ASSERT_FLOAT_EQ(dx[i], y[i] != 0.0f ? 2.0f / 0.7f : 0.0f) << "at " << i;
+  }
+  // Same seed, same mask; another seed, another mask; evaluation is the identity.
+  Tensor again = run(1, true);
+  for (int64_t i = 0; i < x.size(); ++i) ASSERT_EQ(again[i], y[i]) << "at " << i;
+  Tensor other = run(2, true);
+  int64_t differ = 0;
+  for (int64_t i = 0; i < x.size(); ++i) differ += (other[i] != 0.0f) != (y[i] != 0.0f);
+  EXPECT_GT(differ, x.size() / 10);
+  Tensor eval = run(1, false);
+  for (int64_t i = 0; i < x.size(); ++i) ASSERT_EQ(eval[i], x[i]) << "at " << i;
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace worker
+}  // namespace pstrain

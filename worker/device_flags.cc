@@ -1,0 +1,32 @@
+#include "worker/device_flags.h"
+
+#include <gflags/gflags.h>
+
+DEFINE_string(device, "auto",
+              "where to compute: auto (the first GPU CUDA_VISIBLE_DEVICES leaves visible, else "
+              "the CPU), cpu or gpu");
+DEFINE_bool(log_device_placement, false,
+            "log the GPUs found (name, memory, compute capability) and the device of every layer");
+DEFINE_bool(allow_soft_placement, true,
+            "with no GPU visible, compute on the CPU with a warning; false: stop with an error");
+DEFINE_bool(gpu_allow_growth, true,
+            "take GPU memory as needed (regions doubling) instead of the whole "
+            "--gpu_memory_fraction at start");
+DEFINE_double(gpu_memory_fraction, 1.0,
+              "the most of the GPU's memory this process may take, in (0, 1]");
+
+namespace pstrain {
+namespace worker {
+
+DeviceOptions DeviceOptionsFromFlags() {
+  DeviceOptions o;
+  o.device = FLAGS_device;
+  o.log_device_placement = FLAGS_log_device_placement;
+  o.allow_soft_placement = FLAGS_allow_soft_placement;
+  o.gpu_allow_growth = FLAGS_gpu_allow_growth;
+  o.gpu_memory_fraction = FLAGS_gpu_memory_fraction;
+  return o;
+}
+
+}  // namespace worker
+}  // namespace pstrain

@@ -1,0 +1,163 @@
+#include "worker/device_placement.h"
+
+#include <omp.h>
+
+#include <cstdlib>
+
+#include "worker/gpu/growth_allocator.h"
+#if PSTRAIN_HAVE_GPU_BACKEND
+#include "worker/cuda/gpu_context.h"
+#endif
+
+namespace pstrain {
+namespace worker {
+
+Status ValidateDeviceOptions(const DeviceOptions& o) {
+  if (o.device != "auto" && o.device != "cpu" && o.device != "gpu") {
+    return InvalidArgument("--device must be auto, cpu or gpu, got '" + o.device + "'");
+  }
+  if (!(o.gpu_memory_fraction > 0.0 && o.gpu_memory_fraction <= 1.0)) {
+    return InvalidArgument("--gpu_memory_fraction must be in (0, 1], got " +
+                           std::to_string(o.gpu_memory_fraction));
+  }
+  return Status::OK();
+}
+
+bool GpuBackendBuilt() {
+#if PSTRAIN_HAVE_GPU_BACKEND
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::string CudaVisibleDevicesText(const char* value) {
+  return value ? "CUDA_VISIBLE_DEVICES=\"" + std::string(value) + "\""
+               : "CUDA_VISIBLE_DEVICES unset";
+}
+
+Result<DeviceChoice> ChooseDevice(const DeviceOptions& o, const Result<int>& visible_gpus,
+                                  bool gpu_backend_built, const char* cuda_visible_devices) {
+  RETURN_IF_ERROR(ValidateDeviceOptions(o));
+  DeviceChoice choice;
+  if (o.device == "cpu") return choice;
+  std::string why_not;
+  if (!gpu_backend_built) {
+    why_not = "this binary was built without the CUDA backend";
+  } else if (!visible_gpus.ok()) {
+    why_not = "no GPU is visible (" + CudaVisibleDevicesText(cuda_visible_devices) + ": " +
+              visible_gpus.status().message() + ")";
+  } else if (visible_gpus.value() == 0) {
+    why_not = "no GPU is visible (" + CudaVisibleDevicesText(cuda_visible_devices) +
+              ": cudaGetDeviceCount found 0 devices)";
+  }
+  if (why_not.empty()) {
+    choice.device = Device::kGpu;
+    return choice;
+  }
+  if (!o.allow_soft_placement) {
+    return FailedPrecondition("--device=" + o.device + " wants a GPU but " + why_not +
+                              ", and --allow_soft_placement=false forbids falling back to the "
+                              "CPU; make a GPU visible through CUDA_VISIBLE_DEVICES, or pass "
+                              "--device=cpu or --allow_soft_placement=true");
+  }
+  choice.warning = "--device=" + o.device + ": " + why_not +
+                   "; computing on the CPU instead (--allow_soft_placement=true)";
+  return choice;
+}
+
+Result<std::unique_ptr<ComputeDevice>> ComputeDevice::Open(const DeviceOptions& o,
+                                                           const std::string& who) {
+  RETURN_IF_ERROR(ValidateDeviceOptions(o));
+  const char* mask = std::getenv("CUDA_VISIBLE_DEVICES");
+  Result<int> visible = Unavailable("not probed");
+#if PSTRAIN_HAVE_GPU_BACKEND
+  std::vector<cuda::GpuDescription> gpus;
+  if (o.device != "cpu") {
+    auto listed = cuda::ListVisibleGpus();
+    if (listed.ok()) {
+      gpus = *listed;
+      visible = static_cast<int>(gpus.size());
+    } else {
+      visible = listed.status();
+    }
+  }
+  if (o.log_device_placement && o.device != "cpu") {
+    LOG(INFO) << who << ": " << gpus.size() << " GPU(s) visible (" << CudaVisibleDevicesText(mask)
+              << ")";
+    for (const auto& g : gpus) LOG(INFO) << who << ":   " << g.ToString();
+  }
+#endif
+  ASSIGN_OR_RETURN(DeviceChoice choice, ChooseDevice(o, visible, GpuBackendBuilt(), mask));
+  if (!choice.warning.empty()) LOG(WARNING) << who << ": " << choice.warning;
+  std::unique_ptr<ComputeDevice> d(new ComputeDevice());
+  d->device_ = choice.device;
+  d->options_ = o;
+  d->who_ = who;
+#if PSTRAIN_HAVE_GPU_BACKEND
+  if (choice.device == Device::kGpu) {
+    cuda::GpuOptions go;
+    go.allow_growth = o.gpu_allow_growth;
+    go.memory_fraction = o.gpu_memory_fraction;
+    auto gpu = cuda::GpuContext::Create(go);
+    if (!gpu.ok()) return gpu.status().WithContext(who + ": opening GPU 0");
+    d->gpu_ = std::shared_ptr<cuda::GpuContext>(std::move(gpu).value());
+  }
+#endif
+  LOG(INFO) << who << ": " << d->Description();
+  return d;
+}
+
+std::unique_ptr<ComputeDevice> ComputeDevice::Cpu() {
+  std::unique_ptr<ComputeDevice> d(new ComputeDevice());
+  d->options_.device = "cpu";
+  return d;
+}
+
+std::string ComputeDevice::Description() const {
+#if PSTRAIN_HAVE_GPU_BACKEND
+  if (gpu_) {
+    return "computing on " + gpu_->description().ToString() +
+           " with cuDNN and cuBLAS (device memory: allow_growth=" +
+           (options_.gpu_allow_growth ? "true" : "false") +
+           ", memory_fraction=" + std::to_string(options_.gpu_memory_fraction) + ")";
+  }
+#endif
+  return "computing on the CPU with oneDNN kernels, " + std::to_string(omp_get_max_threads()) +
+         " OpenMP threads (" + CudaVisibleDevicesText(std::getenv("CUDA_VISIBLE_DEVICES")) +
+         (GpuBackendBuilt() ? "" : "; this binary has no CUDA backend") + ")";
+}
+
+Status ComputeDevice::Place(Model* model) const {
+  RETURN_IF_ERROR(model->SetDevice(device_, gpu_.get()));
+  if (options_.log_device_placement) {
+    const std::string where = gpu_ ? "/device:GPU:0" : "/device:CPU:0";
+    for (const auto& l : model->layers()) {
+      LOG(INFO) << who_ << ": " << l->Describe() << " placed on " << where << " ("
+                << DeviceName(l->device()) << ")";
+    }
+  }
+  return Status::OK();
+}
+
+bool ComputeDevice::MemoryStats(AllocatorStats* stats) const {
+#if PSTRAIN_HAVE_GPU_BACKEND
+  if (gpu_) {
+    *stats = gpu_->memory_stats();
+    return true;
+  }
+#endif
+  (void)stats;
+  return false;
+}
+
+std::string ComputeDevice::MemoryStatsLine() const {
+  AllocatorStats s;
+  if (!MemoryStats(&s)) return "";
+  return "GPU memory: in use " + FormatBytes(s.bytes_in_use) + ", peak " +
+         FormatBytes(s.peak_bytes_in_use) + ", reserved " + FormatBytes(s.bytes_reserved) + " in " +
+         std::to_string(s.num_regions) + " regions, limit " + FormatBytes(s.bytes_limit);
+}
+
+}  // namespace worker
+}  // namespace pstrain

@@ -1,0 +1,79 @@
+// Where a worker computes, chosen once at start from TensorFlow-style flags: --device=auto|cpu|gpu
+// (auto: the GPU when one is visible), --allow_soft_placement (no visible GPU: the CPU with a
+// warning, or, when false, an error), --log_device_placement, --gpu_allow_growth and
+// --gpu_memory_fraction. The GPUs are those CUDA_VISIBLE_DEVICES leaves visible; a worker uses
+// the first of them.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "worker/layer.h"
+#include "worker/model.h"
+
+namespace pstrain {
+
+struct AllocatorStats;
+
+namespace worker {
+
+struct DeviceOptions {
+  std::string device = "auto";
+  bool log_device_placement = false;
+  bool allow_soft_placement = true;
+  bool gpu_allow_growth = true;
+  double gpu_memory_fraction = 1.0;
+};
+
+// Errors name the flag and the expected values.
+Status ValidateDeviceOptions(const DeviceOptions& options);
+
+// Whether this binary has the CUDA layer backend.
+bool GpuBackendBuilt();
+
+struct DeviceChoice {
+  Device device = Device::kCpu;
+  std::string warning;  // non-empty when a GPU was wanted and the CPU was chosen instead
+};
+// The decision alone, so that it is tested without a GPU: `visible_gpus` is how many GPUs the
+// CUDA runtime sees (or why it cannot tell), `cuda_visible_devices` the variable's value (null
+// when unset), for messages.
+Result<DeviceChoice> ChooseDevice(const DeviceOptions& options, const Result<int>& visible_gpus,
+                                  bool gpu_backend_built, const char* cuda_visible_devices);
+
+// "CUDA_VISIBLE_DEVICES=\"1,2\"" or "CUDA_VISIBLE_DEVICES unset".
+std::string CudaVisibleDevicesText(const char* value);
+
+// The chosen device, with the GPU context when it is the GPU.
+class ComputeDevice {
+ public:
+  // Probes the GPUs, chooses, logs the choice (and with log_device_placement every visible
+  // GPU's name, memory and compute capability) and creates the GPU context.
+  static Result<std::unique_ptr<ComputeDevice>> Open(const DeviceOptions& options,
+                                                     const std::string& who);
+  // A CPU device without probing anything (tests, tools).
+  static std::unique_ptr<ComputeDevice> Cpu();
+
+  Device device() const { return device_; }
+  cuda::GpuContext* gpu() const { return gpu_.get(); }
+  // One line for the logs: the device and how it computes.
+  std::string Description() const;
+  // Puts the model on this device (Model::SetDevice) and, with log_device_placement, logs
+  // the device of every layer.
+  Status Place(Model* model) const;
+  // GPU only: the allocator's statistics; false on the CPU.
+  bool MemoryStats(AllocatorStats* stats) const;
+  // "GPU memory: in use ..., peak ..., reserved ... in N regions" (empty on the CPU).
+  std::string MemoryStatsLine() const;
+
+ private:
+  ComputeDevice() = default;
+  Device device_ = Device::kCpu;
+  DeviceOptions options_;
+  std::string who_;
+  std::shared_ptr<cuda::GpuContext> gpu_;  // shared_ptr: complete only in GPU builds
+};
+
+}  // namespace worker
+}  // namespace pstrain
