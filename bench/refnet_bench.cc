@@ -12,6 +12,7 @@
 
 #include "common/config.h"
 #include "ps/optimizer.h"
+#include "worker/device_flags.h"
 #include "worker/model.h"
 
 DEFINE_string(config, "configs/refnet.yaml", "model config (its `model:` section is used)");
@@ -35,6 +36,11 @@ int Run() {
   CHECK(model_or.ok()) << model_or.status().ToString();
   auto& model = model_or.value();
   model->InitVariables(1);
+  // --device=auto|cpu|gpu and the other TensorFlow-style device flags (worker/device_flags.h).
+  auto device = worker::ComputeDevice::Open(worker::DeviceOptionsFromFlags(), "bench");
+  CHECK(device.ok()) << device.status().ToString();
+  Status placed = device.value()->Place(model.get());
+  CHECK(placed.ok()) << placed.ToString();
   auto opt_node = ConfigNode::Parse(FLAGS_optimizer, "--optimizer");
   CHECK(opt_node.ok()) << opt_node.status().ToString();
   auto opt = ps::Optimizer::FromConfig(opt_node.value());
@@ -58,10 +64,14 @@ int Run() {
   auto train_step = [&] {
     model->Forward(images, labels, true, &rng);
     model->Backward();
+    // On a GPU, as a worker does: gradients to the host, where the update runs (the parameter
+    // server's place), and the new values back.
+    model->DownloadGradients();
     for (size_t i = 0; i < vars.size(); ++i) {
       Status s = opt.value()->Apply(0.05f, step, vars[i]->grad, &vars[i]->value, &slots[i]);
       CHECK(s.ok()) << s.ToString();
     }
+    model->UploadVariables();
     ++step;
   };
   std::printf("%s", model->Summary().c_str());
@@ -91,8 +101,11 @@ int Run() {
     std::printf("%s%-20s %10.3f\n", model->ProfileReport().c_str(), "optimizer update", update);
   }
   std::sort(rates.begin(), rates.end());
-  std::printf("PSTRAIN_BENCH_TRAIN median %.1f img/s (batch %d, %d steps, %d repeats)\n",
-              rates[rates.size() / 2], FLAGS_batch, FLAGS_steps, FLAGS_repeats);
+  std::printf("PSTRAIN_BENCH_TRAIN median %.1f img/s (batch %d, %d steps, %d repeats, %s)\n",
+              rates[rates.size() / 2], FLAGS_batch, FLAGS_steps, FLAGS_repeats,
+              device.value()->Description().c_str());
+  const std::string memory = device.value()->MemoryStatsLine();
+  if (!memory.empty()) std::printf("%s\n", memory.c_str());
   return 0;
 }
 

@@ -3,6 +3,8 @@
 # above 1 means pstrain is faster).
 #   bench/run.sh refnet   RefNet training steps (batch 128) vs PyTorch (../shared/bench/torch_refnet.py)
 #   bench/run.sh ps       wire transport push+pull of a 64 MiB variable vs a raw TCP socket pair
+#   bench/run.sh gpu      RefNet (batch 128) and ResNet-50 (batch 64, 224x224x3 synthetic) training
+#                         on the GPU vs the same nets in PyTorch (bench/torch_gpu_ref.py); no build
 #   bench/run.sh curve    the same push+pull (and small pushes) over CurveZMQ vs plaintext; the
 #                         ratio is CURVE over plaintext (below 1: what authentication costs)
 set -euo pipefail
@@ -45,8 +47,35 @@ case "$name" in
     GLIBC_TUNABLES=glibc.malloc.hugetlb=1 OMP_WAIT_POLICY=PASSIVE \
       build/bench/pstrain-bench-ps-transport --curve "$@"
     ;;
+  gpu)
+    # Runs where the GPU is: no build here (a GPU machine may lack our build dependencies; see
+    # ../shared/DEVICE.md: build and pack on a build machine, then run this there).
+    bin=${PSTRAIN_BENCH_TRAIN:-build/bench/pstrain-bench-train}
+    py=${PSTRAIN_TORCH_PYTHON:-python3}
+    if ! nvidia-smi -L >/dev/null 2>&1; then
+      echo "bench/run.sh gpu: no GPU visible (nvidia-smi -L failed); run it on a GPU machine" >&2
+      exit 2
+    fi
+    nvidia-smi -L
+    ratios=()
+    for spec in "refnet configs/refnet.yaml 128" "resnet50 configs/resnet50.yaml 64"; do
+      read -r model config batch <<<"$spec"
+      echo "== pstrain: $model training steps on the GPU, batch $batch (update on the host, as a worker)"
+      ours=$("$bin" --config="$config" --batch="$batch" --device=gpu --allow_soft_placement=false \
+        --steps="${BENCH_STEPS:-50}" --warmup=10 "$@" | tee /dev/stderr |
+        awk '/^PSTRAIN_BENCH_TRAIN/{print $3}')
+      echo "== PyTorch: bench/torch_gpu_ref.py --model $model --batch $batch"
+      ref=$("$py" bench/torch_gpu_ref.py --model "$model" --batch "$batch" --device cuda \
+        --steps="${BENCH_STEPS:-50}" | tee /dev/stderr | awk '/^BENCH_TRAIN/{print $3}')
+      r=$(awk -v a="$ours" -v b="$ref" 'BEGIN{printf "%.2f", a/b}')
+      echo "$model: pstrain ${ours} img/s, PyTorch ${ref} img/s, ratio $r"
+      ratios+=("$r")
+    done
+    # The weaker of the two models is the one that counts.
+    printf '%s\n' "${ratios[@]}" | sort -n | head -1 | sed 's/^/ratio: /'
+    ;;
   *)
-    echo "usage: bench/run.sh refnet|ps|curve [flags for the pstrain side]" >&2
+    echo "usage: bench/run.sh refnet|ps|curve|gpu [flags for the pstrain side]" >&2
     exit 2
     ;;
 esac

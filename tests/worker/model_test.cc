@@ -51,6 +51,16 @@ TEST(ModelTest, ResNet20LoadsAndRuns) {
   EXPECT_NE(model->FindVariable("conv0/weights")->grad[0], 0.0f);
 }
 
+TEST(ModelTest, ResNet50HasTorchvisionsParameterCountAndShapes) {
+  // What bench/run.sh gpu times against bench/torch_gpu_ref.py's ResNet-50 (and torchvision's).
+  auto model = LoadConfigFile("resnet50.yaml");
+  EXPECT_EQ(model->num_parameters(), 25557032);
+  EXPECT_EQ(model->num_classes(), 1000);
+  const std::string summary = model->Summary();
+  EXPECT_NE(summary.find("pool1 (max_pool) -> [64,56,56]"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("s4b3_relu3 (relu) -> [2048,7,7]"), std::string::npos) << summary;
+}
+
 TEST(ModelTest, UnknownLayerTypeListsTheKnownTypes) {
   auto r = FromText(
       "{input: [1, 8, 8], layers: [{name: c1, type: convolution}, "
