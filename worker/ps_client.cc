@@ -71,10 +71,16 @@ struct Pending {
   Message message;  // with its request id
   Message reply;
   bool done = false;
-  bool reinit = false;       // a register this client added to initialise a server again
-  bool waiting_init = false;  // resent once the chief's reinit of its server is answered
-  int64_t generation = 0;    // the server's heartbeat generation when last sent
-  Clock::time_point retry_at = Clock::time_point::max();
+  bool reinit = false;  // a register this client added to initialise a server again
+};
+
+// What an exchange knows of one server. Requests to a server are only ever sent again as a
+// round: all of its unanswered ones, in their first order, so that a pull never overtakes the
+// push before it; and never while the chief's re-initialisation of it is unanswered.
+struct ServerRound {
+  int64_t generation = 0;  // the heartbeat generation the last round was sent in
+  bool reinit_pending = false;
+  Clock::time_point retry_at = Clock::time_point::max();  // waiting for the chief's reinit
 };
 }  // namespace
 
@@ -92,15 +98,23 @@ Result<std::vector<Message>> PsClient::Exchange(const std::vector<std::pair<int,
     p.message.request_id = next_id_++;
     pending.push_back(std::move(p));
   }
-  auto health = [&](int s) {
-    return heartbeat_ ? heartbeat_->Of(s) : HeartbeatMonitor::Health{};
-  };
-  auto send = [&](Pending& p) {
-    p.generation = health(p.server).generation;
-    p.retry_at = Clock::time_point::max();
+  auto health = [&](int s) { return heartbeat_ ? heartbeat_->Of(s) : HeartbeatMonitor::Health{}; };
+  std::vector<ServerRound> rounds(servers_.size());
+  for (size_t s = 0; s < servers_.size(); ++s) {
+    rounds[s].generation = health(static_cast<int>(s)).generation;
+  }
+  auto send = [&](const Pending& p) {
     return servers_[p.server]->Send(p.message).WithContext(ServerName(p.server));
   };
-  for (Pending& p : pending) RETURN_IF_ERROR(send(p));
+  auto send_round = [&](int s) -> Status {
+    rounds[s].generation = health(s).generation;
+    rounds[s].retry_at = Clock::time_point::max();
+    for (const Pending& p : pending) {
+      if (p.server == s && !p.done && !p.reinit) RETURN_IF_ERROR(send(p));
+    }
+    return Status::OK();
+  };
+  for (const Pending& p : pending) RETURN_IF_ERROR(send(p));
   auto deadline = Clock::now() + timeout;
   milliseconds backoff(100);
   while (true) {
@@ -111,27 +125,28 @@ Result<std::vector<Message>> PsClient::Exchange(const std::vector<std::pair<int,
     if (next == pending.size()) break;
     const auto now = Clock::now();
     bool any_down = false;
-    for (Pending& p : pending) {
-      if (p.done) continue;
-      const HeartbeatMonitor::Health h = health(p.server);
+    for (size_t i = 0; i < servers_.size(); ++i) {
+      const int s = static_cast<int>(i);
+      bool waiting = false;
+      for (const Pending& p : pending) waiting |= p.server == s && !p.done;
+      if (!waiting) continue;
+      const HeartbeatMonitor::Health h = health(s);
       if (!h.up) {
         any_down = true;
         if (now - h.down_since > unavailable_timeout_) {
-          return Unavailable(ServerName(p.server) + " has not answered for " +
+          return Unavailable(ServerName(s) + " has not answered for " +
                              std::to_string(unavailable_timeout_.count()) +
-                             " s (--ps_unavailable_timeout_secs); giving up on its " +
-                             wire::MessageTypeName(p.message.type));
+                             " s (--ps_unavailable_timeout_secs); giving up on the exchange");
         }
       }
-      if (p.waiting_init) continue;
+      if (rounds[s].reinit_pending) continue;
       // What a restarted server may never have seen goes again; so does what waited its turn.
-      if (h.generation != p.generation || now >= p.retry_at) {
-        if (h.generation != p.generation) {
-          LOG(INFO) << Who() << ": sending " << wire::MessageTypeName(p.message.type) << " "
-                    << p.message.request_id << " to " << ServerName(p.server)
+      if (h.generation != rounds[s].generation || now >= rounds[s].retry_at) {
+        if (h.generation != rounds[s].generation) {
+          LOG(INFO) << Who() << ": sending its unanswered requests to " << ServerName(s)
                     << " again (it came back or restarted)";
         }
-        RETURN_IF_ERROR(send(p));
+        RETURN_IF_ERROR(send_round(s));
         deadline = std::max(deadline, now + timeout);
       }
     }
@@ -157,24 +172,20 @@ Result<std::vector<Message>> PsClient::Exchange(const std::vector<std::pair<int,
     if (status.ok()) {
       pending[k].done = true;
       pending[k].reply = std::move(reply).value();
-      if (!pending[k].reinit) continue;
-      LOG(WARNING) << Who() << ": " << ServerName(server) << " initialised again";
-      for (Pending& p : pending) {
-        if (p.waiting_init && p.server == server) {
-          p.waiting_init = false;
-          RETURN_IF_ERROR(send(p));
-        }
+      if (pending[k].reinit) {
+        LOG(WARNING) << Who() << ": " << ServerName(server) << " initialised again";
+        rounds[server].reinit_pending = false;
+        RETURN_IF_ERROR(send_round(server));
       }
       continue;
     }
     // A server that restarted without a checkpoint has no variables: the chief gives it its
-    // current values again; everyone else waits for that.
+    // current values again; everyone else waits for that. (Copies of a round sent earlier may
+    // still bring this error after the fact; they change nothing.)
     if (status.code() == StatusCode::kFailedPrecondition && !pending[k].reinit &&
         pending[k].message.type != MessageType::kRegister) {
       if (role_ == "chief") {
-        bool asked = false;
-        for (const Pending& p : pending) asked |= p.reinit && !p.done && p.server == server;
-        if (!asked) {
+        if (!rounds[server].reinit_pending) {
           LOG(WARNING) << Who() << ": " << ServerName(server)
                        << " has lost its variables (restarted without a checkpoint); "
                        << "initialising it again from this chief's values at step " << last_step_;
@@ -184,13 +195,13 @@ Result<std::vector<Message>> PsClient::Exchange(const std::vector<std::pair<int,
           p.message.request_id = next_id_++;
           p.reinit = true;
           pending.push_back(std::move(p));
+          rounds[server].reinit_pending = true;
           RETURN_IF_ERROR(send(pending.back()));
         }
-        pending[k].waiting_init = true;
-      } else {
+      } else if (rounds[server].retry_at == Clock::time_point::max()) {
         LOG_EVERY_N(INFO, 20) << Who() << ": waiting for the chief to initialise "
                               << ServerName(server) << " again";
-        pending[k].retry_at = Clock::now() + backoff;
+        rounds[server].retry_at = Clock::now() + backoff;
         backoff = std::min(backoff * 2, milliseconds(2000));
       }
       continue;

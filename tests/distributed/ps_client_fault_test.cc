@@ -152,6 +152,31 @@ TEST_F(PsClientFaultTest, AWorkerWaitsForTheChiefToReinitialiseARestartedServer)
   EXPECT_FLOAT_EQ(mine.weights.value[0], 0.5f);
 }
 
+TEST_F(PsClientFaultTest, ARequestTheDeadServerHadAlreadyReceivedIsSentAgain) {
+  // The chief waits at a barrier: its request sits in ps 0, which dies with it. Only a resend
+  // to the restarted server lets the barrier complete when worker 1 arrives.
+  auto result = std::make_shared<std::promise<Status>>();
+  std::future<Status> chief_done = result->get_future();
+  std::thread([this, result] { result->set_value(client_->Barrier("b", 2)); }).detach();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the request has arrived
+  KillAndNotice();
+  ps_->Start();
+  Variables mine;
+  auto c = worker::PsClient::Connect({"127.0.0.1:" + std::to_string(port_)}, "worker", 1,
+                                     mine.all(), 8 << 20);
+  ASSERT_TRUE(c.ok());
+  // Detached, both: if the behaviour breaks they never return, and the test must still end.
+  std::shared_ptr<worker::PsClient> worker = std::move(c).value();
+  auto arrived = std::make_shared<std::promise<Status>>();
+  std::future<Status> worker_done = arrived->get_future();
+  std::thread([worker, arrived] { arrived->set_value(worker->Barrier("b", 2)); }).detach();
+  ASSERT_EQ(chief_done.wait_for(std::chrono::seconds(30)), std::future_status::ready)
+      << "the chief's barrier was lost with the server and never sent again";
+  EXPECT_TRUE(chief_done.get().ok());
+  ASSERT_EQ(worker_done.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_TRUE(worker_done.get().ok());
+}
+
 TEST_F(PsClientFaultTest, AServerThatStaysDownFailsTheRequestNamingIt) {
   client_->set_unavailable_timeout(std::chrono::seconds(2));
   KillAndNotice();
