@@ -16,6 +16,7 @@
 
 #include "common/data/idx.h"
 #include "fuzz/fuzz_input.h"
+#include "fuzz/fuzz_setup.h"
 
 namespace pstrain {
 namespace {
@@ -52,12 +53,8 @@ void CheckConsistent(const ImageSet& set) {
 }  // namespace pstrain
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  // Refusals are logged; PSTRAIN_FUZZ_LOG=1 shows them when replaying one input.
-  FLAGS_minloglevel = std::getenv("PSTRAIN_FUZZ_LOG") ? 0 : 3;
-  char dir[] = "/tmp/pstrain-fuzz-idx-XXXXXX";
-  CHECK(mkdtemp(dir) != nullptr);
-  pstrain::g_dir = dir;
-  atexit([] { std::filesystem::remove_all(pstrain::g_dir); });
+  pstrain::fuzz::QuietLogs();
+  pstrain::g_dir = pstrain::fuzz::TempDirForProcess("idx");
   return 0;
 }
 

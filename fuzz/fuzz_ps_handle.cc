@@ -22,6 +22,7 @@
 #include "common/config.h"
 #include "common/wire/codec.h"
 #include "fuzz/fuzz_input.h"
+#include "fuzz/fuzz_setup.h"
 #include "ps/server.h"
 
 namespace pstrain {
@@ -163,12 +164,8 @@ void CheckSame(const Snapshot& before, const Snapshot& after, const std::string&
 }  // namespace pstrain
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  // Refusals are logged; PSTRAIN_FUZZ_LOG=1 shows them when replaying one input.
-  FLAGS_minloglevel = std::getenv("PSTRAIN_FUZZ_LOG") ? 0 : 3;
-  char dir[] = "/tmp/pstrain-fuzz-ps-XXXXXX";
-  CHECK(mkdtemp(dir) != nullptr);
-  pstrain::ps::g_train_dir = dir;
-  atexit([] { std::filesystem::remove_all(pstrain::ps::g_train_dir); });
+  pstrain::fuzz::QuietLogs();
+  pstrain::ps::g_train_dir = pstrain::fuzz::TempDirForProcess("ps");
   return 0;
 }
 

@@ -22,6 +22,7 @@
 #include "common/little_endian.h"
 #include "common/record_io.h"
 #include "fuzz/fuzz_input.h"
+#include "fuzz/fuzz_setup.h"
 
 namespace pstrain {
 namespace {
@@ -53,12 +54,8 @@ void CheckNamesFile(const Status& s, const std::string& path) {
 }  // namespace pstrain
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  // Refusals are logged; PSTRAIN_FUZZ_LOG=1 shows them when replaying one input.
-  FLAGS_minloglevel = std::getenv("PSTRAIN_FUZZ_LOG") ? 0 : 3;
-  char dir[] = "/tmp/pstrain-fuzz-tfrecord-XXXXXX";
-  CHECK(mkdtemp(dir) != nullptr);
-  pstrain::g_dir = dir;
-  atexit([] { std::filesystem::remove_all(pstrain::g_dir); });
+  pstrain::fuzz::QuietLogs();
+  pstrain::g_dir = pstrain::fuzz::TempDirForProcess("tfrecord");
   return 0;
 }
 

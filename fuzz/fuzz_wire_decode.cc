@@ -13,6 +13,7 @@
 
 #include "common/wire/codec.h"
 #include "fuzz/fuzz_input.h"
+#include "fuzz/fuzz_setup.h"
 
 namespace pstrain {
 namespace wire {
@@ -65,8 +66,7 @@ void CheckSameMessage(const Message& a, const Message& b) {
 }  // namespace pstrain
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  // Refusals are logged; PSTRAIN_FUZZ_LOG=1 shows them when replaying one input.
-  FLAGS_minloglevel = std::getenv("PSTRAIN_FUZZ_LOG") ? 0 : 3;
+  pstrain::fuzz::QuietLogs();
   return 0;
 }
 

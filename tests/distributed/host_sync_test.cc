@@ -10,24 +10,13 @@
 #include "tests/collectives/rank_threads.h"
 #include "tests/distributed/ports.h"
 #include "tests/distributed/role_process.h"
+#include "tests/distributed/sgd_variables.h"
 
 namespace pstrain {
 namespace worker {
 namespace {
 
-// The variables of tests/distributed/testdata/sgd.yaml's model (SGD, learning rate 1).
-struct Variables {
-  Variable weights = Make("fc/weights", Shape{4, 2}, 1.0f);
-  Variable bias = Make("fc/bias", Shape{2}, 0.5f);
-  static Variable Make(const std::string& name, const Shape& shape, float value) {
-    Variable v;
-    v.name = name;
-    v.value = Tensor::Filled(shape, value);
-    v.grad = Tensor::Filled(shape, 0.0f);
-    return v;
-  }
-  std::vector<Variable*> all() { return {&weights, &bias}; }
-};
+using Variables = testing::SgdVariables;
 
 TEST(HostGroupTest, WorkersOnOneHostFormAGroupLedByTheLowestTask) {
   const std::vector<std::string> hosts{"10.0.0.1:2232", "10.0.0.2:2232", "10.0.0.1:2233",

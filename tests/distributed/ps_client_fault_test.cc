@@ -14,6 +14,7 @@
 
 #include "tests/distributed/ports.h"
 #include "tests/distributed/role_process.h"
+#include "tests/distributed/sgd_variables.h"
 #include "tests/test_env.h"
 #include "worker/ps_client.h"
 
@@ -39,23 +40,7 @@ class ServerProcess {
   std::string dir_;
 };
 
-// The variables of tests/distributed/testdata/sgd.yaml's model, with gradients of `g`.
-struct Variables {
-  worker::Variable weights = Make("fc/weights", Shape{4, 2}, 1.0f);
-  worker::Variable bias = Make("fc/bias", Shape{2}, 0.5f);
-  static worker::Variable Make(const std::string& name, const Shape& shape, float value) {
-    worker::Variable v;
-    v.name = name;
-    v.value = Tensor::Filled(shape, value);
-    v.grad = Tensor::Filled(shape, 0.0f);
-    return v;
-  }
-  std::vector<worker::Variable*> all() { return {&weights, &bias}; }
-  void SetGradients(float g) {
-    weights.grad.Fill(g);
-    bias.grad.Fill(g);
-  }
-};
+using Variables = testing::SgdVariables;
 
 class PsClientFaultTest : public ::testing::Test {
  protected:
