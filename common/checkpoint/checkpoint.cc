@@ -98,15 +98,19 @@ Status ParseHeader(const std::string& path, const std::string& text, uint64_t ma
       return bad("tensor '" + e.name + "' has no 'shape' array");
     }
     std::vector<int64_t> dims;
-    uint64_t elements = 1;
+    bool empty = false;  // a zero dim anywhere: no elements, whatever the other dims
     for (const json& d : t["shape"]) {
       if (!d.is_number_unsigned())
         return bad("tensor '" + e.name + "' has a negative or non-integer dim");
-      uint64_t dim = d.get<uint64_t>();
-      if (dim != 0 && elements > out->data_bytes / dim) {
+      empty |= d.get<uint64_t>() == 0;
+    }
+    uint64_t elements = empty ? 0 : 1;
+    for (const json& d : t["shape"]) {
+      const uint64_t dim = d.get<uint64_t>();
+      if (!empty && elements > out->data_bytes / dim) {
         return bad("tensor '" + e.name + "' has more elements than the data section holds");
       }
-      elements *= dim;
+      if (!empty) elements *= dim;
       dims.push_back(static_cast<int64_t>(dim));
     }
     e.shape = Shape(std::move(dims));
