@@ -29,18 +29,41 @@ Result<HostGroup> HostGroupOf(const std::vector<std::string>& worker_hosts, int 
   return group;
 }
 
-HostSync::HostSync(Collectives* collectives, std::vector<Variable*> variables, PsClient* client,
-                   BucketOptions buckets)
-    : collectives_(collectives), variables_(std::move(variables)), client_(client) {
-  std::vector<int64_t> sizes;
-  // Backward produces the last layer's gradients first: bucket in that order.
-  for (auto it = variables_.rbegin(); it != variables_.rend(); ++it) {
+namespace {
+
+SyncTensors TensorsOf(const std::vector<Variable*>& variables, bool device) {
+  SyncTensors t;
+  for (auto it = variables.rbegin(); it != variables.rend(); ++it) {
     Variable* v = *it;
-    averaged_.push_back(v->trainable ? &v->grad : &v->value);
-    sizes.push_back(averaged_.back()->size());
+    Tensor* value = device ? &v->device_value : &v->value;
+    Tensor* grad = device ? &v->device_grad : &v->grad;
+    t.averaged.push_back(v->trainable ? grad : value);
+    t.shared.push_back(value);
   }
-  buckets_ = AssignBuckets(sizes, buckets).value();  // sizes are >= 0 and the cap is positive
+  return t;
 }
+
+std::vector<Bucket> BucketsOf(const std::vector<Tensor*>& tensors, const BucketOptions& options) {
+  std::vector<int64_t> sizes;
+  for (const Tensor* t : tensors) sizes.push_back(t->size());
+  return AssignBuckets(sizes, options).value();  // sizes are >= 0; a bad cap is a caller's bug
+}
+
+}  // namespace
+
+SyncTensors HostTensorsOf(const std::vector<Variable*>& variables) {
+  return TensorsOf(variables, /*device=*/false);
+}
+
+SyncTensors DeviceTensorsOf(const std::vector<Variable*>& variables) {
+  return TensorsOf(variables, /*device=*/true);
+}
+
+HostSync::HostSync(Collectives* collectives, SyncTensors tensors, BucketOptions buckets)
+    : collectives_(collectives),
+      tensors_(std::move(tensors)),
+      averaged_buckets_(BucketsOf(tensors_.averaged, buckets)),
+      shared_buckets_(BucketsOf(tensors_.shared, buckets)) {}
 
 namespace {
 // The leader's outcome as floats, bit for bit (a broadcast copies bytes, it computes nothing):
@@ -55,28 +78,26 @@ void PackOutcome(const Result<PushPullResult>& r, float* out) {
 }  // namespace
 
 Result<PushPullResult> HostSync::Share(const Result<PushPullResult>& outcome) {
-  float packed[kOutcomeFloats];
-  if (client_ != nullptr) PackOutcome(outcome, packed);
-  RETURN_IF_ERROR(collectives_->Broadcast(packed, kOutcomeFloats, /*root=*/0));
+  float packed[kOutcomeFloats] = {};
+  if (is_leader()) PackOutcome(outcome, packed);
+  RETURN_IF_ERROR(collectives_->BroadcastFromHost(packed, kOutcomeFloats, /*root=*/0));
   if (packed[0] != 1.0f) {
-    if (client_ != nullptr) return outcome.status();
+    if (is_leader()) return outcome.status();
     return Unavailable("rank " + std::to_string(collectives_->rank()) +
                        ": the host's leader (local rank 0) failed to exchange with the servers; "
                        "see its log");
   }
-  for (Variable* v : variables_) {
-    RETURN_IF_ERROR(collectives_->Broadcast(v->value.data(), v->value.size(), /*root=*/0));
-  }
+  RETURN_IF_ERROR(BroadcastBucketed(*collectives_, tensors_.shared, shared_buckets_, /*root=*/0));
   PushPullResult r;
   r.dropped = packed[1] == 1.0f;
   std::memcpy(&r.global_step, packed + 2, sizeof(r.global_step));
   return r;
 }
 
-Result<int64_t> HostSync::Pull() {
+Result<int64_t> HostSync::Pull(const std::function<Result<int64_t>()>& leader_pull) {
   Result<PushPullResult> outcome = PushPullResult{};
-  if (client_ != nullptr) {
-    Result<int64_t> step = client_->Pull();
+  if (is_leader()) {
+    Result<int64_t> step = leader_pull();
     if (step.ok()) {
       outcome->global_step = step.value();
     } else {
@@ -87,10 +108,11 @@ Result<int64_t> HostSync::Pull() {
   return shared.global_step;
 }
 
-Result<PushPullResult> HostSync::PushAndPull(int64_t step) {
-  RETURN_IF_ERROR(AllReduceAverageBucketed(*collectives_, averaged_, buckets_));
+Result<PushPullResult> HostSync::PushAndPull(
+    const std::function<Result<PushPullResult>()>& leader_exchange) {
+  RETURN_IF_ERROR(AllReduceAverageBucketed(*collectives_, tensors_.averaged, averaged_buckets_));
   Result<PushPullResult> outcome = PushPullResult{};
-  if (client_ != nullptr) outcome = client_->PushAndPull(step);
+  if (is_leader()) outcome = leader_exchange();
   return Share(outcome);
 }
 

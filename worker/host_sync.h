@@ -7,6 +7,7 @@
 // the hosts we target, one push per host moves the same bytes with fewer, larger messages.)
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,30 +33,45 @@ struct HostGroup {
 // InvalidArgument for a task index out of range or an entry without host:port.
 Result<HostGroup> HostGroupOf(const std::vector<std::string>& worker_hosts, int task_index);
 
+// The tensors a HostSync moves: `averaged` (trainable variables' gradients, other variables'
+// values such as batch-norm statistics) are averaged over the ranks before the leader's
+// exchange with the servers; `shared` (every variable's value) are then copied from the leader
+// to every rank. Both lists are in backward order (last layer first), the order backward
+// finishes them in.
+struct SyncTensors {
+  std::vector<Tensor*> averaged, shared;
+};
+// The variables' host tensors (CPU workers, or GPU workers syncing through host memory).
+SyncTensors HostTensorsOf(const std::vector<Variable*>& variables);
+// Their device mirrors (GPU workers syncing over NCCL).
+SyncTensors DeviceTensorsOf(const std::vector<Variable*>& variables);
+
 class HostSync {
  public:
-  // `collectives` spans the host's workers (rank = local rank); `client` is the leader's
-  // connection to the servers and null on the other ranks. Every rank calls every method, in
-  // the same order.
-  HostSync(Collectives* collectives, std::vector<Variable*> variables, PsClient* client,
-           BucketOptions buckets = {});
+  // `collectives` spans the host's workers (rank = local rank; rank 0 is the leader). Every
+  // rank calls every method, in the same order; the tensors' data live where `collectives`
+  // works (host or device memory).
+  HostSync(Collectives* collectives, SyncTensors tensors, BucketOptions buckets = {});
 
-  // The leader pulls; every rank receives the values and the global step.
-  Result<int64_t> Pull();
-  // Averages every rank's gradients (and batch-norm statistics, which are pushed as values);
-  // the leader pushes them and pulls; every rank receives the new values and global step. If
-  // the leader's exchange fails, every rank fails (naming the leader), none waits forever.
-  Result<PushPullResult> PushAndPull(int64_t step);
+  bool is_leader() const { return collectives_->rank() == 0; }
+
+  // The leader runs `leader_pull` (its pull from the servers); every rank then receives the
+  // leader's values and the global step.
+  Result<int64_t> Pull(const std::function<Result<int64_t>()>& leader_pull);
+  // Averages the `averaged` tensors over the ranks; the leader runs `leader_exchange` (its push
+  // of the average and pull of the new values); every rank then receives the leader's values
+  // and outcome. If the leader's exchange fails, every rank fails (naming the leader), none
+  // waits forever.
+  Result<PushPullResult> PushAndPull(
+      const std::function<Result<PushPullResult>()>& leader_exchange);
 
  private:
-  // The leader's `outcome` (or error) and the variables' values, from the leader to every rank.
+  // The leader's `outcome` (or error) and the shared values, from the leader to every rank.
   Result<PushPullResult> Share(const Result<PushPullResult>& outcome);
 
   Collectives* collectives_;
-  std::vector<Variable*> variables_;
-  PsClient* client_;
-  std::vector<Tensor*> averaged_;  // gradients of trainable variables, values of the others
-  std::vector<Bucket> buckets_;
+  SyncTensors tensors_;
+  std::vector<Bucket> averaged_buckets_, shared_buckets_;
 };
 
 }  // namespace worker

@@ -195,7 +195,7 @@ void Model::DownloadGradients() {
 #endif
 }
 
-void Model::SyncForProfiling() {
+void Model::Synchronize() {
 #if PSTRAIN_HAVE_GPU_BACKEND
   if (device_ == Device::kGpu) gpu_->Synchronize();
 #endif
@@ -244,7 +244,7 @@ float Model::Forward(const Tensor& images, const std::vector<int32_t>& labels, b
     auto t0 = std::chrono::steady_clock::now();
     layers_[i]->Forward(in, &outputs_[i], ctx_);
     if (profiling_) {
-      SyncForProfiling();
+      Synchronize();
       forward_seconds_.resize(layers_.size());
       forward_seconds_[i] +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -301,7 +301,7 @@ void Model::Backward() {
     auto t0 = std::chrono::steady_clock::now();
     layers_[i]->Backward(in, outputs_[i], grads_[i], in_grads, ctx_);
     if (profiling_) {
-      SyncForProfiling();
+      Synchronize();
       backward_seconds_.resize(layers_.size());
       backward_seconds_[i] +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

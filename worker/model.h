@@ -47,6 +47,9 @@ class Model {
   // Device -> host: the trainable variables' gradients and the other variables' values
   // (batch-norm statistics), before the host uses them (push, optimizer, checkpoint).
   void DownloadGradients();
+  // GPU only: waits until the device has finished the work queued so far (before another
+  // stream, such as NCCL's, reads what it wrote).
+  void Synchronize();
 
   // Runs the layers on a batch [N, C, H, W]; returns the mean loss over the batch.
   float Forward(const Tensor& images, const std::vector<int32_t>& labels, bool training,
@@ -78,7 +81,6 @@ class Model {
   float FinishForwardGpu();
   void FillLossGradientGpu(float value);
   void AccumulateGpu(const Tensor& src, Tensor* dst);
-  void SyncForProfiling();
 
   std::string name_;
   Shape input_shape_;

@@ -80,7 +80,7 @@ class PsClient {
   std::vector<std::string> hosts_;
   uint64_t next_id_ = 1;
   std::vector<uint64_t> push_sequence_;  // per server
-  int64_t last_step_ = 0;                 // the global step of the last pull
+  int64_t last_step_ = 0;                // the global step of the last pull
   std::unique_ptr<HeartbeatMonitor> heartbeat_;
   std::chrono::seconds unavailable_timeout_{600};
 };

@@ -12,6 +12,7 @@
 
 #include "ps/ps_role.h"
 #include "worker/device_flags.h"
+#include "worker/intra_node.h"
 #include "worker/worker_role.h"
 
 DEFINE_string(job_name, "", "this process's role: ps, worker or evaluator");
@@ -47,6 +48,11 @@ DEFINE_int64(max_message_mb, 4096,
 DEFINE_int32(ps_unavailable_timeout_secs, 600,
              "worker/evaluator: how long to keep retrying a parameter server that is down "
              "(e.g. being restarted) before failing");
+
+DEFINE_string(intra_node_sync, "off",
+              "off: every worker pushes; cpu: the workers on one host average their gradients in "
+              "host memory and one pushes for the host; nccl: the same on their GPUs over NCCL. "
+              "Give every role (servers too) the same value");
 
 namespace {
 
@@ -93,11 +99,14 @@ bool Validate(const std::vector<std::string>& ps, const std::vector<std::string>
     return Fail("--accumulate_n applies only to --update_mode=accumulate, got --update_mode=" +
                 FLAGS_update_mode);
   }
-  if (FLAGS_backup_workers < 0 ||
-      (FLAGS_backup_workers > 0 && (FLAGS_update_mode != "sync" ||
-                                    static_cast<size_t>(FLAGS_backup_workers) >= workers.size()))) {
-    return Fail("--backup_workers must be below the number of workers (" +
-                std::to_string(workers.size()) + ") and needs --update_mode=sync");
+  auto sync = pstrain::worker::ParseIntraNodeSync(FLAGS_intra_node_sync);
+  if (!sync.ok()) return Fail(sync.status().message());
+  // With intra-node sync the servers hear from one worker per host.
+  const int pushers = pstrain::worker::NumPushers(workers, sync.value());
+  if (FLAGS_backup_workers < 0 || (FLAGS_backup_workers > 0 && (FLAGS_update_mode != "sync" ||
+                                                                FLAGS_backup_workers >= pushers))) {
+    return Fail("--backup_workers must be below the number of pushing workers (" +
+                std::to_string(pushers) + ") and needs --update_mode=sync");
   }
   if (FLAGS_max_staleness < 0) return Fail("--max_staleness must be >= 0");
   return true;
@@ -139,7 +148,9 @@ int main(int argc, char** argv) {
     pstrain::ps::PsRoleOptions o;
     o.server.task_index = FLAGS_task_index;
     o.server.num_ps = static_cast<int>(ps.size());
-    o.server.num_workers = static_cast<int>(workers.size());
+    // Workers that push: one per host when they sync within hosts.
+    o.server.num_workers = pstrain::worker::NumPushers(
+        workers, pstrain::worker::ParseIntraNodeSync(FLAGS_intra_node_sync).value());
     o.server.mode = mode.value();
     o.server.accumulate_n = FLAGS_accumulate_n;
     o.server.max_staleness = FLAGS_max_staleness;
@@ -173,6 +184,7 @@ int main(int argc, char** argv) {
     o.curve = curve;
     o.unavailable_timeout_secs = FLAGS_ps_unavailable_timeout_secs;
     o.device = pstrain::worker::DeviceOptionsFromFlags();  // --device, --allow_soft_placement...
+    o.intra_node_sync = FLAGS_intra_node_sync;
     status = FLAGS_job_name == "worker" ? pstrain::worker::RunWorker(o)
                                         : pstrain::worker::RunEvaluator(o);
   }

@@ -11,6 +11,7 @@
 #include "common/summary/summary_writer.h"
 #include "ps/learning_rate.h"
 #include "worker/input/input_pipeline.h"
+#include "worker/intra_node.h"
 #include "worker/ps_client.h"
 #include "worker/training_setup.h"
 
@@ -50,6 +51,70 @@ Result<Setup> Load(const RoleOptions& o) {
   return s;
 }
 
+// How a worker exchanges with the servers: on its own, or within its host's sync group, where
+// the leader pushes the host's average (in host memory with cpu, on the devices with nccl).
+class Exchange {
+ public:
+  Exchange(Model* model, const TrainConfig& train, PsClient* client, IntraNodeGroup* group)
+      : model_(model), train_(train), client_(client), group_(group) {}
+
+  // Before training: puts the model on `device` with the servers' current values.
+  Result<int64_t> PullAndPlace(const ComputeDevice& device) {
+    if (group_ == nullptr) {
+      ASSIGN_OR_RETURN(int64_t step, client_->Pull());
+      RETURN_IF_ERROR(device.Place(model_));  // uploads the pulled values on a GPU
+      return step;
+    }
+    if (!on_devices()) {
+      sync_ =
+          std::make_unique<HostSync>(group_->collectives.get(), HostTensorsOf(model_->variables()));
+      ASSIGN_OR_RETURN(int64_t step, sync_->Pull([&] { return client_->Pull(); }));
+      RETURN_IF_ERROR(device.Place(model_));
+      return step;
+    }
+    RETURN_IF_ERROR(device.Place(model_));  // the device mirrors exist from here on
+    sync_ =
+        std::make_unique<HostSync>(group_->collectives.get(), DeviceTensorsOf(model_->variables()));
+    return sync_->Pull([&]() -> Result<int64_t> {
+      ASSIGN_OR_RETURN(int64_t step, client_->Pull());
+      model_->UploadVariables();
+      model_->Synchronize();  // NCCL's stream reads the uploaded values next
+      return step;
+    });
+  }
+
+  // After Backward: the step's push and pull; the model holds the new values after it.
+  Result<PushPullResult> PushAndPull(int64_t step) {
+    auto push = [&] {
+      PrepareGradients(train_, model_);
+      return client_->PushAndPull(step);
+    };
+    if (group_ == nullptr || !on_devices()) {
+      model_->DownloadGradients();  // on a GPU: gradients and batch-norm statistics to the host
+      Result<PushPullResult> r = group_ == nullptr ? push() : sync_->PushAndPull(push);
+      if (r.ok()) model_->UploadVariables();  // on a GPU: the pulled values to the device
+      return r;
+    }
+    model_->Synchronize();  // backward's gradients are complete before NCCL reads them
+    return sync_->PushAndPull([&]() -> Result<PushPullResult> {
+      model_->DownloadGradients();  // the host's average, on the leader only
+      ASSIGN_OR_RETURN(PushPullResult r, push());
+      model_->UploadVariables();
+      model_->Synchronize();
+      return r;
+    });
+  }
+
+ private:
+  bool on_devices() const { return group_->mode == IntraNodeSync::kNccl; }
+
+  Model* model_;
+  const TrainConfig& train_;
+  PsClient* client_;
+  IntraNodeGroup* group_;  // null: no intra-node sync
+  std::unique_ptr<HostSync> sync_;
+};
+
 }  // namespace
 
 Status RunWorker(const RoleOptions& o) {
@@ -59,6 +124,14 @@ Status RunWorker(const RoleOptions& o) {
   ASSIGN_OR_RETURN(Setup s, Load(o));
   // Before connecting: a wrong device flag or a missing GPU stops the worker at once.
   ASSIGN_OR_RETURN(std::unique_ptr<ComputeDevice> device, ComputeDevice::Open(o.device, who));
+  IntraNodeOptions intra;
+  ASSIGN_OR_RETURN(intra.mode, ParseIntraNodeSync(o.intra_node_sync));
+  intra.worker_hosts = o.worker_hosts;
+  intra.task_index = o.task_index;
+  intra.device = device->device();
+  intra.curve = o.curve;
+  intra.timeout = std::chrono::seconds(o.unavailable_timeout_secs + 60);
+  ASSIGN_OR_RETURN(std::unique_ptr<IntraNodeGroup> group, JoinIntraNodeGroup(intra, who));
   ASSIGN_OR_RETURN(ConfigNode train_node, s.config.Child("train"));
   ASSIGN_OR_RETURN(ConfigNode lr_node, train_node.Child("learning_rate"));
   ASSIGN_OR_RETURN(ps::LearningRateSchedule schedule,
@@ -73,14 +146,14 @@ Status RunWorker(const RoleOptions& o) {
     LOG(INFO) << who << " (chief): " << model->Summary() << "variables on " << o.ps_hosts.size()
               << " parameter servers"
               << (kept ? " (" + std::to_string(kept) +
-                              " kept the values they had: restored from a checkpoint or set "
-                              "before this chief started)"
+                             " kept the values they had: restored from a checkpoint or set "
+                             "before this chief started)"
                        : "");
   } else {
     RETURN_IF_ERROR(client->WaitUntilInitialized(std::chrono::seconds(o.init_timeout_secs)));
   }
-  ASSIGN_OR_RETURN(int64_t step, client->Pull());
-  RETURN_IF_ERROR(device->Place(model));  // uploads the pulled values on a GPU
+  Exchange exchange(model, s.train, client.get(), group.get());
+  ASSIGN_OR_RETURN(int64_t step, exchange.PullAndPlace(*device));
   ASSIGN_OR_RETURN(auto pipeline,
                    InputPipeline::Create(s.input, s.train.batch_size, o.task_index, num_workers,
                                          s.train.seed + 1000 * o.task_index + step));
@@ -110,11 +183,8 @@ Status RunWorker(const RoleOptions& o) {
                       std::to_string(loss) + "; training diverged (lower the learning rate)");
     }
     model->Backward();
-    model->DownloadGradients();  // on a GPU: gradients and batch-norm statistics to the host
-    PrepareGradients(s.train, model);
-    Result<PushPullResult> r = client->PushAndPull(step);
+    Result<PushPullResult> r = exchange.PushAndPull(step);
     if (!r.ok()) return r.status().WithContext(who + ": step " + std::to_string(step));
-    model->UploadVariables();  // on a GPU: the pulled values to the device
     staleness += std::max<int64_t>(0, r->global_step - step - 1);
     dropped += r->dropped;
     step = r->global_step;

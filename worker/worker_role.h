@@ -27,10 +27,12 @@ struct RoleOptions {
   double save_checkpoints_secs = 60;
   double eval_interval_secs = 10;
   int init_timeout_secs = 300;
-  wire::ClusterKeys curve;  // --curve_keys: CURVE keys for every server connection
+  wire::ClusterKeys curve;             // --curve_keys: CURVE keys for every server connection
   int unavailable_timeout_secs = 600;  // a server down this long fails the role
   // Where the model computes: --device, --allow_soft_placement, ...
   DeviceOptions device;
+  // --intra_node_sync: off, cpu or nccl (worker/intra_node.h).
+  std::string intra_node_sync = "off";
 };
 
 Status RunWorker(const RoleOptions& options);

@@ -17,7 +17,7 @@ namespace pstrain {
 namespace wire {
 namespace {
 
-constexpr uint16_t kLastMessageType = static_cast<uint16_t>(MessageType::kStoreGet);
+constexpr uint16_t kLastMessageType = static_cast<uint16_t>(MessageType::kCollective);
 constexpr uint16_t kLastStatusCode = static_cast<uint16_t>(StatusCode::kInternal);
 // A peer's role is echoed into error messages; a hostile one must not flood the log.
 constexpr size_t kMaxEchoedRoleChars = 32;
@@ -98,7 +98,7 @@ Result<Message> DecodeHeader(schema::Header::Reader header, const std::vector<Fr
   if (type > kLastMessageType) {
     return InvalidArgument(StrCat("unknown message type ", type, " from ", sender,
                                   "; known types are 0 (register) to ", kLastMessageType,
-                                  " (store get)"));
+                                  " (collective)"));
   }
   m.type = static_cast<MessageType>(type);
   const uint16_t code = header.getErrorCode();

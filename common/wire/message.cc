@@ -39,6 +39,8 @@ const char* MessageTypeName(MessageType type) {
       return "store set";
     case MessageType::kStoreGet:
       return "store get";
+    case MessageType::kCollective:
+      return "collective";
   }
   return "unknown";
 }

@@ -30,6 +30,10 @@ enum class MessageType {
   // `text` once; get names[0] (reply: value 1 and the text once set, value 0 before).
   kStoreSet,
   kStoreGet,
+  // A rank's part of a collective over the host's hub (worker/collectives/host_hub.h): `text`
+  // the operation, `value` n, `step` the call's number within the group, `sequence` the
+  // broadcast root, tensors[0] the rank's input; the reply carries its output in tensors[0].
+  kCollective,
 };
 
 const char* MessageTypeName(MessageType type);

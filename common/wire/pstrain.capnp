@@ -19,6 +19,7 @@ enum MessageType {
   error @8;
   storeSet @9;
   storeGet @10;
+  collective @11;
 }
 
 enum DType {

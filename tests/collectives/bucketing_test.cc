@@ -97,6 +97,121 @@ TEST(BucketedAllReduceTest, EqualsPerTensorAllReduceBitwise) {
   }
 }
 
+// Stands in for device collectives (NCCL) on the CPU: says its data is not host memory, so
+// the bucketed calls must group per-tensor calls on the tensors themselves instead of copying
+// into a host fusion buffer; it records what they did.
+class GroupingCollectives : public Collectives {
+ public:
+  explicit GroupingCollectives(Collectives& inner) : inner_(inner) {}
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  Status AllReduceAverage(float* data, int64_t n) override {
+    Note(data);
+    return inner_.AllReduceAverage(data, n);
+  }
+  Status Broadcast(float* data, int64_t n, int root) override {
+    Note(data);
+    return inner_.Broadcast(data, n, root);
+  }
+  Status ReduceScatterAverage(const float* in, float* out, int64_t n) override {
+    return inner_.ReduceScatterAverage(in, out, n);
+  }
+  Status AllGather(const float* in, float* out, int64_t n) override {
+    return inner_.AllGather(in, out, n);
+  }
+  bool host_memory() const override { return false; }
+  Status GroupStart() override {
+    if (in_group_) return FailedPrecondition("nested group");
+    in_group_ = true;
+    ++groups;
+    return Status::OK();
+  }
+  Status GroupEnd() override {
+    in_group_ = false;
+    return Status::OK();
+  }
+
+  int groups = 0;
+  int calls_outside_groups = 0;
+  std::vector<const float*> pointers;  // every data pointer a call got
+
+ private:
+  void Note(const float* data) {
+    if (!in_group_) ++calls_outside_groups;
+    pointers.push_back(data);
+  }
+  Collectives& inner_;
+  bool in_group_ = false;
+};
+
+TEST(BucketedAllReduceTest, DeviceCollectivesGroupEachBucketsTensorsWithoutFusionCopies) {
+  const std::vector<int64_t> elements = {5, 17, 1, 64, 3, 300, 2};
+  auto buckets = AssignBuckets(elements, {128});
+  ASSERT_TRUE(buckets.ok());
+  const int size = 2;
+  std::vector<std::vector<Tensor>> grouped(size), per_tensor(size);
+  std::vector<int> groups(size);
+  std::vector<Status> statuses = RunRanks(size, [&](Collectives& inner) {
+    GroupingCollectives c(inner);
+    grouped[c.rank()] = RankGradients(c.rank(), elements);
+    per_tensor[c.rank()] = RankGradients(c.rank(), elements);
+    std::vector<Tensor*> tensors;
+    for (Tensor& t : grouped[c.rank()]) tensors.push_back(&t);
+    RETURN_IF_ERROR(AllReduceAverageBucketed(c, tensors, *buckets));
+    EXPECT_EQ(c.calls_outside_groups, 0);
+    for (const float* p : c.pointers) {
+      bool is_a_tensor = false;
+      for (Tensor* t : tensors) is_a_tensor |= p == t->data();
+      EXPECT_TRUE(is_a_tensor) << "a call got a fusion buffer, not a tensor";
+    }
+    groups[c.rank()] = c.groups;
+    for (Tensor& t : per_tensor[c.rank()])
+      RETURN_IF_ERROR(inner.AllReduceAverage(t.data(), t.size()));
+    return Status::OK();
+  });
+  for (const Status& s : statuses) ASSERT_TRUE(s.ok()) << s.ToString();
+  for (int r = 0; r < size; ++r) {
+    EXPECT_EQ(groups[r], static_cast<int>(buckets->size())) << "one group per bucket";
+    for (size_t t = 0; t < elements.size(); ++t) {
+      EXPECT_EQ(grouped[r][t].ToVector(), per_tensor[r][t].ToVector())
+          << "rank " << r << " tensor " << t;
+    }
+  }
+}
+
+TEST(BucketedBroadcastTest, EveryRankEndsWithTheRootsTensorsOnBothPaths) {
+  const std::vector<int64_t> elements = {4, 40, 1, 0, 7, 90};
+  auto buckets = AssignBuckets(elements, {64});
+  ASSERT_TRUE(buckets.ok());
+  ASSERT_GT(buckets->size(), 2u);
+  for (RankTransport transport : {RankTransport::kThreads, RankTransport::kHub}) {
+    for (bool device_like : {false, true}) {
+      const int size = 3, root = 1;
+      std::vector<std::vector<Tensor>> got(size);
+      std::vector<Status> statuses = RunRanks(
+          size,
+          [&](Collectives& inner) {
+            GroupingCollectives grouping(inner);
+            Collectives& c = device_like ? static_cast<Collectives&>(grouping) : inner;
+            got[c.rank()] = RankGradients(c.rank(), elements);
+            std::vector<Tensor*> tensors;
+            for (Tensor& t : got[c.rank()]) tensors.push_back(&t);
+            return BroadcastBucketed(c, tensors, *buckets, root);
+          },
+          transport);
+      for (const Status& s : statuses) ASSERT_TRUE(s.ok()) << s.ToString();
+      const std::vector<Tensor> expected = RankGradients(root, elements);
+      for (int r = 0; r < size; ++r) {
+        for (size_t t = 0; t < elements.size(); ++t) {
+          EXPECT_EQ(got[r][t].ToVector(), expected[t].ToVector())
+              << TransportName(transport) << (device_like ? " grouped" : " fused") << " rank " << r
+              << " tensor " << t;
+        }
+      }
+    }
+  }
+}
+
 TEST(BucketedAllReduceTest, BucketNamingAMissingTensorIsInvalidArgument) {
   std::vector<Status> statuses = RunRanks(1, [&](Collectives& c) {
     Tensor a = Tensor::Filled({2}, 1.0f);

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "tests/distributed/ports.h"
+#include "worker/collectives/host_hub.h"
 
 namespace pstrain {
 namespace {
@@ -18,7 +19,7 @@ std::string Endpoint(int port) { return "tcp://127.0.0.1:" + std::to_string(port
 
 TEST(ZmqStoreTest, AnNcclIdSetByTheLeaderReachesEveryRankByteForByte) {
   const int port = testing::PickPort();
-  auto server = ZmqStoreServer::Start("tcp://*:" + std::to_string(port));
+  auto server = HostHub::Start("tcp://*:" + std::to_string(port), {});
   ASSERT_TRUE(server.ok()) << server.status().ToString();
   std::string id(128, '\0');  // as ncclGetUniqueId writes it: arbitrary bytes, NULs included
   std::mt19937 rng(7);
@@ -48,7 +49,7 @@ TEST(ZmqStoreTest, ARankThatStartsBeforeTheServerStillGetsTheValue) {
   ASSERT_TRUE(early.ok());
   std::thread starter([&] {
     std::this_thread::sleep_for(milliseconds(300));
-    auto server = ZmqStoreServer::Start("tcp://*:" + std::to_string(port));
+    auto server = HostHub::Start("tcp://*:" + std::to_string(port), {});
     ASSERT_TRUE(server.ok());
     auto leader = ZmqStore::Connect(Endpoint(port), 0);
     ASSERT_TRUE((*leader)->Set("k", "v").ok());
@@ -62,7 +63,7 @@ TEST(ZmqStoreTest, ARankThatStartsBeforeTheServerStillGetsTheValue) {
 
 TEST(ZmqStoreTest, KeysAreWrittenOnceAndAMissingKeyTimesOutNamingIt) {
   const int port = testing::PickPort();
-  auto server = ZmqStoreServer::Start("tcp://*:" + std::to_string(port));
+  auto server = HostHub::Start("tcp://*:" + std::to_string(port), {});
   ASSERT_TRUE(server.ok());
   auto store = ZmqStore::Connect(Endpoint(port), 2);
   ASSERT_TRUE((*store)->Set("a", "1").ok());

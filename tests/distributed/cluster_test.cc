@@ -1,5 +1,6 @@
 // Whole clusters of real processes on loopback: 2 parameter servers, 2 workers and an
-// evaluator train RefNet on Fashion-MNIST to the accuracy target.
+// evaluator train RefNet on Fashion-MNIST to the accuracy target, with the servers'
+// update modes and with the workers syncing within their host.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -153,6 +154,28 @@ TEST(ClusterTest, AccumulateTwoServersTwoWorkersAndEvaluatorReach90Percent) {
                                               "--max_staleness=1", "--max_steps=1400"});
   ExpectTrainedTo(r, 0.90);
   EXPECT_NE(r.logs.at("ps0").find("stale dropped"), std::string::npos);
+}
+
+TEST(ClusterTest, IntraNodeSyncAveragesTheHostsWorkersAndPushesOncePerStep) {
+  if (!fs::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")) {
+    GTEST_SKIP() << "Fashion-MNIST is not installed (dataset-fashion-mnist)";
+  }
+  // Both workers are on 127.0.0.1: they average their gradients through worker 0's hub and
+  // worker 0 alone pushes (an effective batch of 256 per update, as the accumulate test).
+  ClusterResult r = RunCluster("intra_node", {"--intra_node_sync=cpu", "--max_steps=1400"});
+  ExpectTrainedTo(r, 0.90);
+  EXPECT_NE(r.logs.at("worker0").find("syncs with workers [0,1] on host 127.0.0.1 over the host "
+                                      "hub (host memory) as local rank 0 of 2"),
+            std::string::npos);
+  EXPECT_NE(r.logs.at("worker1").find("worker 0 (the leader) pushes for the host"),
+            std::string::npos);
+  // One push per step for the host: each worker's every local step is one global step (without
+  // the sync the two workers' local steps would add up to the global steps).
+  for (const char* worker : {"worker0", "worker1"}) {
+    EXPECT_NE(r.logs.at(worker).find("reached step 1400 after 1400 local steps"), std::string::npos)
+        << worker << ":\n"
+        << r.logs.at(worker).substr(0, 20000);
+  }
 }
 
 }  // namespace

@@ -34,7 +34,9 @@ TEST(HostGroupTest, WorkersOnOneHostFormAGroupLedByTheLowestTask) {
   EXPECT_FALSE(HostGroupOf({"nohost"}, 0).ok());
 }
 
-class HostSyncTest : public ::testing::Test {
+// Both CPU transports: ranks as threads, and ranks meeting at a host hub over loopback TCP as
+// worker processes do.
+class HostSyncTest : public ::testing::TestWithParam<RankTransport> {
  protected:
   void SetUp() override {
     port_ = testing::PickPort();
@@ -44,31 +46,38 @@ class HostSyncTest : public ::testing::Test {
   }
   void TearDown() override { testing::KillProcess(&pid_); }
   std::string host() const { return "127.0.0.1:" + std::to_string(port_); }
+  // The leader's (rank 0's) client, having initialised the server; null on the other ranks.
+  Result<std::unique_ptr<PsClient>> LeaderClient(const Collectives& c, Variables& mine) const {
+    if (c.rank() != 0) return std::unique_ptr<PsClient>();
+    ASSIGN_OR_RETURN(auto client, PsClient::Connect({host()}, "chief", 0, mine.all(), 8 << 20));
+    RETURN_IF_ERROR(client->Initialize(0).status());
+    return client;
+  }
 
   int port_ = 0;
   pid_t pid_ = -1;
   std::string dir_;
 };
 
-TEST_F(HostSyncTest, TheHostPushesItsAverageOnceAndEveryRankGetsTheNewValues) {
+TEST_P(HostSyncTest, TheHostPushesItsAverageOnceAndEveryRankGetsTheNewValues) {
   Variables vars[2];
   std::vector<int64_t> steps(2, -1);
-  std::vector<Status> statuses = RunRanks(2, [&](Collectives& c) -> Status {
-    Variables& mine = vars[c.rank()];
-    std::unique_ptr<PsClient> client;
-    if (c.rank() == 0) {
-      ASSIGN_OR_RETURN(client, PsClient::Connect({host()}, "chief", 0, mine.all(), 8 << 20));
-      RETURN_IF_ERROR(client->Initialize(0).status());
-    }
-    HostSync sync(&c, mine.all(), client.get());
-    ASSIGN_OR_RETURN(int64_t step, sync.Pull());
-    // Rank 0's gradients are 1, rank 1's are 3: the host pushes their mean, 2.
-    mine.weights.grad.Fill(c.rank() == 0 ? 1.0f : 3.0f);
-    mine.bias.grad.Fill(c.rank() == 0 ? 1.0f : 3.0f);
-    ASSIGN_OR_RETURN(PushPullResult r, sync.PushAndPull(step));
-    steps[c.rank()] = r.global_step;
-    return Status::OK();
-  });
+  std::vector<Status> statuses = RunRanks(
+      2,
+      [&](Collectives& c) -> Status {
+        Variables& mine = vars[c.rank()];
+        ASSIGN_OR_RETURN(std::unique_ptr<PsClient> client, LeaderClient(c, mine));
+        HostSync sync(&c, HostTensorsOf(mine.all()));
+        ASSIGN_OR_RETURN(int64_t step, sync.Pull([&] { return client->Pull(); }));
+        // Rank 0's gradients are 1, rank 1's are 3: the host pushes their mean, 2.
+        mine.weights.grad.Fill(c.rank() == 0 ? 1.0f : 3.0f);
+        mine.bias.grad.Fill(c.rank() == 0 ? 1.0f : 3.0f);
+        ASSIGN_OR_RETURN(PushPullResult r,
+                         sync.PushAndPull([&] { return client->PushAndPull(step); }));
+        steps[c.rank()] = r.global_step;
+        return Status::OK();
+      },
+      GetParam());
   for (const Status& s : statuses) ASSERT_TRUE(s.ok()) << s.ToString();
   for (int r = 0; r < 2; ++r) {
     EXPECT_FLOAT_EQ(vars[r].weights.value[0], 1.0f - 2.0f) << "rank " << r;
@@ -77,27 +86,30 @@ TEST_F(HostSyncTest, TheHostPushesItsAverageOnceAndEveryRankGetsTheNewValues) {
   }
 }
 
-TEST_F(HostSyncTest, WhenTheLeadersExchangeFailsEveryRankFailsInsteadOfWaiting) {
+TEST_P(HostSyncTest, WhenTheLeadersExchangeFailsEveryRankFailsInsteadOfWaiting) {
   Variables vars[2];
-  std::vector<Status> statuses = RunRanks(2, [&](Collectives& c) -> Status {
-    Variables& mine = vars[c.rank()];
-    std::unique_ptr<PsClient> client;
-    if (c.rank() == 0) {
-      ASSIGN_OR_RETURN(client, PsClient::Connect({host()}, "chief", 0, mine.all(), 8 << 20));
-      RETURN_IF_ERROR(client->Initialize(0).status());
-      client->set_unavailable_timeout(std::chrono::seconds(1));
-    }
-    HostSync sync(&c, mine.all(), client.get());
-    RETURN_IF_ERROR(sync.Pull().status());
-    if (c.rank() == 0) testing::KillProcess(&pid_);
-    return sync.PushAndPull(0).status();
-  });
+  std::vector<Status> statuses = RunRanks(
+      2,
+      [&](Collectives& c) -> Status {
+        Variables& mine = vars[c.rank()];
+        ASSIGN_OR_RETURN(std::unique_ptr<PsClient> client, LeaderClient(c, mine));
+        if (client) client->set_unavailable_timeout(std::chrono::seconds(1));
+        HostSync sync(&c, HostTensorsOf(mine.all()));
+        RETURN_IF_ERROR(sync.Pull([&] { return client->Pull(); }).status());
+        if (c.rank() == 0) testing::KillProcess(&pid_);
+        return sync.PushAndPull([&] { return client->PushAndPull(0); }).status();
+      },
+      GetParam());
   ASSERT_FALSE(statuses[0].ok());
   EXPECT_NE(statuses[0].message().find("ps 0"), std::string::npos) << statuses[0].ToString();
   ASSERT_FALSE(statuses[1].ok());
   EXPECT_NE(statuses[1].message().find("the host's leader"), std::string::npos)
       << statuses[1].ToString();
 }
+
+INSTANTIATE_TEST_SUITE_P(Transports, HostSyncTest,
+                         ::testing::Values(RankTransport::kThreads, RankTransport::kHub),
+                         [](const auto& info) { return TransportName(info.param); });
 
 }  // namespace
 }  // namespace worker

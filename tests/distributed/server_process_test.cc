@@ -207,7 +207,13 @@ TEST(RoleFlagsTest, MissingOrContradictoryFlagsStopAtStartNamingTheFlag) {
       {"--job_name=ps --accumulate_n=2 " + hosts,
        "--accumulate_n applies only to --update_mode=accumulate"},
       {"--job_name=ps --update_mode=sync --backup_workers=1 " + hosts,
-       "--backup_workers must be below the number of workers (1)"},
+       "--backup_workers must be below the number of pushing workers (1)"},
+      {"--job_name=ps --intra_node_sync=ring " + hosts,
+       "--intra_node_sync must be off, cpu or nccl, got 'ring'"},
+      // Two workers on one host that sync within it push as one.
+      {"--job_name=ps --update_mode=sync --backup_workers=1 --intra_node_sync=cpu "
+       "--ps_hosts=127.0.0.1:1 --worker_hosts=10.0.0.1:2,10.0.0.1:3 --train_dir=/tmp/x",
+       "--backup_workers must be below the number of pushing workers (1)"},
       {"--job_name=ps --ps_hosts=nohost --worker_hosts=127.0.0.1:2 --train_dir=/tmp/x",
        "--ps_hosts entry 'nohost' is not host:port"},
   };

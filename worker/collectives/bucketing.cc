@@ -1,6 +1,7 @@
 #include "worker/collectives/bucketing.h"
 
 #include <algorithm>
+#include <functional>
 #include <string>
 
 namespace pstrain {
@@ -50,32 +51,80 @@ void CopyOutOfFusionBuffer(const Bucket& bucket, const float* buffer,
   }
 }
 
-Status AllReduceAverageBucketed(Collectives& collectives, const std::vector<Tensor*>& tensors,
-                                const std::vector<Bucket>& buckets) {
+namespace {
+
+// The bucket's element count, checked against its tensors.
+Result<int64_t> CheckedElements(const Bucket& bucket, size_t b,
+                                const std::vector<Tensor*>& tensors) {
+  int64_t elements = 0;
+  for (int index : bucket.tensor_indices) {
+    if (index < 0 || index >= static_cast<int>(tensors.size()) || tensors[index] == nullptr) {
+      return InvalidArgument("bucket " + std::to_string(b) + " names tensor " +
+                             std::to_string(index) + ", but only " +
+                             std::to_string(tensors.size()) + " non-null tensors were given");
+    }
+    elements += tensors[index]->size();
+  }
+  if (elements != bucket.num_elements) {
+    return InvalidArgument("bucket " + std::to_string(b) + " expects " +
+                           std::to_string(bucket.num_elements) + " elements, its tensors hold " +
+                           std::to_string(elements));
+  }
+  return elements;
+}
+
+// Runs `op` (on a pointer and a count) once per bucket: over a host fusion buffer (filled
+// before when `fill`, emptied into the tensors after), or, in device memory, on each tensor in one
+// group call.
+Status ForEachBucket(Collectives& collectives, const std::vector<Tensor*>& tensors,
+                     const std::vector<Bucket>& buckets, const std::string& what, bool fill,
+                     const std::function<Status(float*, int64_t)>& op) {
   std::vector<float> fusion;
   for (size_t b = 0; b < buckets.size(); ++b) {
     const Bucket& bucket = buckets[b];
-    int64_t elements = 0;
-    for (int index : bucket.tensor_indices) {
-      if (index < 0 || index >= static_cast<int>(tensors.size()) || tensors[index] == nullptr) {
-        return InvalidArgument("bucket " + std::to_string(b) + " names tensor " +
-                               std::to_string(index) + ", but only " +
-                               std::to_string(tensors.size()) + " non-null tensors were given");
+    ASSIGN_OR_RETURN(const int64_t elements, CheckedElements(bucket, b, tensors));
+    const std::string context = what + " of bucket " + std::to_string(b);
+    if (!collectives.host_memory()) {
+      RETURN_IF_ERROR(collectives.GroupStart().WithContext(context));
+      Status status;
+      for (int index : bucket.tensor_indices) {
+        status = op(tensors[index]->data(), tensors[index]->size());
+        if (!status.ok()) break;
       }
-      elements += tensors[index]->size();
+      Status ended = collectives.GroupEnd();
+      RETURN_IF_ERROR(status.WithContext(context));
+      RETURN_IF_ERROR(ended.WithContext(context));
+      continue;
     }
-    if (elements != bucket.num_elements) {
-      return InvalidArgument("bucket " + std::to_string(b) + " expects " +
-                             std::to_string(bucket.num_elements) + " elements, its tensors hold " +
-                             std::to_string(elements));
+    if (bucket.tensor_indices.size() == 1) {  // alone in its bucket: no copies
+      Tensor& t = *tensors[bucket.tensor_indices[0]];
+      RETURN_IF_ERROR(op(t.data(), t.size()).WithContext(context));
+      continue;
     }
     fusion.resize(elements);
-    CopyIntoFusionBuffer(bucket, tensors, fusion.data());
-    RETURN_IF_ERROR(collectives.AllReduceAverage(fusion.data(), elements)
-                        .WithContext("all-reduce of gradient bucket " + std::to_string(b)));
+    if (fill) CopyIntoFusionBuffer(bucket, tensors, fusion.data());
+    RETURN_IF_ERROR(op(fusion.data(), elements).WithContext(context));
     CopyOutOfFusionBuffer(bucket, fusion.data(), tensors);
   }
   return Status::OK();
+}
+
+}  // namespace
+
+Status AllReduceAverageBucketed(Collectives& collectives, const std::vector<Tensor*>& tensors,
+                                const std::vector<Bucket>& buckets) {
+  return ForEachBucket(
+      collectives, tensors, buckets, "all-reduce", /*fill=*/true,
+      [&](float* data, int64_t n) { return collectives.AllReduceAverage(data, n); });
+}
+
+Status BroadcastBucketed(Collectives& collectives, const std::vector<Tensor*>& tensors,
+                         const std::vector<Bucket>& buckets, int root) {
+  // Only the root's values matter: the other ranks skip filling the fusion buffer.
+  const bool is_root = collectives.rank() == root;
+  return ForEachBucket(
+      collectives, tensors, buckets, "broadcast", /*fill=*/is_root,
+      [&](float* data, int64_t n) { return collectives.Broadcast(data, n, root); });
 }
 
 }  // namespace pstrain

@@ -33,8 +33,12 @@ void CopyIntoFusionBuffer(const Bucket& bucket, const std::vector<Tensor*>& tens
 void CopyOutOfFusionBuffer(const Bucket& bucket, const float* buffer,
                            const std::vector<Tensor*>& tensors);
 
-// Averages every tensor over the ranks of `collectives`, one all-reduce per bucket.
+// Averages every tensor over the ranks of `collectives`, one all-reduce per bucket (in host
+// memory through a fusion buffer; in device memory as one group call of the bucket's tensors).
 Status AllReduceAverageBucketed(Collectives& collectives, const std::vector<Tensor*>& tensors,
                                 const std::vector<Bucket>& buckets);
+// Copies rank `root`'s tensors to every rank, one broadcast per bucket, fused the same way.
+Status BroadcastBucketed(Collectives& collectives, const std::vector<Tensor*>& tensors,
+                         const std::vector<Bucket>& buckets, int root);
 
 }  // namespace pstrain

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "common/status.h"
 
@@ -21,6 +22,21 @@ inline ShardRange ShardOf(int64_t n, int size, int rank) {
   const int64_t begin = rank * base + (rank < extra ? rank : extra);
   return {begin, begin + base + (rank < extra ? 1 : 0)};
 }
+
+// The operations, and what one rank passed to one (for checking that all ranks agree).
+enum class CollectiveOp { kAllReduce = 1, kBroadcast, kReduceScatter, kAllGather };
+const char* CollectiveOpName(CollectiveOp op);  // "AllReduceAverage", ...
+struct CollectiveCall {
+  CollectiveOp op = CollectiveOp::kAllReduce;
+  int64_t n = 0;
+  int root = 0;
+  bool has_data = true;  // false: a data pointer was null (allowed only with nothing to move)
+};
+
+// OK when every rank's call (calls[r] is rank r's) is the same valid one; otherwise
+// InvalidArgument naming the first rank that differs from rank 0 or passed a bad argument.
+// Every rank checks the same calls, so all ranks fail alike and none is left waiting.
+Status CheckCollectiveCalls(const std::vector<CollectiveCall>& calls);
 
 // Every rank calls each method with the same arguments (n, root), in the same order. Data
 // pointers are wherever the implementation works: host memory for CpuCollectives, device
@@ -42,6 +58,19 @@ class Collectives {
   // Rank r contributes shard_in (its shard ShardOf(n, size(), r)); every rank receives all
   // shards, in rank order, in out[0, n).
   virtual Status AllGather(const float* shard_in, float* out, int64_t n) = 0;
+
+  // Whether data pointers are host memory (then several small tensors are fused by copying them
+  // into one host buffer). False for device memory: their calls are grouped instead.
+  virtual bool host_memory() const { return true; }
+  // The calls between GroupStart and GroupEnd may run as one launch (NCCL group calls: several
+  // tensors' all-reduces without fusion-buffer copies); GroupEnd returns once all are done.
+  // By default each call runs when made.
+  virtual Status GroupStart() { return Status::OK(); }
+  virtual Status GroupEnd() { return Status::OK(); }
+  // Broadcast of a few control values in host memory, whatever memory the data calls use.
+  virtual Status BroadcastFromHost(float* host_data, int64_t n, int root) {
+    return Broadcast(host_data, n, root);
+  }
 };
 
 }  // namespace pstrain

@@ -24,7 +24,7 @@ class CpuCollectivesContext {
 
   // The arguments one rank passed to the current collective call.
   struct Call {
-    int op = 0;
+    CollectiveOp op = CollectiveOp::kAllReduce;
     int64_t n = 0;
     int root = 0;
     const float* in = nullptr;
@@ -63,7 +63,7 @@ class CpuCollectives : public Collectives {
 
   // Publishes this rank's arguments and checks every rank's, so that all ranks return the
   // same error (and none is left waiting at a barrier) when any rank's arguments are bad.
-  Status Enter(const CpuCollectivesContext::Call& call, const char* op_name);
+  Status Enter(const CpuCollectivesContext::Call& call);
   // The average over ranks of element i of every rank's `in`, summed in rank order.
   void AverageShard(const ShardRange& shard, float* out);
 

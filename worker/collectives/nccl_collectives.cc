@@ -70,6 +70,7 @@ Result<std::unique_ptr<NcclCollectives>> NcclCollectives::Create(Store& store,
 }
 
 NcclCollectives::~NcclCollectives() {
+  if (control_ != nullptr) cudaFree(control_);
   if (comm_ != nullptr) ncclCommDestroy(comm_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
@@ -79,7 +80,44 @@ Status NcclCollectives::UseDevice() {
 }
 
 Status NcclCollectives::Synchronize(const char* op) {
+  if (in_group_) return Status::OK();
   return FromCuda(cudaStreamSynchronize(stream_), std::string("waiting for ") + op);
+}
+
+Status NcclCollectives::BroadcastFromHost(float* host_data, int64_t n, int root) {
+  RETURN_IF_ERROR(CheckN(n, "BroadcastFromHost"));
+  RETURN_IF_ERROR(UseDevice());
+  if (n > control_elements_) {
+    if (control_ != nullptr) cudaFree(control_);
+    control_ = nullptr;
+    control_elements_ = 0;
+    RETURN_IF_ERROR(FromCuda(cudaMalloc(reinterpret_cast<void**>(&control_), n * sizeof(float)),
+                             "cudaMalloc of the control buffer"));
+    control_elements_ = n;
+  }
+  const size_t bytes = n * sizeof(float);
+  RETURN_IF_ERROR(FromCuda(
+      cudaMemcpyAsync(control_, host_data, bytes, cudaMemcpyHostToDevice, stream_), "upload"));
+  RETURN_IF_ERROR(Broadcast(control_, n, root));
+  RETURN_IF_ERROR(FromCuda(
+      cudaMemcpyAsync(host_data, control_, bytes, cudaMemcpyDeviceToHost, stream_), "download"));
+  return FromCuda(cudaStreamSynchronize(stream_), "waiting for the control broadcast");
+}
+
+Status NcclCollectives::GroupStart() {
+  if (in_group_)
+    return FailedPrecondition("NCCL GroupStart inside a group (groups do not nest here)");
+  RETURN_IF_ERROR(UseDevice());
+  RETURN_IF_ERROR(FromNccl(ncclGroupStart(), "ncclGroupStart"));
+  in_group_ = true;
+  return Status::OK();
+}
+
+Status NcclCollectives::GroupEnd() {
+  if (!in_group_) return FailedPrecondition("NCCL GroupEnd without GroupStart");
+  in_group_ = false;
+  RETURN_IF_ERROR(FromNccl(ncclGroupEnd(), "ncclGroupEnd"));
+  return Synchronize("the grouped NCCL calls");
 }
 
 Status NcclCollectives::AllReduceAverage(float* data, int64_t n) {

@@ -39,10 +39,20 @@ class NcclCollectives : public Collectives {
   Status ReduceScatterAverage(const float* in, float* out_shard, int64_t n) override;
   Status AllGather(const float* shard_in, float* out, int64_t n) override;
 
+  bool host_memory() const override { return false; }
+  // ncclGroupStart/ncclGroupEnd: the calls between are launched together at GroupEnd, which
+  // waits for them.
+  Status GroupStart() override;
+  Status GroupEnd() override;
+  // Through a small device buffer of its own (cudaMalloc'd: the only device memory that does not
+  // come from the worker's growth allocator, a few bytes).
+  Status BroadcastFromHost(float* host_data, int64_t n, int root) override;
+
  private:
   NcclCollectives(int rank, int size, int device) : rank_(rank), size_(size), device_(device) {}
   // Makes this rank's device current; the calling thread may have another one selected.
   Status UseDevice();
+  // Waits for the stream, except inside a group (GroupEnd waits for all of it).
   Status Synchronize(const char* op);
 
   int rank_;
@@ -50,6 +60,9 @@ class NcclCollectives : public Collectives {
   int device_;
   cudaStream_t stream_ = nullptr;
   ncclComm_t comm_ = nullptr;
+  bool in_group_ = false;
+  float* control_ = nullptr;  // device buffer for BroadcastFromHost
+  int64_t control_elements_ = 0;
 };
 
 }  // namespace pstrain

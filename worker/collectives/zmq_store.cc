@@ -28,62 +28,19 @@ Result<std::string> FromHex(const std::string& hex) {
   auto nibble = [](char c) {
     return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
   };
-  if (hex.size() % 2 != 0) return DataLoss("store value of odd hex length " + std::to_string(hex.size()));
+  if (hex.size() % 2 != 0)
+    return DataLoss("store value of odd hex length " + std::to_string(hex.size()));
   std::string bytes(hex.size() / 2, '\0');
   for (size_t i = 0; i < bytes.size(); ++i) {
     const int hi = nibble(hex[2 * i]), lo = nibble(hex[2 * i + 1]);
-    if (hi < 0 || lo < 0) return DataLoss("store value is not lowercase hex at byte " + std::to_string(i));
+    if (hi < 0 || lo < 0)
+      return DataLoss("store value is not lowercase hex at byte " + std::to_string(i));
     bytes[i] = static_cast<char>(hi << 4 | lo);
   }
   return bytes;
 }
 
 }  // namespace
-
-Result<std::unique_ptr<ZmqStoreServer>> ZmqStoreServer::Start(const std::string& endpoint,
-                                                              const wire::Security& security) {
-  auto server = std::unique_ptr<ZmqStoreServer>(new ZmqStoreServer());
-  ASSIGN_OR_RETURN(server->socket_, wire::ServerSocket::Bind(endpoint, {}, security));
-  server->thread_ = std::thread([s = server.get()] { s->Serve(); });
-  return server;
-}
-
-ZmqStoreServer::~ZmqStoreServer() {
-  stop_ = true;
-  if (thread_.joinable()) thread_.join();
-}
-
-void ZmqStoreServer::Serve() {
-  InMemoryStore table(table_, /*rank=*/0);
-  while (!stop_) {
-    Result<wire::Incoming> in = socket_->Receive(milliseconds(100));
-    if (!in.ok()) continue;  // a timeout (or a closed socket at exit)
-    Message reply;
-    reply.type = MessageType::kOk;
-    reply.request_id = in->request_id;
-    if (!in->message.ok()) {
-      reply = wire::ErrorReply(reply, in->message.status());
-    } else {
-      const Message& m = in->message.value();
-      reply.request_id = m.request_id;
-      if ((m.type != MessageType::kStoreSet && m.type != MessageType::kStoreGet) ||
-          m.names.size() != 1) {
-        reply = wire::ErrorReply(m, InvalidArgument(std::string("the store expects a store set "
-                                                                "or get naming one key, got a ") +
-                                                    wire::MessageTypeName(m.type)));
-      } else if (m.type == MessageType::kStoreSet) {
-        Status s = table.Set(m.names[0], m.text);
-        if (!s.ok()) reply = wire::ErrorReply(m, s);
-      } else {
-        Result<std::string> value = table.Get(m.names[0], milliseconds(0));
-        reply.value = value.ok() ? 1 : 0;
-        if (value.ok()) reply.text = value.value();
-      }
-    }
-    Status sent = socket_->Reply(in->peer, reply);
-    if (!sent.ok()) VLOG(1) << "store reply: " << sent.ToString();
-  }
-}
 
 Result<std::unique_ptr<ZmqStore>> ZmqStore::Connect(const std::string& endpoint, int rank,
                                                     const wire::Security& security) {
@@ -123,8 +80,8 @@ Result<std::string> ZmqStore::Get(const std::string& key, milliseconds timeout) 
     Result<Message> r = connection_->Call(m, left);
     if (r.ok() && r->value == 1) return FromHex(r->text);
     if (!r.ok() && r.status().code() != StatusCode::kUnavailable) {
-      return r.status().WithContext("rank " + std::to_string(rank_) + " getting store key '" +
-                                    key + "' from " + endpoint_);
+      return r.status().WithContext("rank " + std::to_string(rank_) + " getting store key '" + key +
+                                    "' from " + endpoint_);
     }
     std::this_thread::sleep_for(std::min(backoff, left));
     backoff = std::min(backoff * 2, milliseconds(200));

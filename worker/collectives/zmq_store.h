@@ -1,38 +1,20 @@
 // The rendezvous store across processes (as gloo's TCPStore and torch.distributed's TCPStore):
-// the leader of a host's workers serves a key-value table on a ZeroMQ socket, and every rank
-// (the leader too) sets and gets keys through it. This is how the NCCL unique id travels from
-// the leader to the other ranks on the host. Keys are written once; a get waits, retrying,
+// the leader of a host's workers serves a key-value table from its HostHub (host_hub.h), and
+// every rank (the leader too) sets and gets keys through it. This is how the NCCL unique id travels
+// from the leader to the other ranks on the host. Keys are written once; a get waits, retrying,
 // until its key is set.
 #pragma once
 
-#include <atomic>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "common/wire/transport.h"
 #include "worker/collectives/rendezvous_store.h"
 
 namespace pstrain {
 
-// Serves a table on `endpoint` ("tcp://*:2232") from a thread until destroyed.
-class ZmqStoreServer {
- public:
-  static Result<std::unique_ptr<ZmqStoreServer>> Start(const std::string& endpoint,
-                                                       const wire::Security& security = {});
-  ~ZmqStoreServer();
-  std::string endpoint() const { return socket_->endpoint(); }
-
- private:
-  ZmqStoreServer() = default;
-  void Serve();
-  std::unique_ptr<wire::ServerSocket> socket_;
-  std::shared_ptr<InMemoryStoreTable> table_ = std::make_shared<InMemoryStoreTable>();
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-};
-
-// One rank's client of a ZmqStoreServer; its errors name the rank and the server.
+// One rank's client of the host's store, served by its HostHub (host_hub.h); its errors name the
+// rank and the server.
 class ZmqStore : public Store {
  public:
   static Result<std::unique_ptr<ZmqStore>> Connect(const std::string& endpoint, int rank,

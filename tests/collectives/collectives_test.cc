@@ -1,5 +1,5 @@
-#include "worker/collectives/cpu_collectives.h"
-
+// Every collective, on both CPU transports: ranks as threads sharing memory (CpuCollectives)
+// and ranks meeting at a HostHub over loopback TCP (HubCollectives), which must agree bitwise.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tests/collectives/rank_threads.h"
+#include "worker/collectives/cpu_collectives.h"
 
 namespace pstrain {
 namespace {
@@ -44,27 +45,31 @@ void ExpectAllOk(const std::vector<Status>& statuses) {
   }
 }
 
-// (world size, n).
-class CpuCollectivesTest : public ::testing::TestWithParam<std::tuple<int, int64_t>> {
+// (transport, world size, n).
+class CollectivesTest : public ::testing::TestWithParam<std::tuple<RankTransport, int, int64_t>> {
  protected:
-  int size() const { return std::get<0>(GetParam()); }
-  int64_t n() const { return std::get<1>(GetParam()); }
+  RankTransport transport() const { return std::get<0>(GetParam()); }
+  int size() const { return std::get<1>(GetParam()); }
+  int64_t n() const { return std::get<2>(GetParam()); }
+  std::vector<Status> Run(const std::function<Status(Collectives&)>& body) const {
+    return RunRanks(size(), body, transport());
+  }
 };
 
-TEST_P(CpuCollectivesTest, AllReduceAverageEqualsSerialAverageBitwiseOnEveryRank) {
+TEST_P(CollectivesTest, AllReduceAverageEqualsSerialAverageBitwiseOnEveryRank) {
   const std::vector<float> expected = SerialAverage(size(), n());
   std::vector<std::vector<float>> results(size());
-  ExpectAllOk(RunRanks(size(), [&](Collectives& c) {
+  ExpectAllOk(Run([&](Collectives& c) {
     results[c.rank()] = RankValues(c.rank(), n());
     return c.AllReduceAverage(results[c.rank()].data(), n());
   }));
   for (int r = 0; r < size(); ++r) EXPECT_TRUE(BitwiseEqual(results[r], expected)) << "rank " << r;
 }
 
-TEST_P(CpuCollectivesTest, BroadcastFromEachRootCopiesTheRootsData) {
+TEST_P(CollectivesTest, BroadcastFromEachRootCopiesTheRootsData) {
   for (int root = 0; root < size(); ++root) {
     std::vector<std::vector<float>> results(size());
-    ExpectAllOk(RunRanks(size(), [&](Collectives& c) {
+    ExpectAllOk(Run([&](Collectives& c) {
       results[c.rank()] = RankValues(c.rank(), n());
       return c.Broadcast(results[c.rank()].data(), n(), root);
     }));
@@ -75,11 +80,11 @@ TEST_P(CpuCollectivesTest, BroadcastFromEachRootCopiesTheRootsData) {
   }
 }
 
-TEST_P(CpuCollectivesTest, ReduceScatterShardsThenAllGatherReproduceAllReduce) {
+TEST_P(CollectivesTest, ReduceScatterShardsThenAllGatherReproduceAllReduce) {
   const std::vector<float> expected = SerialAverage(size(), n());
   std::vector<std::vector<float>> shards(size());
   std::vector<std::vector<float>> gathered(size());
-  ExpectAllOk(RunRanks(size(), [&](Collectives& c) {
+  ExpectAllOk(Run([&](Collectives& c) {
     const std::vector<float> in = RankValues(c.rank(), n());
     const ShardRange shard = ShardOf(n(), c.size(), c.rank());
     shards[c.rank()].resize(shard.size());
@@ -95,12 +100,15 @@ TEST_P(CpuCollectivesTest, ReduceScatterShardsThenAllGatherReproduceAllReduce) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(WorldSizesAndLengths, CpuCollectivesTest,
-                         ::testing::Combine(::testing::Values(1, 2, 3, 4),
+INSTANTIATE_TEST_SUITE_P(TransportsWorldSizesAndLengths, CollectivesTest,
+                         ::testing::Combine(::testing::Values(RankTransport::kThreads,
+                                                              RankTransport::kHub),
+                                            ::testing::Values(1, 2, 3, 4),
                                             ::testing::Values<int64_t>(0, 1, 7, 1001, 1 << 20)),
                          [](const auto& info) {
-                           return "size" + std::to_string(std::get<0>(info.param)) + "_n" +
-                                  std::to_string(std::get<1>(info.param));
+                           return TransportName(std::get<0>(info.param)) + "_size" +
+                                  std::to_string(std::get<1>(info.param)) + "_n" +
+                                  std::to_string(std::get<2>(info.param));
                          });
 
 TEST(ShardOfTest, ShardsAreNearEqualContiguousAndCoverN) {
@@ -118,37 +126,63 @@ TEST(ShardOfTest, ShardsAreNearEqualContiguousAndCoverN) {
   }
 }
 
-TEST(CpuCollectivesErrorsTest, MismatchedNIsInvalidArgumentOnEveryRank) {
+class CollectivesErrorsTest : public ::testing::TestWithParam<RankTransport> {};
+
+TEST_P(CollectivesErrorsTest, MismatchedNIsInvalidArgumentOnEveryRank) {
   std::vector<float> data(8, 1.0f);
-  std::vector<Status> statuses = RunRanks(2, [&](Collectives& c) {
-    std::vector<float> mine = data;
-    return c.AllReduceAverage(mine.data(), c.rank() == 0 ? 4 : 5);
-  });
+  std::vector<Status> statuses = RunRanks(
+      2,
+      [&](Collectives& c) {
+        std::vector<float> mine = data;
+        return c.AllReduceAverage(mine.data(), c.rank() == 0 ? 4 : 5);
+      },
+      GetParam());
   for (const Status& s : statuses) {
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
     EXPECT_NE(s.message().find("n = 5"), std::string::npos) << s.message();
   }
 }
 
-TEST(CpuCollectivesErrorsTest, BroadcastRootOutOfRangeIsInvalidArgumentAndGroupStaysUsable) {
-  std::vector<Status> statuses = RunRanks(3, [&](Collectives& c) {
-    std::vector<float> data(4, static_cast<float>(c.rank()));
-    Status bad = c.Broadcast(data.data(), 4, 3);
-    EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
-    EXPECT_NE(bad.message().find("root must be in [0, 3), got 3"), std::string::npos)
-        << bad.message();
-    RETURN_IF_ERROR(c.Broadcast(data.data(), 4, 2));
-    EXPECT_EQ(data, std::vector<float>(4, 2.0f));
-    return Status::OK();
-  });
+TEST_P(CollectivesErrorsTest, BroadcastRootOutOfRangeIsInvalidArgumentAndGroupStaysUsable) {
+  std::vector<Status> statuses = RunRanks(
+      3,
+      [&](Collectives& c) {
+        std::vector<float> data(4, static_cast<float>(c.rank()));
+        Status bad = c.Broadcast(data.data(), 4, 3);
+        EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+        EXPECT_NE(bad.message().find("root must be in [0, 3), got 3"), std::string::npos)
+            << bad.message();
+        RETURN_IF_ERROR(c.Broadcast(data.data(), 4, 2));
+        EXPECT_EQ(data, std::vector<float>(4, 2.0f));
+        return Status::OK();
+      },
+      GetParam());
   ExpectAllOk(statuses);
 }
 
-TEST(CpuCollectivesErrorsTest, NegativeNIsInvalidArgument) {
-  std::vector<Status> statuses =
-      RunRanks(2, [&](Collectives& c) { return c.AllReduceAverage(nullptr, -1); });
+TEST_P(CollectivesErrorsTest, NegativeNIsInvalidArgument) {
+  std::vector<Status> statuses = RunRanks(
+      2, [&](Collectives& c) { return c.AllReduceAverage(nullptr, -1); }, GetParam());
   for (const Status& s : statuses) EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
 }
+
+TEST_P(CollectivesErrorsTest, NullDataWithElementsIsInvalidArgumentOnEveryRank) {
+  std::vector<Status> statuses = RunRanks(
+      2,
+      [&](Collectives& c) {
+        std::vector<float> data(3, 1.0f);
+        return c.AllReduceAverage(c.rank() == 1 ? nullptr : data.data(), 3);
+      },
+      GetParam());
+  for (const Status& s : statuses) {
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(s.message().find("rank 1: a data pointer is null"), std::string::npos) << s.message();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, CollectivesErrorsTest,
+                         ::testing::Values(RankTransport::kThreads, RankTransport::kHub),
+                         [](const auto& info) { return TransportName(info.param); });
 
 TEST(CpuCollectivesErrorsTest, RankOutsideTheGroupIsRejected) {
   auto context = std::make_shared<CpuCollectivesContext>(2);

@@ -1,0 +1,161 @@
+#include "worker/intra_node.h"
+
+#include <glog/logging.h>
+
+#include <set>
+
+#include "worker/collectives/hub_collectives.h"
+#if PSTRAIN_HAVE_NCCL
+#include "worker/collectives/nccl_collectives.h"
+#endif
+
+namespace pstrain {
+namespace worker {
+
+Result<IntraNodeSync> ParseIntraNodeSync(const std::string& value) {
+  if (value == "off") return IntraNodeSync::kOff;
+  if (value == "cpu") return IntraNodeSync::kCpu;
+  if (value == "nccl") return IntraNodeSync::kNccl;
+  return InvalidArgument("--intra_node_sync must be off, cpu or nccl, got '" + value + "'");
+}
+
+const char* IntraNodeSyncName(IntraNodeSync mode) {
+  switch (mode) {
+    case IntraNodeSync::kOff:
+      return "off";
+    case IntraNodeSync::kCpu:
+      return "cpu";
+    case IntraNodeSync::kNccl:
+      return "nccl";
+  }
+  return "unknown";
+}
+
+int NumPushers(const std::vector<std::string>& worker_hosts, IntraNodeSync mode) {
+  if (mode == IntraNodeSync::kOff) return static_cast<int>(worker_hosts.size());
+  std::set<std::string> hosts;
+  for (const std::string& entry : worker_hosts) hosts.insert(entry.substr(0, entry.rfind(':')));
+  return static_cast<int>(hosts.size());
+}
+
+namespace {
+
+std::string PortOf(const std::string& host_port) {
+  return host_port.substr(host_port.rfind(':') + 1);
+}
+
+// The hub's CURVE settings: the leader serves with its own key pair and lets in the cluster's
+// workers; the others trust the leader's public key.
+Result<wire::Security> HubSecurity(const wire::ClusterKeys& keys, const HostGroup& g) {
+  if (!keys.curve()) return wire::Security{};
+  if (g.is_leader()) return keys.ForServer();
+  const std::string leader = "worker-" + std::to_string(g.leader());
+  wire::Security s;
+  s.own = keys.own;
+  for (const auto& [key, name] : keys.client_keys) {
+    if (name == leader) s.server_key = key;
+  }
+  if (s.server_key.empty()) {
+    return FailedPrecondition("no public key for " + leader + " (the host's leader) in " +
+                              keys.dir + "; are the keys from another cluster?");
+  }
+  return s;
+}
+
+// Every rank publishes its mode and checks the others'.
+Status AgreeOnMode(Store& store, const HostGroup& g, IntraNodeSync mode, Device device,
+                   std::chrono::milliseconds timeout) {
+  const std::string mine =
+      std::string(IntraNodeSyncName(mode)) + " on " + (device == Device::kGpu ? "gpu" : "cpu");
+  RETURN_IF_ERROR(store.Set("mode/" + std::to_string(g.local_rank), mine));
+  for (int r = 0; r < g.size(); ++r) {
+    Result<std::string> theirs = store.Get("mode/" + std::to_string(r), timeout);
+    if (!theirs.ok()) {
+      return theirs.status().WithContext("waiting for worker " + std::to_string(g.tasks[r]) +
+                                         " (local rank " + std::to_string(r) +
+                                         ") to join the host's sync group");
+    }
+    if (mode == IntraNodeSync::kNccl ? *theirs != mine
+                                     : theirs->rfind(IntraNodeSyncName(mode), 0) != 0) {
+      return FailedPrecondition("the workers on host " + g.host + " disagree: this one syncs " +
+                                mine + ", worker " + std::to_string(g.tasks[r]) + " " + *theirs +
+                                " (give every role the same --intra_node_sync and devices)");
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<IntraNodeGroup>> JoinIntraNodeGroup(const IntraNodeOptions& o,
+                                                           const std::string& who) {
+  if (o.mode == IntraNodeSync::kOff) return std::unique_ptr<IntraNodeGroup>();
+  ASSIGN_OR_RETURN(HostGroup g, HostGroupOf(o.worker_hosts, o.task_index));
+  if (o.mode == IntraNodeSync::kNccl) {
+    if (o.device != Device::kGpu) {
+      return FailedPrecondition(who +
+                                ": --intra_node_sync=nccl needs a worker on a GPU, and this one "
+                                "computes on the CPU (see the device line above; use "
+                                "--intra_node_sync=cpu or give it a GPU)");
+    }
+#if !PSTRAIN_HAVE_NCCL
+    return FailedPrecondition(who +
+                              ": --intra_node_sync=nccl, but this binary was built without "
+                              "NCCL (see the cmake log; set NCCL_ROOT)");
+#endif
+  }
+  if (g.size() == 1) {
+    LOG(INFO) << who << ": alone on host " << g.host
+              << "; --intra_node_sync=" << IntraNodeSyncName(o.mode) << " has nothing to sync";
+    return std::unique_ptr<IntraNodeGroup>();
+  }
+  auto joined = std::make_unique<IntraNodeGroup>();
+  joined->group = g;
+  joined->mode = o.mode;
+  ASSIGN_OR_RETURN(wire::Security security, HubSecurity(o.curve, g));
+  const std::string leader_entry = o.worker_hosts[g.leader()];
+  if (g.is_leader()) {
+    HostHubOptions hub;
+    hub.size = g.size();
+    hub.timeout = o.timeout;
+    auto started = HostHub::Start("tcp://*:" + PortOf(leader_entry), hub, security);
+    if (!started.ok()) {
+      return started.status().WithContext(who + ": serving the host's hub on port " +
+                                          PortOf(leader_entry) + " (its --worker_hosts entry)");
+    }
+    joined->hub = std::move(started).value();
+  }
+  const std::string endpoint = wire::TcpEndpoint(leader_entry);
+  ASSIGN_OR_RETURN(joined->store, ZmqStore::Connect(endpoint, g.local_rank, security));
+  RETURN_IF_ERROR(AgreeOnMode(*joined->store, g, o.mode, o.device, o.timeout).WithContext(who));
+  if (o.mode == IntraNodeSync::kCpu) {
+    HubCollectivesOptions c;
+    c.rank = g.local_rank;
+    c.size = g.size();
+    c.timeout = o.timeout + std::chrono::minutes(1);
+    ASSIGN_OR_RETURN(joined->collectives, HubCollectives::Connect(endpoint, c, security));
+  } else {
+#if PSTRAIN_HAVE_NCCL
+    NcclOptions n;
+    n.rank = g.local_rank;
+    n.size = g.size();
+    n.device = 0;  // the first GPU CUDA_VISIBLE_DEVICES leaves this worker
+    n.timeout = o.timeout;
+    auto created = NcclCollectives::Create(*joined->store, n);
+    if (!created.ok()) return created.status().WithContext(who + ": joining the host's NCCL group");
+    joined->collectives = std::move(created).value();
+#endif
+  }
+  std::string tasks;
+  for (int t : g.tasks) tasks += (tasks.empty() ? "" : ",") + std::to_string(t);
+  LOG(INFO) << who << ": syncs with workers [" << tasks << "] on host " << g.host << " over "
+            << (o.mode == IntraNodeSync::kNccl ? "NCCL" : "the host hub (host memory)")
+            << " as local rank " << g.local_rank << " of " << g.size() << "; "
+            << (g.is_leader()
+                    ? "it pushes the host's average to the servers"
+                    : "worker " + std::to_string(g.leader()) + " (the leader) pushes for the host");
+  return joined;
+}
+
+}  // namespace worker
+}  // namespace pstrain
