@@ -35,10 +35,8 @@ SyncTensors TensorsOf(const std::vector<Variable*>& variables, bool device) {
   SyncTensors t;
   for (auto it = variables.rbegin(); it != variables.rend(); ++it) {
     Variable* v = *it;
-    Tensor* value = device ? &v->device_value : &v->value;
-    Tensor* grad = device ? &v->device_grad : &v->grad;
-    t.averaged.push_back(v->trainable ? grad : value);
-    t.shared.push_back(value);
+    t.averaged.push_back(AveragedTensorOf(v, device));
+    t.shared.push_back(device ? &v->device_value : &v->value);
   }
   return t;
 }
@@ -50,6 +48,11 @@ std::vector<Bucket> BucketsOf(const std::vector<Tensor*>& tensors, const BucketO
 }
 
 }  // namespace
+
+Tensor* AveragedTensorOf(Variable* v, bool device) {
+  if (device) return v->trainable ? &v->device_grad : &v->device_value;
+  return v->trainable ? &v->grad : &v->value;
+}
 
 SyncTensors HostTensorsOf(const std::vector<Variable*>& variables) {
   return TensorsOf(variables, /*device=*/false);
@@ -63,7 +66,94 @@ HostSync::HostSync(Collectives* collectives, SyncTensors tensors, BucketOptions 
     : collectives_(collectives),
       tensors_(std::move(tensors)),
       averaged_buckets_(BucketsOf(tensors_.averaged, buckets)),
-      shared_buckets_(BucketsOf(tensors_.shared, buckets)) {}
+      shared_buckets_(BucketsOf(tensors_.shared, buckets)) {
+  for (size_t b = 0; b < averaged_buckets_.size(); ++b) {
+    for (int index : averaged_buckets_[b].tensor_indices) {
+      bucket_of_[tensors_.averaged[index]] = static_cast<int>(b);
+    }
+  }
+}
+
+HostSync::~HostSync() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  changed_.notify_all();
+  if (communication_.joinable()) communication_.join();
+}
+
+void HostSync::StartBackward() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  CHECK(!overlapping_) << "StartBackward twice without PushAndPull";
+  overlapping_ = true;
+  missing_.clear();
+  for (const Bucket& b : averaged_buckets_) missing_.push_back(b.tensor_indices.size());
+  waits_.assign(averaged_buckets_.size(), nullptr);
+  next_to_enqueue_ = 0;
+  averaged_count_ = 0;
+  overlap_status_ = Status::OK();
+  if (!communication_.joinable()) communication_ = std::thread([this] { CommunicationLoop(); });
+  EnqueueCompleteBuckets();  // buckets without tensors
+}
+
+void HostSync::Ready(const Tensor* tensor, std::function<Status()> wait) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!overlapping_) return;
+  auto it = bucket_of_.find(tensor);
+  CHECK(it != bucket_of_.end()) << "HostSync::Ready: a tensor this HostSync does not average";
+  const int b = it->second;
+  CHECK_GT(missing_[b], 0) << "HostSync::Ready: a tensor marked twice";
+  if (--missing_[b] == 0) waits_[b] = std::move(wait);
+  EnqueueCompleteBuckets();
+}
+
+void HostSync::EnqueueCompleteBuckets() {
+  const int n = static_cast<int>(averaged_buckets_.size());
+  bool any = false;
+  while (next_to_enqueue_ < n && missing_[next_to_enqueue_] == 0) {
+    queue_.push_back(next_to_enqueue_++);
+    any = true;
+  }
+  if (any) changed_.notify_all();
+}
+
+void HostSync::CommunicationLoop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    changed_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    if (stop_) return;
+    const int b = queue_.front();
+    queue_.pop_front();
+    std::function<Status()> wait = std::move(waits_[b]);
+    const bool failed = !overlap_status_.ok();
+    lock.unlock();
+    // After a failure the remaining buckets are only counted: every rank fails this step.
+    Status status;
+    if (!failed) {
+      if (wait) status = wait();
+      if (status.ok()) {
+        status = AllReduceAverageBucketed(*collectives_, tensors_.averaged, {averaged_buckets_[b]});
+      }
+    }
+    lock.lock();
+    if (!status.ok() && overlap_status_.ok()) {
+      overlap_status_ = status.WithContext("gradient bucket " + std::to_string(b));
+    }
+    ++averaged_count_;
+    changed_.notify_all();
+  }
+}
+
+Status HostSync::FinishOverlappedAverage() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (int& m : missing_) m = 0;  // what backward did not mark (a layer it skipped) goes now
+  EnqueueCompleteBuckets();
+  changed_.wait(lock,
+                [&] { return averaged_count_ == static_cast<int>(averaged_buckets_.size()); });
+  overlapping_ = false;
+  return overlap_status_;
+}
 
 namespace {
 // The leader's outcome as floats, bit for bit (a broadcast copies bytes, it computes nothing):
@@ -110,7 +200,16 @@ Result<int64_t> HostSync::Pull(const std::function<Result<int64_t>()>& leader_pu
 
 Result<PushPullResult> HostSync::PushAndPull(
     const std::function<Result<PushPullResult>()>& leader_exchange) {
-  RETURN_IF_ERROR(AllReduceAverageBucketed(*collectives_, tensors_.averaged, averaged_buckets_));
+  bool overlapped;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    overlapped = overlapping_;
+  }
+  if (overlapped) {
+    RETURN_IF_ERROR(FinishOverlappedAverage());
+  } else {
+    RETURN_IF_ERROR(AllReduceAverageBucketed(*collectives_, tensors_.averaged, averaged_buckets_));
+  }
   Result<PushPullResult> outcome = PushPullResult{};
   if (is_leader()) outcome = leader_exchange();
   return Share(outcome);

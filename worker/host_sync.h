@@ -7,9 +7,14 @@
 // the hosts we target, one push per host moves the same bytes with fewer, larger messages.)
 #pragma once
 
+#include <condition_variable>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "worker/collectives/bucketing.h"
@@ -45,6 +50,8 @@ struct SyncTensors {
 SyncTensors HostTensorsOf(const std::vector<Variable*>& variables);
 // Their device mirrors (GPU workers syncing over NCCL).
 SyncTensors DeviceTensorsOf(const std::vector<Variable*>& variables);
+// The tensor of `v` that is averaged: its gradient when trainable, else its value.
+Tensor* AveragedTensorOf(Variable* v, bool device);
 
 class HostSync {
  public:
@@ -53,7 +60,20 @@ class HostSync {
   // works (host or device memory).
   HostSync(Collectives* collectives, SyncTensors tensors, BucketOptions buckets = {});
 
+  ~HostSync();
+  HostSync(const HostSync&) = delete;
+  HostSync& operator=(const HostSync&) = delete;
+
   bool is_leader() const { return collectives_->rank() == 0; }
+
+  // Overlap with backward (PyTorch DDP's gradient hooks, Horovod's background thread): call
+  // StartBackward() before Backward and Ready() as backward finishes each averaged tensor; a
+  // bucket is averaged on a thread of its own as soon as all its tensors are ready, while
+  // backward goes on. `wait` (optional) blocks until the tensor's data is really there (a GPU
+  // event after the kernels that write it). PushAndPull then averages what was not marked and
+  // waits for all buckets. Without StartBackward, PushAndPull averages everything itself.
+  void StartBackward();
+  void Ready(const Tensor* tensor, std::function<Status()> wait = {});
 
   // The leader runs `leader_pull` (its pull from the servers); every rank then receives the
   // leader's values and the global step.
@@ -69,9 +89,29 @@ class HostSync {
   // The leader's `outcome` (or error) and the shared values, from the leader to every rank.
   Result<PushPullResult> Share(const Result<PushPullResult>& outcome);
 
+  // Hands every complete bucket, in order, to the communication thread (mutex_ held).
+  void EnqueueCompleteBuckets();
+  // Waits until the communication thread has averaged every bucket of this step.
+  Status FinishOverlappedAverage();
+  void CommunicationLoop();
+
   Collectives* collectives_;
   SyncTensors tensors_;
   std::vector<Bucket> averaged_buckets_, shared_buckets_;
+
+  // Overlap state; the communication thread starts with the first StartBackward.
+  std::unordered_map<const Tensor*, int> bucket_of_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool overlapping_ = false;                    // between StartBackward and PushAndPull
+  std::vector<int> missing_;                    // per bucket: tensors not yet ready
+  std::vector<std::function<Status()>> waits_;  // per bucket: what to wait for before reading
+  int next_to_enqueue_ = 0;
+  std::deque<int> queue_;   // buckets for the thread, in order
+  int averaged_count_ = 0;  // buckets the thread finished this step
+  Status overlap_status_;   // the first failure of this step
+  bool stop_ = false;
+  std::thread communication_;
 };
 
 }  // namespace worker

@@ -259,7 +259,7 @@ float Model::Forward(const Tensor& images, const std::vector<int32_t>& labels, b
   return static_cast<float>(sum / n);
 }
 
-void Model::Backward() {
+void Model::Backward(const std::function<void(int layer)>& on_layer_done) {
   CHECK(ctx_.training) << "Backward() needs a training Forward() first";
   const int64_t n = batch_;
   if (device_ == Device::kGpu) {
@@ -320,7 +320,15 @@ void Model::Backward() {
 #pragma omp parallel for simd schedule(static)
       for (int64_t j = 0; j < m; ++j) dst[j] += src[j];
     }
+    if (on_layer_done) on_layer_done(i);
   }
+}
+
+std::function<Status()> Model::DeviceFence() {
+#if PSTRAIN_HAVE_GPU_BACKEND
+  if (device_ == Device::kGpu) return gpu_->Fence();
+#endif
+  return nullptr;
 }
 
 const Tensor& Model::logits() const {

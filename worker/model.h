@@ -10,6 +10,7 @@
 //       - {name: loss, type: softmax_cross_entropy}
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -54,8 +55,14 @@ class Model {
   // Runs the layers on a batch [N, C, H, W]; returns the mean loss over the batch.
   float Forward(const Tensor& images, const std::vector<int32_t>& labels, bool training,
                 std::mt19937_64* rng);
-  // Gradients of the mean loss of the last training Forward().
-  void Backward();
+  // Gradients of the mean loss of the last training Forward(). `on_layer_done(i)`, when given,
+  // runs as soon as layer i's variables have their gradients (on a GPU: once the kernels that
+  // compute them are queued; see DeviceFence), so that their communication can start while
+  // backward goes on.
+  void Backward(const std::function<void(int layer)>& on_layer_done = {});
+  // GPU: a function that waits until the device has done the work queued so far (a CUDA event);
+  // CPU: an empty function (nothing to wait for).
+  std::function<Status()> DeviceFence();
   // Logits [N, classes] of the last Forward(), in host memory on either device.
   const Tensor& logits() const;
   // How many examples of the last Forward() have the label as their arg-max logit.

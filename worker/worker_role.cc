@@ -83,6 +83,19 @@ class Exchange {
     });
   }
 
+  // The step's backward, with the host's averaging overlapping it where the averaged tensors
+  // are where backward writes them (CPU workers through the hub, GPU workers over NCCL).
+  void Backward() {
+    if (!overlaps()) return model_->Backward();
+    sync_->StartBackward();
+    model_->Backward([&](int layer) {
+      std::function<Status()> fence = model_->DeviceFence();
+      for (Variable& v : model_->layers()[layer]->variables()) {
+        sync_->Ready(AveragedTensorOf(&v, on_devices()), fence);
+      }
+    });
+  }
+
   // After Backward: the step's push and pull; the model holds the new values after it.
   Result<PushPullResult> PushAndPull(int64_t step) {
     auto push = [&] {
@@ -107,6 +120,9 @@ class Exchange {
 
  private:
   bool on_devices() const { return group_->mode == IntraNodeSync::kNccl; }
+  bool overlaps() const {
+    return sync_ != nullptr && (on_devices() || model_->device() == Device::kCpu);
+  }
 
   Model* model_;
   const TrainConfig& train_;
@@ -182,7 +198,7 @@ Status RunWorker(const RoleOptions& o) {
       return Internal(who + ": step " + std::to_string(step) + ": the loss is " +
                       std::to_string(loss) + "; training diverged (lower the learning rate)");
     }
-    model->Backward();
+    exchange.Backward();
     Result<PushPullResult> r = exchange.PushAndPull(step);
     if (!r.ok()) return r.status().WithContext(who + ": step " + std::to_string(step));
     staleness += std::max<int64_t>(0, r->global_step - step - 1);

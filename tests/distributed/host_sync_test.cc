@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
+#include <thread>
 
 #include "tests/collectives/rank_threads.h"
 #include "tests/distributed/ports.h"
@@ -106,6 +108,82 @@ TEST_P(HostSyncTest, WhenTheLeadersExchangeFailsEveryRankFailsInsteadOfWaiting) 
   EXPECT_NE(statuses[1].message().find("the host's leader"), std::string::npos)
       << statuses[1].ToString();
 }
+
+// Overlap with backward needs no server: the leader's exchange is a stand-in that checks what
+// it would push.
+class HostSyncOverlapTest : public ::testing::TestWithParam<RankTransport> {};
+
+TEST_P(HostSyncOverlapTest, BucketsAverageDuringBackwardAndMatchTheAverageAfterIt) {
+  const std::vector<int64_t> sizes = {300, 7, 64, 1, 129, 40, 2};  // backward order
+  const int ranks = 3;
+  // Per rank: the tensors averaged with overlap, and the same averaged after backward.
+  std::vector<std::vector<Tensor>> overlapped(ranks), after(ranks), values(ranks);
+  std::vector<int> started_early(ranks, 0);
+  std::vector<Status> statuses = RunRanks(
+      ranks,
+      [&](Collectives& c) -> Status {
+        const int r = c.rank();
+        for (size_t i = 0; i < sizes.size(); ++i) {
+          std::vector<float> v(sizes[i]);
+          for (int64_t k = 0; k < sizes[i]; ++k) v[k] = 0.37f * (r + 1) * (k + 1) + 0.01f * i;
+          overlapped[r].push_back(Tensor::FromVector(Shape{sizes[i]}, v));
+          after[r].push_back(Tensor::FromVector(Shape{sizes[i]}, v));
+          values[r].push_back(Tensor::Filled(Shape{sizes[i]}, static_cast<float>(r)));
+        }
+        auto tensors_of = [&](std::vector<Tensor>& averaged) {
+          SyncTensors t;
+          for (size_t i = 0; i < sizes.size(); ++i) {
+            t.averaged.push_back(&averaged[i]);
+            t.shared.push_back(&values[r][i]);
+          }
+          return t;
+        };
+        BucketOptions small{512};  // several buckets
+        HostSync plain(&c, tensors_of(after[r]), small);
+        RETURN_IF_ERROR(plain.PushAndPull([] { return PushPullResult{}; }).status());
+
+        HostSync sync(&c, tensors_of(overlapped[r]), small);
+        std::atomic<bool> first_bucket_started{false};
+        sync.StartBackward();
+        // "Backward" finishes the first tensors; their bucket must start before the step ends.
+        sync.Ready(&overlapped[r][0], [&] {
+          first_bucket_started = true;
+          return Status::OK();
+        });
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (!first_bucket_started && std::chrono::steady_clock::now() < deadline) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        started_early[r] = first_bucket_started ? 1 : 0;
+        for (size_t i = 1; i + 1 < sizes.size(); ++i) sync.Ready(&overlapped[r][i]);
+        // The last tensor is never marked (a layer backward skipped): PushAndPull averages it.
+        ASSIGN_OR_RETURN(PushPullResult result, sync.PushAndPull([&] {
+          for (size_t i = 0; i < sizes.size(); ++i) {
+            EXPECT_EQ(overlapped[r][i].ToVector(), after[r][i].ToVector())
+                << "the leader pushes the full average; tensor " << i;
+          }
+          PushPullResult p;
+          p.global_step = 42;
+          return p;
+        }));
+        EXPECT_EQ(result.global_step, 42);
+        return Status::OK();
+      },
+      GetParam());
+  for (const Status& s : statuses) ASSERT_TRUE(s.ok()) << s.ToString();
+  for (int r = 0; r < ranks; ++r) {
+    EXPECT_EQ(started_early[r], 1) << "rank " << r << ": the first bucket waited for the step";
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      EXPECT_EQ(overlapped[r][i].ToVector(), after[0][i].ToVector())
+          << "rank " << r << " tensor " << i << ": overlap must not change the average";
+      EXPECT_EQ(values[r][i].ToVector(), values[0][i].ToVector()) << "the leader's values";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, HostSyncOverlapTest,
+                         ::testing::Values(RankTransport::kThreads, RankTransport::kHub),
+                         [](const auto& info) { return TransportName(info.param); });
 
 INSTANTIATE_TEST_SUITE_P(Transports, HostSyncTest,
                          ::testing::Values(RankTransport::kThreads, RankTransport::kHub),

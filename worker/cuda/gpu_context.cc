@@ -243,6 +243,19 @@ const float* GpuContext::Ones(int64_t n) {
 
 void GpuContext::Synchronize() { PSTRAIN_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
+std::function<Status()> GpuContext::Fence() {
+  cudaEvent_t event = nullptr;
+  PSTRAIN_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  PSTRAIN_CUDA_CHECK(cudaEventRecord(event, stream_));
+  std::shared_ptr<CUevent_st> owned(event, [](cudaEvent_t e) { cudaEventDestroy(e); });
+  return [owned]() -> Status {
+    const cudaError_t err = cudaEventSynchronize(owned.get());
+    if (err == cudaSuccess) return Status::OK();
+    return Internal(std::string("waiting for the GPU's backward kernels: ") +
+                    cudaGetErrorString(err));
+  };
+}
+
 }  // namespace cuda
 }  // namespace worker
 }  // namespace pstrain

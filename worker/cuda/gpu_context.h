@@ -10,6 +10,7 @@
 #include <cudnn.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -128,6 +129,9 @@ class GpuContext {
   const float* Ones(int64_t n);
   // Waits for the compute stream.
   void Synchronize();
+  // Records an event after the compute stream's work so far; the function returned waits for it
+  // (from any thread), so another thread can start on results the kernels are still writing.
+  std::function<Status()> Fence();
 
   AllocatorStats memory_stats() const { return memory_->allocator->stats(); }
 
