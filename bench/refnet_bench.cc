@@ -63,9 +63,9 @@ int Run() {
   int64_t step = 0;
   auto train_step = [&] {
     model->Forward(images, labels, true, &rng);
-    model->Backward();
-    // On a GPU, as a worker does: gradients to the host, where the update runs (the parameter
-    // server's place), and the new values back.
+    model->Backward([&](int layer) { model->DownloadLayerGradientsAsync(layer); });
+    // On a GPU, as a worker does: gradients to the host (each layer's starting while backward
+    // goes on), where the update runs (the parameter server's place), and the new values back.
     model->DownloadGradients();
     for (size_t i = 0; i < vars.size(); ++i) {
       Status s = opt.value()->Apply(0.05f, step, vars[i]->grad, &vars[i]->value, &slots[i]);

@@ -191,7 +191,34 @@ void Model::UploadVariables() {
 void Model::DownloadGradients() {
   if (device_ != Device::kGpu) return;
 #if PSTRAIN_HAVE_GPU_BACKEND
-  cuda::DownloadToHost(variables(), /*all_values=*/false, gpu_);
+  if (!gpu_->async_download_open()) return cuda::DownloadToHost(variables(), false, gpu_);
+  // Layers backward skipped (or that never reported) are copied now.
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    if (!downloading_[i]) DownloadLayerGradientsAsync(static_cast<int>(i));
+  }
+  gpu_->FinishAsyncDownload();
+  downloading_.clear();
+#endif
+}
+
+void Model::DownloadLayerGradientsAsync(int layer) {
+  if (device_ != Device::kGpu) return;
+#if PSTRAIN_HAVE_GPU_BACKEND
+  if (!gpu_->async_download_open()) {
+    size_t bytes = 0;
+    for (const auto& [device, host] : cuda::GradientCopies(variables())) {
+      bytes += (host->bytes() + 255) / 256 * 256;
+    }
+    gpu_->BeginAsyncDownload(bytes);
+    downloading_.assign(layers_.size(), false);
+  }
+  CHECK(!downloading_.at(layer)) << "layer " << layer << "'s gradients downloaded twice";
+  downloading_[layer] = true;
+  std::vector<Variable*> vars;
+  for (Variable& v : layers_[layer]->variables()) vars.push_back(&v);
+  for (const auto& [device, host] : cuda::GradientCopies(vars)) gpu_->DownloadAsync(device, host);
+#else
+  (void)layer;
 #endif
 }
 

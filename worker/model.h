@@ -48,6 +48,10 @@ class Model {
   // Device -> host: the trainable variables' gradients and the other variables' values
   // (batch-norm statistics), before the host uses them (push, optimizer, checkpoint).
   void DownloadGradients();
+  // GPU only: starts copying layer i's gradients (and statistics) to the host as soon as its
+  // backward kernels finish, while backward goes on (call from Backward's on_layer_done); the
+  // next DownloadGradients waits for these copies and does the rest.
+  void DownloadLayerGradientsAsync(int layer);
   // GPU only: waits until the device has finished the work queued so far (before another
   // stream, such as NCCL's, reads what it wrote).
   void Synchronize();
@@ -101,6 +105,7 @@ class Model {
   std::vector<int32_t> labels_;
   LayerContext ctx_;
   bool profiling_ = false;
+  std::vector<bool> downloading_;  // GPU: layers whose gradients are being copied this step
   std::vector<double> forward_seconds_, backward_seconds_;
   Device device_ = Device::kCpu;
   cuda::GpuContext* gpu_ = nullptr;

@@ -143,7 +143,8 @@ Result<TrainResult> Train(const TrainerOptions& o) {
     const int64_t step = store->global_step();
     if (step == 0 && train_log) train_log->AddImages("input", 0, batch->images, 3);
     const float loss = model->Forward(batch->images, batch->labels, true, &rng);
-    model->Backward();
+    // On the GPU each layer's gradients start for the host as soon as backward has them.
+    model->Backward([&](int layer) { model->DownloadLayerGradientsAsync(layer); });
     model->DownloadGradients();  // on the GPU: gradients and batch-norm statistics to the host
     PrepareGradients(tc, model.get());
     std::vector<std::pair<std::string, Tensor>> grads;

@@ -86,7 +86,11 @@ class Exchange {
   // The step's backward, with the host's averaging overlapping it where the averaged tensors
   // are where backward writes them (CPU workers through the hub, GPU workers over NCCL).
   void Backward() {
-    if (!overlaps()) return model_->Backward();
+    if (!overlaps()) {
+      // Gradients bound for the host (a GPU worker without NCCL) start as each layer has them.
+      if (group_ != nullptr && on_devices()) return model_->Backward();
+      return model_->Backward([&](int layer) { model_->DownloadLayerGradientsAsync(layer); });
+    }
     sync_->StartBackward();
     model_->Backward([&](int layer) {
       std::function<Status()> fence = model_->DeviceFence();

@@ -227,6 +227,40 @@ void GpuContext::Download(const std::vector<std::pair<const Tensor*, Tensor*>>& 
   DownloadStaged(raw);
 }
 
+void GpuContext::BeginAsyncDownload(size_t total_bytes) {
+  CHECK(!async_open_) << "BeginAsyncDownload twice without FinishAsyncDownload";
+  // Room for every piece rounded up to 256 bytes, as the pieces are placed.
+  const size_t capacity = total_bytes + 256 * 1024;
+  download_staging_.Reserve(capacity);
+  async_capacity_ = capacity;
+  async_offset_ = 0;
+  async_pieces_.clear();
+  async_open_ = true;
+}
+
+void GpuContext::DownloadAsync(const Tensor* device, Tensor* host) {
+  CHECK(async_open_) << "DownloadAsync outside BeginAsyncDownload/FinishAsyncDownload";
+  CHECK_EQ(host->size(), device->size()) << "download of " << host->shape().ToString();
+  const size_t bytes = host->bytes();
+  CHECK_LE(async_offset_ + bytes, async_capacity_) << "async downloads beyond the bytes announced";
+  PSTRAIN_CUDA_CHECK(cudaEventRecord(computed_, stream_));
+  PSTRAIN_CUDA_CHECK(cudaStreamWaitEvent(copy_stream_, computed_, 0));
+  PSTRAIN_CUDA_CHECK(cudaMemcpyAsync(download_staging_.data() + async_offset_, device->data(),
+                                     bytes, cudaMemcpyDeviceToHost, copy_stream_));
+  async_pieces_.push_back({async_offset_, host});
+  async_offset_ += (bytes + 255) / 256 * 256;
+}
+
+void GpuContext::FinishAsyncDownload() {
+  CHECK(async_open_) << "FinishAsyncDownload without BeginAsyncDownload";
+  PSTRAIN_CUDA_CHECK(cudaStreamSynchronize(copy_stream_));
+  for (const Piece& p : async_pieces_) {
+    std::memcpy(p.host->data(), download_staging_.data() + p.offset, p.host->bytes());
+  }
+  async_pieces_.clear();
+  async_open_ = false;
+}
+
 void GpuContext::DownloadBytes(const void* device, void* host, size_t bytes) {
   DownloadStaged({{device, {host, bytes}}});
 }

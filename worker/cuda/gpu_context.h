@@ -125,6 +125,15 @@ class GpuContext {
   void Download(const std::vector<std::pair<const Tensor*, Tensor*>>& copies);
   void DownloadBytes(const void* device, void* host, size_t bytes);
 
+  // Downloads that overlap compute (gradients while backward goes on): BeginAsyncDownload with
+  // the bytes of every piece to come; DownloadAsync for each piece as soon as the kernels that
+  // write it are queued (its copy starts, on the copy stream, once they finish, while later
+  // kernels run); FinishAsyncDownload waits for the copies and fills the host tensors.
+  void BeginAsyncDownload(size_t total_bytes);
+  void DownloadAsync(const Tensor* device, Tensor* host);
+  void FinishAsyncDownload();
+  bool async_download_open() const { return async_open_; }
+
   // At least n ones in device memory (bias gradients as a matrix-vector product).
   const float* Ones(int64_t n);
   // Waits for the compute stream.
@@ -147,6 +156,13 @@ class GpuContext {
   cudnnHandle_t cudnn_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   PinnedBuffer upload_staging_, download_staging_;
+  struct Piece {
+    size_t offset;
+    Tensor* host;
+  };
+  std::vector<Piece> async_pieces_;
+  size_t async_offset_ = 0, async_capacity_ = 0;
+  bool async_open_ = false;
   DeviceBuffer ones_;
   int64_t num_ones_ = 0;
 };

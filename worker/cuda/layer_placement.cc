@@ -29,11 +29,25 @@ void UploadValues(const std::vector<Variable*>& variables, GpuContext* gpu) {
   gpu->Upload(copies);
 }
 
-void DownloadToHost(const std::vector<Variable*>& variables, bool all_values, GpuContext* gpu) {
+std::vector<std::pair<const Tensor*, Tensor*>> GradientCopies(
+    const std::vector<Variable*>& variables) {
   std::vector<std::pair<const Tensor*, Tensor*>> copies;
   for (Variable* v : variables) {
-    if (v->trainable) copies.push_back({&v->device_grad, &v->grad});
-    if (!v->trainable || all_values) copies.push_back({&v->device_value, &v->value});
+    if (v->trainable) {
+      copies.push_back({&v->device_grad, &v->grad});
+    } else {
+      copies.push_back({&v->device_value, &v->value});
+    }
+  }
+  return copies;
+}
+
+void DownloadToHost(const std::vector<Variable*>& variables, bool all_values, GpuContext* gpu) {
+  std::vector<std::pair<const Tensor*, Tensor*>> copies = GradientCopies(variables);
+  if (all_values) {
+    for (Variable* v : variables) {
+      if (v->trainable) copies.push_back({&v->device_value, &v->value});
+    }
   }
   gpu->Download(copies);
 }

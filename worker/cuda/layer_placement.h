@@ -18,6 +18,9 @@ void UploadValues(const std::vector<Variable*>& variables, GpuContext* gpu);
 // Device -> host: gradients of trainable variables, values of the others (batch-norm
 // statistics); with all_values, every value too.
 void DownloadToHost(const std::vector<Variable*>& variables, bool all_values, GpuContext* gpu);
+// What DownloadToHost(variables, false) copies, as (device, host) pairs.
+std::vector<std::pair<const Tensor*, Tensor*>> GradientCopies(
+    const std::vector<Variable*>& variables);
 
 }  // namespace cuda
 }  // namespace worker
