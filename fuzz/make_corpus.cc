@@ -312,6 +312,38 @@ train:
         "1.0e-8}}\n");
 }
 
+// fuzz_host_hub: a group-size byte, then events (see the harness for the order of the reads).
+// A collective call of rank `rank` with `elements` values 0..7 (as bytes) in one tensor.
+void HubCall(Seed* s, uint8_t rank, uint8_t op, uint8_t n, uint8_t number, uint8_t root,
+             const std::vector<uint8_t>& values) {
+  s->Bytes({0, static_cast<uint8_t>(rank + 1), op, 1, n, number, 1, root, 0, 1,
+            static_cast<uint8_t>(values.size())});
+  for (uint8_t v : values) s->Byte(v);
+}
+
+void HubSeeds(const fs::path& dir) {
+  for (uint8_t op : {0, 1, 2, 3}) {  // AllReduce, Broadcast (root 1), ReduceScatter, AllGather
+    Seed s;
+    s.Byte(1);  // 2 ranks
+    const uint8_t n = 4;
+    const std::vector<uint8_t> full{1, 2, 3, 4}, half{5, 6}, none{};
+    for (uint8_t rank : {0, 1}) {
+      const std::vector<uint8_t>& in = op == 3 ? half : op == 1 && rank == 0 ? none : full;
+      HubCall(&s, rank, op, n, 0, 1, in);
+    }
+    HubCall(&s, 0, op, n, 1, 1, op == 3 ? half : full);  // rank 1 never comes: expires
+    s.Bytes({2, 11});                                    // 11 s pass
+    Write(dir, "op" + std::to_string(op) + "-two-ranks-then-a-straggler", s.str());
+  }
+  Seed store;
+  store.Byte(2);                 // 3 ranks
+  store.Bytes({3, 0, 1, 0, 1});  // store set "a" = "00"
+  store.Bytes({3, 1, 1, 0, 0});  // store get "a"
+  HubCall(&store, 2, 0, 2, 0, 0, {1, 1});
+  HubCall(&store, 2, 0, 2, 0, 0, {1, 1});  // the same rank twice
+  Write(dir, "store-then-a-rank-twice", store.str());
+}
+
 }  // namespace
 }  // namespace pstrain
 
@@ -328,6 +360,7 @@ int main(int argc, char** argv) {
   pstrain::TfRecordSeeds(corpus / "fuzz_tfrecord");
   pstrain::IdxSeeds(corpus / "fuzz_idx");
   pstrain::ConfigSeeds(source, corpus / "fuzz_config");
+  pstrain::HubSeeds(corpus / "fuzz_host_hub");
   std::printf("seeds written to %s\n", corpus.c_str());
   return 0;
 }

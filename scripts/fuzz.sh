@@ -19,7 +19,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 if [[ ${#targets[@]} -eq 0 ]]; then
-  targets=(fuzz_wire_decode fuzz_ps_handle fuzz_tfrecord fuzz_idx fuzz_config)
+  targets=(fuzz_wire_decode fuzz_ps_handle fuzz_tfrecord fuzz_idx fuzz_config fuzz_host_hub)
 fi
 
 # Every library the targets link is instrumented too, so coverage guides the fuzzer into them;

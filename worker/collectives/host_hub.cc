@@ -11,36 +11,6 @@ using std::chrono::milliseconds;
 using wire::Message;
 using wire::MessageType;
 
-namespace {
-
-Result<CollectiveOp> ParseOp(const std::string& name) {
-  for (CollectiveOp op : {CollectiveOp::kAllReduce, CollectiveOp::kBroadcast,
-                          CollectiveOp::kReduceScatter, CollectiveOp::kAllGather}) {
-    if (name == CollectiveOpName(op)) return op;
-  }
-  return InvalidArgument("unknown collective '" + name +
-                         "'; expected AllReduceAverage, Broadcast, ReduceScatterAverage or "
-                         "AllGather");
-}
-
-// How many elements rank `rank` must send for `call` in a group of `size`.
-int64_t InputElements(const CollectiveCall& call, int size, int rank) {
-  switch (call.op) {
-    case CollectiveOp::kAllReduce:
-    case CollectiveOp::kReduceScatter:
-      return call.n;
-    case CollectiveOp::kBroadcast:
-      return rank == call.root ? call.n : 0;
-    case CollectiveOp::kAllGather:
-      return ShardOf(call.n, size, rank).size();
-  }
-  return 0;
-}
-
-Tensor Vector(int64_t n) { return Tensor::Uninitialized(Shape{n}); }
-
-}  // namespace
-
 Result<std::unique_ptr<HostHub>> HostHub::Start(const std::string& endpoint,
                                                 const HostHubOptions& options,
                                                 const wire::Security& security) {
@@ -49,8 +19,7 @@ Result<std::unique_ptr<HostHub>> HostHub::Start(const std::string& endpoint,
                            std::to_string(options.size));
   }
   auto hub = std::unique_ptr<HostHub>(new HostHub());
-  hub->options_ = options;
-  hub->incarnations_.assign(options.size, 0);
+  hub->state_ = std::make_unique<HubState>(options);
   ASSIGN_OR_RETURN(hub->socket_, wire::ServerSocket::Bind(endpoint, {}, security));
   hub->thread_ = std::thread([h = hub.get()] { h->Serve(); });
   return hub;
@@ -61,193 +30,25 @@ HostHub::~HostHub() {
   if (thread_.joinable()) thread_.join();
 }
 
-void HostHub::ReplyTo(const std::string& peer, const Message& reply) {
-  Status sent = socket_->Reply(peer, reply);
-  if (!sent.ok()) VLOG(1) << "host hub reply: " << sent.ToString();
-}
-
 void HostHub::Serve() {
-  InMemoryStore table(table_, /*rank=*/0);
   while (!stop_) {
     Result<wire::Incoming> in = socket_->Receive(milliseconds(100));
-    ExpireLateCollectives();
-    if (!in.ok()) continue;  // a timeout (or a closed socket at exit)
-    if (!in->message.ok()) {
-      Message request;
-      request.request_id = in->request_id;
-      ReplyTo(in->peer, wire::ErrorReply(request, in->message.status()));
-      continue;
-    }
-    Message& m = in->message.value();
-    if (m.type == MessageType::kCollective) {
-      Collect(in->peer, std::move(m));
-    } else {
-      ReplyTo(in->peer, AnswerStore(table, m));
-    }
-  }
-}
-
-Message HostHub::AnswerStore(InMemoryStore& table, const Message& m) {
-  if ((m.type != MessageType::kStoreSet && m.type != MessageType::kStoreGet) ||
-      m.names.size() != 1) {
-    return wire::ErrorReply(m, InvalidArgument(std::string("the host hub expects a collective, "
-                                                           "or a store set or get naming one "
-                                                           "key, got a ") +
-                                               wire::MessageTypeName(m.type)));
-  }
-  Message reply;
-  reply.type = MessageType::kOk;
-  reply.request_id = m.request_id;
-  if (m.type == MessageType::kStoreSet) {
-    Status s = table.Set(m.names[0], m.text);
-    if (!s.ok()) return wire::ErrorReply(m, s);
-    return reply;
-  }
-  Result<std::string> value = table.Get(m.names[0], milliseconds(0));
-  reply.value = value.ok() ? 1 : 0;
-  if (value.ok()) reply.text = value.value();
-  return reply;
-}
-
-void HostHub::Collect(const std::string& peer, Message m) {
-  const int rank = m.task_index;
-  const int64_t number = m.step;
-  const std::string who = "rank " + std::to_string(rank);
-  if (rank < 0 || rank >= options_.size) {
-    return ReplyTo(
-        peer, wire::ErrorReply(m, InvalidArgument(who + " is outside the hub's group of " +
-                                                  std::to_string(options_.size) + " rank(s)")));
-  }
-  Result<CollectiveOp> op = ParseOp(m.text);
-  if (!op.ok()) return ReplyTo(peer, wire::ErrorReply(m, op.status().WithContext(who)));
-  if (m.tensors.size() > 1) {
-    return ReplyTo(peer, wire::ErrorReply(
-                             m, InvalidArgument(who + " sent " + std::to_string(m.tensors.size()) +
-                                                " tensors; a collective takes one")));
-  }
-  if (incarnations_[rank] == 0) incarnations_[rank] = m.incarnation;
-  if (broken_.ok() && m.incarnation != incarnations_[rank]) {
-    broken_ = FailedPrecondition(
-        who +
-        " of the host's workers restarted (a new process); the host's workers sync as one "
-        "group and must all start again");
-    LOG(ERROR) << "host hub: " << broken_.message();
-    for (auto& [n, p] : pending_) FailAll(p, broken_);
-    pending_.clear();
-  }
-  if (!broken_.ok()) return ReplyTo(peer, wire::ErrorReply(m, broken_));
-  Pending& p = pending_[number];
-  if (p.ranks.empty()) {
-    p.ranks.resize(options_.size);
-    p.first = std::chrono::steady_clock::now();
-  }
-  if (p.ranks[rank] != nullptr) {
-    return ReplyTo(peer, wire::ErrorReply(m, InvalidArgument(who + " joined collective #" +
-                                                             std::to_string(number) + " twice")));
-  }
-  auto c = std::make_unique<Contribution>();
-  c->peer = peer;
-  c->call = {*op, m.value, static_cast<int>(m.sequence), m.tensors.size() == 1};
-  c->request = std::move(m);
-  p.ranks[rank] = std::move(c);
-  if (++p.arrived == options_.size) {
-    Complete(number, p);
-    pending_.erase(number);
-  }
-}
-
-void HostHub::FailAll(Pending& p, const Status& status) {
-  for (const auto& c : p.ranks) {
-    if (c) ReplyTo(c->peer, wire::ErrorReply(c->request, status));
-  }
-}
-
-void HostHub::Complete(int64_t number, Pending& p) {
-  const int size = options_.size;
-  std::vector<CollectiveCall> calls;
-  for (const auto& c : p.ranks) calls.push_back(c->call);
-  Status checked = CheckCollectiveCalls(calls);
-  const CollectiveCall call = calls[0];
-  for (int r = 0; r < size && checked.ok(); ++r) {
-    const Contribution& c = *p.ranks[r];
-    const int64_t want = InputElements(call, size, r);
-    const int64_t got = c.call.has_data ? c.request.tensors[0].tensor.size() : 0;
-    if (got != want) {
-      checked = InvalidArgument(std::string(CollectiveOpName(call.op)) + " on rank " +
-                                std::to_string(r) + ": sent " + std::to_string(got) +
-                                " elements, expected " + std::to_string(want));
-    }
-  }
-  if (!checked.ok()) return FailAll(p, checked);
-  auto input = [&](int r) { return p.ranks[r]->request.tensors[0].tensor.data(); };
-  auto average = [&](const ShardRange& s, float* out) {
-    const float count = static_cast<float>(size);
-    for (int64_t i = s.begin; i < s.end; ++i) {
-      float sum = input(0)[i];
-      for (int r = 1; r < size; ++r) sum += input(r)[i];
-      out[i - s.begin] = sum / count;
-    }
-  };
-  std::vector<Tensor> outputs(size);
-  switch (call.op) {
-    case CollectiveOp::kAllReduce: {
-      Tensor all = Vector(call.n);
-      average({0, call.n}, all.data());
-      for (Tensor& t : outputs) t = all;
-      break;
-    }
-    case CollectiveOp::kBroadcast:
-      for (int r = 0; r < size; ++r) {
-        outputs[r] = r == call.root || call.n == 0 ? Vector(0)
-                                                   : p.ranks[call.root]->request.tensors[0].tensor;
+    std::vector<HubState::Outgoing> replies = state_->Expire(HubState::Clock::now());
+    if (in.ok()) {
+      std::vector<HubState::Outgoing> more;
+      if (in->message.ok()) {
+        more = state_->Handle(in->peer, std::move(in->message).value(), HubState::Clock::now());
+      } else {
+        Message request;
+        request.request_id = in->request_id;
+        more.push_back({in->peer, wire::ErrorReply(request, in->message.status())});
       }
-      break;
-    case CollectiveOp::kReduceScatter:
-      for (int r = 0; r < size; ++r) {
-        const ShardRange s = ShardOf(call.n, size, r);
-        outputs[r] = Vector(s.size());
-        average(s, outputs[r].data());
-      }
-      break;
-    case CollectiveOp::kAllGather: {
-      Tensor all = Vector(call.n);
-      for (int r = 0; r < size; ++r) {
-        const ShardRange s = ShardOf(call.n, size, r);
-        if (s.size() > 0) std::memcpy(all.data() + s.begin, input(r), s.size() * sizeof(float));
-      }
-      for (Tensor& t : outputs) t = all;
-      break;
+      for (auto& r : more) replies.push_back(std::move(r));
     }
-  }
-  for (int r = 0; r < size; ++r) {
-    Message reply;
-    reply.type = MessageType::kOk;
-    reply.request_id = p.ranks[r]->request.request_id;
-    reply.step = number;
-    reply.tensors.push_back({"out", outputs[r]});
-    ReplyTo(p.ranks[r]->peer, reply);
-  }
-}
-
-void HostHub::ExpireLateCollectives() {
-  const auto now = std::chrono::steady_clock::now();
-  for (auto it = pending_.begin(); it != pending_.end();) {
-    if (now - it->second.first < options_.timeout) {
-      ++it;
-      continue;
+    for (const HubState::Outgoing& r : replies) {
+      Status sent = socket_->Reply(r.peer, r.message);
+      if (!sent.ok()) VLOG(1) << "host hub reply: " << sent.ToString();
     }
-    std::string missing;
-    for (int r = 0; r < options_.size; ++r) {
-      if (it->second.ranks[r] == nullptr)
-        missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-    }
-    const Status late =
-        Unavailable("collective #" + std::to_string(it->first) + ": rank(s) " + missing +
-                    " did not join within " + std::to_string(options_.timeout.count()) +
-                    " ms (see their logs; did one die?)");
-    LOG(ERROR) << "host hub: " << late.message();
-    FailAll(it->second, late);
-    it = pending_.erase(it);
   }
 }
 

@@ -1,0 +1,72 @@
+// The host hub's protocol without its socket, so that tests and the fuzzer drive it directly:
+// the rendezvous store's sets and gets, and collectives gathered from every rank, checked,
+// computed in rank order and answered (see host_hub.h). Every request gets a reply; a malformed
+// or inconsistent one gets an error naming what was wrong, and nothing crashes the hub.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/wire/message.h"
+#include "worker/collectives/collectives.h"
+#include "worker/collectives/rendezvous_store.h"
+
+namespace pstrain {
+
+struct HostHubOptions {
+  int size = 1;  // ranks in the group; a collective completes when all have called it
+  // A collective that some rank has not joined this long after the first did fails, for the
+  // ranks that came, with Unavailable naming the missing ranks.
+  std::chrono::milliseconds timeout{std::chrono::minutes(10)};
+};
+
+class HubState {
+ public:
+  using Clock = std::chrono::steady_clock;
+  struct Outgoing {
+    std::string peer;  // the routing id to reply to
+    wire::Message message;
+  };
+
+  explicit HubState(const HostHubOptions& options);
+
+  // The replies `request` from `peer` causes now (none while a collective waits for others).
+  std::vector<Outgoing> Handle(const std::string& peer, wire::Message request,
+                               Clock::time_point now);
+  // The error replies to collectives some rank has not joined within the timeout.
+  std::vector<Outgoing> Expire(Clock::time_point now);
+
+ private:
+  struct Contribution {
+    std::string peer;
+    wire::Message request;
+    CollectiveCall call;
+  };
+  struct Pending {
+    std::vector<std::unique_ptr<Contribution>> ranks;  // by rank; null until it arrives
+    int arrived = 0;
+    Clock::time_point first;
+  };
+
+  wire::Message AnswerStore(const wire::Message& m);
+  // Files a rank's contribution; completes the collective once every rank's is in.
+  void Collect(const std::string& peer, wire::Message m, Clock::time_point now);
+  // Checks and computes a complete collective and replies to every rank.
+  void Complete(int64_t number, Pending& p);
+  void FailAll(Pending& p, const Status& status);
+  void ReplyTo(const std::string& peer, const wire::Message& reply);
+
+  HostHubOptions options_;
+  std::shared_ptr<InMemoryStoreTable> table_ = std::make_shared<InMemoryStoreTable>();
+  InMemoryStore store_;
+  std::map<int64_t, Pending> pending_;  // by call number
+  std::vector<uint64_t> incarnations_;  // each rank's process, once seen (0: not yet)
+  Status broken_;                       // set once a rank restarted: the group must restart
+  std::vector<Outgoing> out_;           // the replies of the call in progress
+};
+
+}  // namespace pstrain
