@@ -53,6 +53,21 @@ def host_port(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
+def gpu_host_flags(cluster: Cluster) -> List[str]:
+    """--intra_node_sync=nccl when workers share a host and each has its own GPUs (one worker
+    per GPU, as Horovod and BytePS run them), unless the cluster file's flags choose; for every
+    role, since servers then count one pusher per host."""
+    if "intra_node_sync" in cluster.flags:
+        return []
+    by_host: Dict[str, List[str]] = {}
+    for w in cluster.worker:
+        by_host.setdefault(w.host, []).append(w.gpus)
+    shared = [gpus for gpus in by_host.values() if len(gpus) > 1]
+    if shared and all(all(g != "" for g in gpus) for gpus in shared):
+        return ["--intra_node_sync=nccl"]
+    return []
+
+
 def build_roles(cluster: Cluster, opts: LaunchOptions) -> List[Role]:
     """Roles in start order: every ps, then every worker, then every evaluator."""
     ps_hosts = ",".join(host_port(s.host, s.port) for s in cluster.ps)
@@ -66,6 +81,7 @@ def build_roles(cluster: Cluster, opts: LaunchOptions) -> List[Role]:
                  f"--train_dir={opts.train_dir}", f"--logdir={opts.logdir}"]
         if opts.curve_keys:
             flags.append(f"--curve_keys={os.path.join(opts.curve_keys, f'{job}-{index}')}")
+        flags += gpu_host_flags(cluster)  # before the user's flags, which win
         flags += [f"--{name}={value}" for name, value in cluster.flags.items()]
         flags += opts.extra_flags
         env = {"CUDA_VISIBLE_DEVICES": gpus, "PSTRAIN_ROLE": f"{job}:{index}"}

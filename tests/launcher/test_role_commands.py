@@ -55,6 +55,29 @@ class RoleCommandTest(unittest.TestCase):
             self.assertEqual(role.flags, common_flags(role.job, role.index))
         self.assertEqual(roles[3].log_path, os.path.join("runs/dist/launcher", "worker-1.log"))
 
+    def test_workers_sharing_a_host_with_a_gpu_each_sync_over_nccl_unless_flags_say(self):
+        gpu_host = """\
+ps:
+  - {host: 10.0.0.1, port: 2222}
+worker:
+  - {host: 10.0.0.2, port: 2232, gpus: "0"}
+  - {host: 10.0.0.2, port: 2233, gpus: "1"}
+  - {host: 10.0.0.3, port: 2232, gpus: "0"}
+"""
+        roles = build_roles(parse_cluster(gpu_host, "c.yaml"), OPTS)
+        for role in roles:  # servers too: they count one pusher per host
+            self.assertIn("--intra_node_sync=nccl", role.flags, role.name)
+        cpu_host = gpu_host.replace('gpus: "1"', 'gpus: ""')
+        for role in build_roles(parse_cluster(cpu_host, "c.yaml"), OPTS):
+            self.assertFalse(any("intra_node_sync" in f for f in role.flags), role.name)
+        chosen = gpu_host + "flags: {intra_node_sync: cpu}\n"
+        for role in build_roles(parse_cluster(chosen, "c.yaml"), OPTS):
+            self.assertEqual([f for f in role.flags if "intra_node_sync" in f],
+                             ["--intra_node_sync=cpu"], role.name)
+        # Workers alone on their hosts (TWO_PS) get nothing to sync.
+        for role in build_roles(parse_cluster(TWO_PS, "c.yaml"), OPTS):
+            self.assertFalse(any("intra_node_sync" in f for f in role.flags), role.name)
+
     def test_cuda_visible_devices_is_empty_for_ps_and_evaluator_and_the_gpus_for_workers(self):
         roles = build_roles(parse_cluster(TWO_PS, "c.yaml"), OPTS)
         self.assertEqual([{k: r.env[k] for k in ("CUDA_VISIBLE_DEVICES", "PSTRAIN_ROLE")}
