@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/raw_tcp.h"
 #include "common/config.h"
 #include "common/wire/transport.h"
 #include "ps/server.h"
@@ -40,14 +41,13 @@ DEFINE_bool(curve, false, "compare CurveZMQ against plaintext instead of against
 namespace pstrain {
 namespace {
 
+using bench::Clock;
+using bench::Median;
+using bench::RawTcpPushPull;
+using bench::SecondsSince;
 using wire::Message;
 using wire::MessageType;
-using Clock = std::chrono::steady_clock;
 constexpr std::chrono::milliseconds kTimeout(60000);
-
-double SecondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 // The real server loop: ps::ParameterServer in async mode with SGD, so every push is applied
 // to the variable (a streaming update over its bytes) before the reply, as in training.
@@ -108,67 +108,6 @@ double PushRate(wire::Connection* conn, int vars, int floats, int iters) {
   Clock::time_point start = Clock::now();
   for (int i = 0; i < iters; ++i) CHECK(conn->Call(push, kTimeout).ok());
   return static_cast<double>(vars) * iters / SecondsSince(start);
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
-
-void SendAll(int fd, const char* data, size_t bytes) {
-  while (bytes > 0) {
-    const ssize_t sent = send(fd, data, bytes, 0);
-    CHECK_GT(sent, 0) << "send: " << strerror(errno);
-    data += sent;
-    bytes -= static_cast<size_t>(sent);
-  }
-}
-
-void RecvAll(int fd, char* data, size_t bytes) {
-  while (bytes > 0) {
-    const ssize_t got = recv(fd, data, bytes, 0);
-    CHECK_GT(got, 0) << "recv: " << strerror(errno);
-    data += got;
-    bytes -= static_cast<size_t>(got);
-  }
-}
-
-// GB/s through a plain blocking loopback socket pair: the client sends `bytes`, the server
-// receives them and sends `bytes` back, `iters` times.
-double RawTcpPushPull(size_t bytes, int iters) {
-  const int listener = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  CHECK_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  socklen_t len = sizeof(addr);
-  CHECK_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  CHECK_EQ(listen(listener, 1), 0);
-  std::thread server([&] {
-    const int fd = accept(listener, nullptr, nullptr);
-    std::vector<char> buffer(bytes);
-    for (int i = -1; i < iters; ++i) {
-      RecvAll(fd, buffer.data(), bytes);
-      SendAll(fd, buffer.data(), bytes);
-    }
-    close(fd);
-  });
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  CHECK_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  const int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  std::vector<char> out(bytes, 1), in(bytes);
-  Clock::time_point start;
-  for (int i = -1; i < iters; ++i) {
-    if (i == 0) start = Clock::now();
-    SendAll(fd, out.data(), bytes);
-    RecvAll(fd, in.data(), bytes);
-  }
-  const double gbps = 2.0 * bytes * iters / SecondsSince(start) / 1e9;
-  server.join();
-  close(fd);
-  close(listener);
-  return gbps;
 }
 
 // A parameter server on its own thread and one initialised client, over CURVE or plaintext.

@@ -7,6 +7,8 @@
 #                         on the GPU vs the same nets in PyTorch (bench/torch_gpu_ref.py); no build
 #   bench/run.sh curve    the same push+pull (and small pushes) over CurveZMQ vs plaintext; the
 #                         ratio is CURVE over plaintext (below 1: what authentication costs)
+#   bench/run.sh hub      intra-node sync of CPU workers: an all-reduce of 16 MiB per rank by 2 ranks
+#                         through the host hub vs the same bytes over raw loopback socket pairs
 set -euo pipefail
 cd "$(dirname "$0")/.."
 name=${1:-}
@@ -40,6 +42,11 @@ case "$name" in
     "$bin" "$@" | sed 's/^ratio:/ratio with default malloc:/'
     echo "== as pstrain-launch runs roles: GLIBC_TUNABLES=glibc.malloc.hugetlb=1 OMP_WAIT_POLICY=PASSIVE"
     GLIBC_TUNABLES=glibc.malloc.hugetlb=1 OMP_WAIT_POLICY=PASSIVE "$bin" "$@"
+    ;;
+  hub)
+    build
+    echo "== as pstrain-launch runs roles: OMP_WAIT_POLICY=PASSIVE"
+    OMP_WAIT_POLICY=PASSIVE build/bench/pstrain-bench-hub-allreduce "$@"
     ;;
   curve)
     build
@@ -75,7 +82,7 @@ case "$name" in
     printf '%s\n' "${ratios[@]}" | sort -n | head -1 | sed 's/^/ratio: /'
     ;;
   *)
-    echo "usage: bench/run.sh refnet|ps|curve|gpu [flags for the pstrain side]" >&2
+    echo "usage: bench/run.sh refnet|ps|curve|hub|gpu [flags for the pstrain side]" >&2
     exit 2
     ;;
 esac
