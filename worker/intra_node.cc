@@ -62,11 +62,12 @@ Result<wire::Security> HubSecurity(const wire::ClusterKeys& keys, const HostGrou
   return s;
 }
 
-// Every rank publishes its mode and checks the others'.
+// Every rank publishes its mode and model and checks the others' (NCCL cannot see a rank
+// averaging tensors of other sizes; it would hang or mix them).
 Status AgreeOnMode(Store& store, const HostGroup& g, IntraNodeSync mode, Device device,
-                   std::chrono::milliseconds timeout) {
-  const std::string mine =
-      std::string(IntraNodeSyncName(mode)) + " on " + (device == Device::kGpu ? "gpu" : "cpu");
+                   const std::string& model, std::chrono::milliseconds timeout) {
+  const std::string mine = std::string(IntraNodeSyncName(mode)) + " on " +
+                           (device == Device::kGpu ? "gpu" : "cpu") + " with " + model;
   RETURN_IF_ERROR(store.Set("mode/" + std::to_string(g.local_rank), mine));
   for (int r = 0; r < g.size(); ++r) {
     Result<std::string> theirs = store.Get("mode/" + std::to_string(r), timeout);
@@ -75,8 +76,14 @@ Status AgreeOnMode(Store& store, const HostGroup& g, IntraNodeSync mode, Device 
                                          " (local rank " + std::to_string(r) +
                                          ") to join the host's sync group");
     }
+    // With cpu, a GPU worker and a CPU worker may sync (both through host memory).
+    auto without_device = [](const std::string& s) {
+      const size_t on = s.find(" on "), with = s.find(" with ");
+      if (on == std::string::npos || with == std::string::npos) return s;
+      return s.substr(0, on) + s.substr(with);
+    };
     if (mode == IntraNodeSync::kNccl ? *theirs != mine
-                                     : theirs->rfind(IntraNodeSyncName(mode), 0) != 0) {
+                                     : without_device(*theirs) != without_device(mine)) {
       return FailedPrecondition("the workers on host " + g.host + " disagree: this one syncs " +
                                 mine + ", worker " + std::to_string(g.tasks[r]) + " " + *theirs +
                                 " (give every role the same --intra_node_sync and devices)");
@@ -91,6 +98,11 @@ Result<std::unique_ptr<IntraNodeGroup>> JoinIntraNodeGroup(const IntraNodeOption
                                                            const std::string& who) {
   if (o.mode == IntraNodeSync::kOff) return std::unique_ptr<IntraNodeGroup>();
   ASSIGN_OR_RETURN(HostGroup g, HostGroupOf(o.worker_hosts, o.task_index));
+  if (g.size() == 1) {
+    LOG(INFO) << who << ": alone on host " << g.host
+              << "; --intra_node_sync=" << IntraNodeSyncName(o.mode) << " has nothing to sync";
+    return std::unique_ptr<IntraNodeGroup>();
+  }
   if (o.mode == IntraNodeSync::kNccl) {
     if (o.device != Device::kGpu) {
       return FailedPrecondition(who +
@@ -103,11 +115,6 @@ Result<std::unique_ptr<IntraNodeGroup>> JoinIntraNodeGroup(const IntraNodeOption
                               ": --intra_node_sync=nccl, but this binary was built without "
                               "NCCL (see the cmake log; set NCCL_ROOT)");
 #endif
-  }
-  if (g.size() == 1) {
-    LOG(INFO) << who << ": alone on host " << g.host
-              << "; --intra_node_sync=" << IntraNodeSyncName(o.mode) << " has nothing to sync";
-    return std::unique_ptr<IntraNodeGroup>();
   }
   auto joined = std::make_unique<IntraNodeGroup>();
   joined->group = g;
@@ -126,8 +133,9 @@ Result<std::unique_ptr<IntraNodeGroup>> JoinIntraNodeGroup(const IntraNodeOption
     joined->hub = std::move(started).value();
   }
   const std::string endpoint = wire::TcpEndpoint(leader_entry);
-  ASSIGN_OR_RETURN(joined->store, ZmqStore::Connect(endpoint, g.local_rank, security));
-  RETURN_IF_ERROR(AgreeOnMode(*joined->store, g, o.mode, o.device, o.timeout).WithContext(who));
+  ASSIGN_OR_RETURN(joined->store, ZmqStore::Connect(endpoint, g.local_rank, security, o.timeout));
+  RETURN_IF_ERROR(
+      AgreeOnMode(*joined->store, g, o.mode, o.device, o.model, o.timeout).WithContext(who));
   if (o.mode == IntraNodeSync::kCpu) {
     HubCollectivesOptions c;
     c.rank = g.local_rank;

@@ -48,6 +48,9 @@ struct IntraNodeOptions {
   int task_index = 0;
   Device device = Device::kCpu;  // where this worker computes
   wire::ClusterKeys curve;       // the hub uses the cluster's CURVE keys when it has them
+  // What every rank of the host must agree on besides the mode: the model's name and the sizes
+  // of what is averaged ("refnet, 10 variables, 3274634 floats").
+  std::string model;
   // How long ranks wait for each other: to meet, and in a collective (the leader's exchange with
   // the servers included, so longer than --ps_unavailable_timeout_secs).
   std::chrono::milliseconds timeout{std::chrono::minutes(11)};

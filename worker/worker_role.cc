@@ -73,6 +73,7 @@ class Exchange {
       return step;
     }
     RETURN_IF_ERROR(device.Place(model_));  // the device mirrors exist from here on
+    model_->Synchronize();  // the upload is done before NCCL's stream writes the same memory
     sync_ =
         std::make_unique<HostSync>(group_->collectives.get(), DeviceTensorsOf(model_->variables()));
     return sync_->Pull([&]() -> Result<int64_t> {
@@ -150,7 +151,13 @@ Status RunWorker(const RoleOptions& o) {
   intra.task_index = o.task_index;
   intra.device = device->device();
   intra.curve = o.curve;
-  intra.timeout = std::chrono::seconds(o.unavailable_timeout_secs + 60);
+  // A non-leader waits while its leader exchanges with the servers, which may itself wait for a
+  // server to come back and, in sync mode, for the slowest other host doing the same.
+  intra.timeout = std::chrono::seconds(2 * o.unavailable_timeout_secs + 120);
+  int64_t averaged_floats = 0;
+  for (Variable* v : s.model->variables()) averaged_floats += v->value.size();
+  intra.model = s.model->name() + ", " + std::to_string(s.model->variables().size()) +
+                " variables, " + std::to_string(averaged_floats) + " floats";
   ASSIGN_OR_RETURN(std::unique_ptr<IntraNodeGroup> group, JoinIntraNodeGroup(intra, who));
   ASSIGN_OR_RETURN(ConfigNode train_node, s.config.Child("train"));
   ASSIGN_OR_RETURN(ConfigNode lr_node, train_node.Child("learning_rate"));
@@ -198,12 +205,18 @@ Status RunWorker(const RoleOptions& o) {
     if (!batch.ok()) return batch.status().WithContext(who + ": training input");
     if (log && local_steps == 0) log->AddImages("input", step, batch->images, 3);
     const float loss = model->Forward(batch->images, batch->labels, true, &rng);
-    if (!std::isfinite(loss)) {
-      return Internal(who + ": step " + std::to_string(step) + ": the loss is " +
-                      std::to_string(loss) + "; training diverged (lower the learning rate)");
-    }
+    const Status diverged =
+        std::isfinite(loss)
+            ? Status::OK()
+            : Internal(who + ": step " + std::to_string(step) + ": the loss is " +
+                       std::to_string(loss) + "; training diverged (lower the learning rate)");
+    // Within a host group every rank must make this step's collectives, so a rank that
+    // diverged says so after them (its NaN gradients make the leader's push fail, and with it
+    // every rank of the host); alone, it stops at once.
+    if (!diverged.ok() && group == nullptr) return diverged;
     exchange.Backward();
     Result<PushPullResult> r = exchange.PushAndPull(step);
+    if (!diverged.ok()) return diverged;
     if (!r.ok()) return r.status().WithContext(who + ": step " + std::to_string(step));
     staleness += std::max<int64_t>(0, r->global_step - step - 1);
     dropped += r->dropped;

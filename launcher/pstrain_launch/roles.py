@@ -63,7 +63,9 @@ def gpu_host_flags(cluster: Cluster) -> List[str]:
     for w in cluster.worker:
         by_host.setdefault(w.host, []).append(w.gpus)
     shared = [gpus for gpus in by_host.values() if len(gpus) > 1]
-    if shared and all(all(g != "" for g in gpus) for gpus in shared):
+    # NCCL takes one rank per GPU: each worker of a shared host needs GPUs of its own.
+    if shared and all(all(g != "" for g in gpus) and len(set(gpus)) == len(gpus)
+                      for gpus in shared):
         return ["--intra_node_sync=nccl"]
     return []
 

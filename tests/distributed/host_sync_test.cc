@@ -13,6 +13,7 @@
 #include "tests/distributed/ports.h"
 #include "tests/distributed/role_process.h"
 #include "tests/distributed/sgd_variables.h"
+#include "worker/intra_node.h"
 
 namespace pstrain {
 namespace worker {
@@ -179,6 +180,72 @@ TEST_P(HostSyncOverlapTest, BucketsAverageDuringBackwardAndMatchTheAverageAfterI
       EXPECT_EQ(values[r][i].ToVector(), values[0][i].ToVector()) << "the leader's values";
     }
   }
+}
+
+// Joining a host's group as worker processes do (threads here, over the same sockets).
+std::vector<Result<std::unique_ptr<IntraNodeGroup>>> JoinTwo(const std::string& model0,
+                                                             const std::string& model1) {
+  const std::vector<std::string> hosts{"127.0.0.1:" + std::to_string(testing::PickPort()),
+                                       "127.0.0.1:" + std::to_string(testing::PickPort())};
+  std::vector<Result<std::unique_ptr<IntraNodeGroup>>> joined;
+  for (int task = 0; task < 2; ++task) joined.emplace_back(Internal("unset"));
+  std::vector<std::thread> threads;
+  for (int task = 0; task < 2; ++task) {
+    threads.emplace_back([&, task] {
+      IntraNodeOptions o;
+      o.mode = IntraNodeSync::kCpu;
+      o.worker_hosts = hosts;
+      o.task_index = task;
+      o.model = task == 0 ? model0 : model1;
+      o.timeout = std::chrono::seconds(20);
+      joined[task] = JoinIntraNodeGroup(o, "worker " + std::to_string(task));
+    });
+  }
+  for (auto& t : threads) t.join();
+  return joined;
+}
+
+TEST(IntraNodeGroupTest, WorkersOfOneHostJoinAndAverageThroughTheLeadersHub) {
+  auto joined = JoinTwo("refnet, 2 variables, 10 floats", "refnet, 2 variables, 10 floats");
+  for (auto& j : joined) ASSERT_TRUE(j.ok()) << j.status().ToString();
+  EXPECT_NE(joined[0].value()->hub, nullptr) << "task 0 leads and serves the hub";
+  EXPECT_EQ(joined[1].value()->hub, nullptr);
+  std::vector<std::vector<float>> data{{1, 2}, {3, 6}};
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      EXPECT_TRUE(joined[r].value()->collectives->AllReduceAverage(data[r].data(), 2).ok());
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(data[0], (std::vector<float>{2, 4}));
+  EXPECT_EQ(data[1], (std::vector<float>{2, 4}));
+}
+
+TEST(IntraNodeGroupTest, WorkersWithDifferentModelsStopAtStartSayingWhy) {
+  auto joined =
+      JoinTwo("refnet, 2 variables, 10 floats", "resnet50, 161 variables, 25557032 floats");
+  for (auto& j : joined) {
+    ASSERT_FALSE(j.ok());
+    EXPECT_EQ(j.status().code(), StatusCode::kFailedPrecondition);
+    EXPECT_NE(j.status().message().find("disagree"), std::string::npos) << j.status().message();
+  }
+}
+
+TEST(IntraNodeGroupTest, ALoneWorkerHasNothingToSyncEvenWithNcclOnTheCpu) {
+  IntraNodeOptions o;
+  o.mode = IntraNodeSync::kNccl;
+  o.worker_hosts = {"10.0.0.1:2232", "10.0.0.2:2232"};
+  o.task_index = 1;
+  o.device = Device::kCpu;
+  auto joined = JoinIntraNodeGroup(o, "worker 1");
+  ASSERT_TRUE(joined.ok()) << joined.status().ToString();
+  EXPECT_EQ(joined.value(), nullptr);
+  o.worker_hosts = {"10.0.0.1:2232", "10.0.0.1:2233"};  // sharing a host, but on the CPU
+  auto refused = JoinIntraNodeGroup(o, "worker 1");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("needs a worker on a GPU"), std::string::npos)
+      << refused.status().message();
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, HostSyncOverlapTest,

@@ -70,6 +70,9 @@ worker:
         cpu_host = gpu_host.replace('gpus: "1"', 'gpus: ""')
         for role in build_roles(parse_cluster(cpu_host, "c.yaml"), OPTS):
             self.assertFalse(any("intra_node_sync" in f for f in role.flags), role.name)
+        same_gpu = gpu_host.replace('gpus: "1"', 'gpus: "0"')
+        for role in build_roles(parse_cluster(same_gpu, "c.yaml"), OPTS):
+            self.assertFalse(any("intra_node_sync" in f for f in role.flags), role.name)
         chosen = gpu_host + "flags: {intra_node_sync: cpu}\n"
         for role in build_roles(parse_cluster(chosen, "c.yaml"), OPTS):
             self.assertEqual([f for f in role.flags if "intra_node_sync" in f],

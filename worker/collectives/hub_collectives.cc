@@ -32,10 +32,11 @@ Status HubCollectives::Call(const CollectiveCall& call, const float* in, int64_t
   m.sequence = static_cast<uint64_t>(call.root);
   m.incarnation = wire::ProcessIncarnation();
   if (call.has_data) {
-    // Sent without a copy: the call returns only after the hub has replied, so after ZeroMQ has
-    // sent these bytes.
-    m.tensors.push_back({"in", Tensor::Wrap(Shape{std::max<int64_t>(in_elements, 0)},
-                                            const_cast<float*>(in), [] {})});
+    // Copied into the message: after a timeout ZeroMQ may still hold (and later send) a frame,
+    // which must not point at the caller's memory.
+    Tensor owned = Tensor::Uninitialized(Shape{std::max<int64_t>(in_elements, 0)});
+    if (owned.size() > 0) std::memcpy(owned.data(), in, owned.bytes());
+    m.tensors.push_back({"in", owned});
   }
   const std::string what = std::string(CollectiveOpName(call.op)) + " #" + std::to_string(m.step) +
                            " on rank " + std::to_string(options_.rank);

@@ -7,7 +7,9 @@ namespace pstrain {
 Status InMemoryStore::Set(const std::string& key, const std::string& value) {
   {
     std::lock_guard<std::mutex> lock(table_->mutex);
-    if (!table_->values.emplace(key, value).second) {
+    auto [it, inserted] = table_->values.emplace(key, value);
+    // The same value again is a retry (or a restarted rank saying what it said before).
+    if (!inserted && it->second != value) {
       return AlreadyExists("rank " + std::to_string(rank_) + " set store key '" + key +
                            "', which is already set; rendezvous keys are written once");
     }

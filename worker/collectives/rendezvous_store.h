@@ -19,7 +19,8 @@ class Store {
  public:
   virtual ~Store() = default;
 
-  // Sets `key` once; setting a key again is AlreadyExists (a rendezvous value never changes).
+  // Sets `key` once; setting it to another value is AlreadyExists (a rendezvous value never
+  // changes), to the same value again is OK (a retry, or a restarted rank).
   virtual Status Set(const std::string& key, const std::string& value) = 0;
   // Waits until `key` is set and returns its value; Unavailable after `timeout`.
   virtual Result<std::string> Get(const std::string& key, std::chrono::milliseconds timeout) = 0;

@@ -43,11 +43,13 @@ Result<std::string> FromHex(const std::string& hex) {
 }  // namespace
 
 Result<std::unique_ptr<ZmqStore>> ZmqStore::Connect(const std::string& endpoint, int rank,
-                                                    const wire::Security& security) {
+                                                    const wire::Security& security,
+                                                    milliseconds set_timeout) {
   auto store = std::unique_ptr<ZmqStore>(new ZmqStore());
   ASSIGN_OR_RETURN(store->connection_, wire::Connection::Connect(endpoint, {}, security));
   store->endpoint_ = endpoint;
   store->rank_ = rank;
+  store->set_timeout_ = set_timeout;
   return store;
 }
 
@@ -60,7 +62,7 @@ Status ZmqStore::Set(const std::string& key, const std::string& value) {
   m.text = ToHex(value);
   // The server may not be up yet (ranks start in any order): ZeroMQ connects in the background
   // and delivers the request once it is.
-  Result<Message> r = connection_->Call(m, milliseconds(60000));
+  Result<Message> r = connection_->Call(m, set_timeout_);
   return r.status().WithContext("rank " + std::to_string(rank_) + " setting store key '" + key +
                                 "' on " + endpoint_);
 }

@@ -17,8 +17,10 @@ namespace pstrain {
 // rank and the server.
 class ZmqStore : public Store {
  public:
-  static Result<std::unique_ptr<ZmqStore>> Connect(const std::string& endpoint, int rank,
-                                                   const wire::Security& security = {});
+  // `set_timeout`: how long a Set waits for the server (the leader may start late).
+  static Result<std::unique_ptr<ZmqStore>> Connect(
+      const std::string& endpoint, int rank, const wire::Security& security = {},
+      std::chrono::milliseconds set_timeout = std::chrono::milliseconds(60000));
   Status Set(const std::string& key, const std::string& value) override;
   Result<std::string> Get(const std::string& key, std::chrono::milliseconds timeout) override;
   Status Wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) override;
@@ -28,6 +30,7 @@ class ZmqStore : public Store {
   std::unique_ptr<wire::Connection> connection_;
   std::string endpoint_;
   int rank_ = 0;
+  std::chrono::milliseconds set_timeout_{60000};
 };
 
 }  // namespace pstrain
