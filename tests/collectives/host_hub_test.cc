@@ -17,21 +17,26 @@ using std::chrono::milliseconds;
 using wire::Message;
 using wire::MessageType;
 
-std::unique_ptr<HostHub> StartHub(int size, milliseconds timeout = milliseconds(60000)) {
+std::unique_ptr<HostHub> StartHub(int size, milliseconds timeout = milliseconds(60000),
+                                  milliseconds rank_silence_limit = milliseconds(5000)) {
   HostHubOptions options;
   options.size = size;
   options.timeout = timeout;
+  options.rank_silence_limit = rank_silence_limit;
   auto hub = HostHub::Start("tcp://127.0.0.1:0", options);
   CHECK(hub.ok()) << hub.status().ToString();
   return std::move(hub).value();
 }
 
-std::unique_ptr<HubCollectives> Rank(const HostHub& hub, int rank, int size) {
+std::unique_ptr<HubCollectives> Rank(const std::string& endpoint, int rank, int size,
+                                     milliseconds hub_silence_limit = milliseconds(5000)) {
   HubCollectivesOptions options;
   options.rank = rank;
   options.size = size;
-  options.timeout = milliseconds(20000);
-  auto c = HubCollectives::Connect(hub.endpoint(), options);
+  options.timeout = milliseconds(60000);
+  options.heartbeat_interval = milliseconds(200);
+  options.hub_silence_limit = hub_silence_limit;
+  auto c = HubCollectives::Connect(endpoint, options);
   CHECK(c.ok()) << c.status().ToString();
   return std::move(c).value();
 }
@@ -57,7 +62,7 @@ TEST(HostHubTest, ARankThatNeverJoinsFailsTheOthersNamingIt) {
   std::vector<std::thread> threads;
   for (int r = 0; r < 2; ++r) {
     threads.emplace_back([&, r] {
-      auto c = Rank(*hub, r, 3);
+      auto c = Rank(hub->endpoint(), r, 3);
       std::vector<float> data(5, 1.0f);
       statuses[r] = c->AllReduceAverage(data.data(), 5);
     });
@@ -92,7 +97,7 @@ TEST(HostHubTest, MalformedRequestsAreRefusedByNameAndTheHubKeepsServing) {
   // A rank whose tensor does not hold n elements fails the whole call, on every rank.
   Status rank0;
   std::thread t([&] {
-    auto c = Rank(*hub, 0, 2);
+    auto c = Rank(hub->endpoint(), 0, 2);
     std::vector<float> data(4, 2.0f);
     rank0 = c->AllReduceAverage(data.data(), 4);
     if (!rank0.ok()) return;
@@ -114,7 +119,7 @@ TEST(HostHubTest, MalformedRequestsAreRefusedByNameAndTheHubKeepsServing) {
   // And a well-formed collective still completes.
   std::vector<float> got;
   std::thread t2([&] {
-    auto c = Rank(*hub, 0, 2);
+    auto c = Rank(hub->endpoint(), 0, 2);
     std::vector<float> data{1, 2};
     EXPECT_TRUE(c->AllReduceAverage(data.data(), 2).ok());
     got = data;
@@ -147,9 +152,55 @@ TEST(HostHubTest, ARankThatRestartsFailsTheGroupInsteadOfMixingItsCalls) {
               std::string::npos)
         << r->status().message();
   }
-  auto rank0 = Rank(*hub, 0, 2);
+  auto rank0 = Rank(hub->endpoint(), 0, 2);
   std::vector<float> data(2, 1.0f);
   EXPECT_EQ(rank0->AllReduceAverage(data.data(), 2).code(), StatusCode::kFailedPrecondition);
+}
+
+TEST(HostHubTest, ARankWhoseProcessDiesFailsTheOthersWithinSecondsNamingIt) {
+  auto hub = StartHub(3, milliseconds(60000), milliseconds(1000));
+  auto dead = Rank(hub->endpoint(), 2, 3);
+  std::this_thread::sleep_for(milliseconds(500));  // it heartbeats, then its process ends
+  dead.reset();
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<Status> statuses(2);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      auto c = Rank(hub->endpoint(), r, 3);
+      std::vector<float> data(4, 1.0f);
+      statuses[r] = c->AllReduceAverage(data.data(), 4);
+    });
+  }
+  for (auto& t : threads) t.join();
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(secs, 20.0) << "not the 60 s timeout";
+  for (const Status& s : statuses) {
+    EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
+    EXPECT_NE(s.message().find("rank(s) 2 stopped heartbeating"), std::string::npos) << s.message();
+  }
+}
+
+TEST(HostHubTest, RanksFailWithinSecondsWhenTheHubDies) {
+  auto hub = StartHub(2);
+  const std::string endpoint = hub->endpoint();
+  auto rank = Rank(endpoint, 1, 2, milliseconds(1000));
+  Status status;
+  std::thread t([&] {
+    std::vector<float> data(4, 1.0f);
+    status = rank->AllReduceAverage(data.data(), 4);  // rank 0 never comes
+  });
+  std::this_thread::sleep_for(milliseconds(500));
+  const auto start = std::chrono::steady_clock::now();
+  hub.reset();  // the leader's process ends
+  t.join();
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(secs, 20.0) << "not the 60 s timeout";
+  EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status.ToString();
+  EXPECT_NE(status.message().find("has not answered heartbeats"), std::string::npos)
+      << status.message();
 }
 
 }  // namespace

@@ -7,6 +7,14 @@ namespace pstrain {
 using wire::Message;
 using wire::MessageType;
 
+namespace {
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
 Result<std::unique_ptr<HubCollectives>> HubCollectives::Connect(
     const std::string& hub_endpoint, const HubCollectivesOptions& options,
     const wire::Security& security) {
@@ -16,9 +24,41 @@ Result<std::unique_ptr<HubCollectives>> HubCollectives::Connect(
   }
   auto c = std::unique_ptr<HubCollectives>(new HubCollectives());
   c->options_ = options;
+  c->endpoint_ = hub_endpoint;
   ASSIGN_OR_RETURN(c->connection_, wire::Connection::Connect(hub_endpoint, {}, security));
+  ASSIGN_OR_RETURN(c->heartbeat_connection_, wire::Connection::Connect(hub_endpoint, {}, security));
+  c->last_answer_ms_ = NowMs();
+  c->heartbeat_ = std::thread([p = c.get()] { p->Heartbeat(); });
   return c;
 }
+
+HubCollectives::~HubCollectives() {
+  {
+    std::lock_guard<std::mutex> lock(stop_mutex_);
+    stop_ = true;
+  }
+  stop_changed_.notify_all();
+  if (heartbeat_.joinable()) heartbeat_.join();
+}
+
+void HubCollectives::Heartbeat() {
+  Message beat;
+  beat.type = MessageType::kHeartbeat;
+  beat.role = "rank";
+  beat.task_index = options_.rank;
+  beat.incarnation = wire::ProcessIncarnation();
+  std::unique_lock<std::mutex> lock(stop_mutex_);
+  while (!stop_) {
+    lock.unlock();
+    if (heartbeat_connection_->Call(beat, options_.heartbeat_interval * 2).ok()) {
+      last_answer_ms_ = NowMs();
+    }
+    lock.lock();
+    stop_changed_.wait_for(lock, options_.heartbeat_interval, [&] { return stop_; });
+  }
+}
+
+int64_t HubCollectives::HubSilenceMs() const { return NowMs() - last_answer_ms_; }
 
 Status HubCollectives::Call(const CollectiveCall& call, const float* in, int64_t in_elements,
                             float* out, int64_t out_elements) {
@@ -40,15 +80,37 @@ Status HubCollectives::Call(const CollectiveCall& call, const float* in, int64_t
   }
   const std::string what = std::string(CollectiveOpName(call.op)) + " #" + std::to_string(m.step) +
                            " on rank " + std::to_string(options_.rank);
-  Result<Message> reply = connection_->Call(std::move(m), options_.timeout);
-  if (!reply.ok()) {
-    if (reply.status().code() == StatusCode::kUnavailable) {
-      return Unavailable(
-          what + ": no answer from the host's hub at " + connection_->endpoint() +
-          " (served by the host's leader, local rank 0): " + reply.status().message());
+  const uint64_t id = next_request_id_++;
+  m.request_id = id;
+  const std::string hub =
+      "the host's hub at " + endpoint_ + " (served by the host's leader, " + "local rank 0)";
+  Status sent = connection_->Send(m);
+  if (!sent.ok()) return sent.WithContext(what + ": sending to " + hub);
+  // Waits in slices, so that a hub that stopped answering heartbeats (its process died) fails
+  // the call within seconds rather than after the whole timeout.
+  const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
+  Result<Message> reply = Unavailable("unset");
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      return Unavailable(what + ": no answer from " + hub + " within " +
+                         std::to_string(options_.timeout.count() / 1000) + " s");
     }
-    return reply.status();  // the hub's verdict, the same on every rank
+    reply = connection_->Receive(std::min(left, std::chrono::milliseconds(500)));
+    if (reply.ok() && reply->request_id == id) break;
+    if (reply.ok()) continue;  // a late reply to an earlier call that gave up
+    if (reply.status().code() != StatusCode::kUnavailable) {
+      return reply.status().WithContext(what + ": waiting for " + hub);
+    }
+    if (HubSilenceMs() > options_.hub_silence_limit.count()) {
+      return Unavailable(what + ": " + hub + " has not answered heartbeats for " +
+                         std::to_string(HubSilenceMs() / 1000) +
+                         " s; its process may have died (see the leader's log)");
+    }
   }
+  Status verdict = wire::StatusOfReply(*reply);
+  if (!verdict.ok()) return verdict;  // the hub's verdict, the same on every rank
   const int64_t got = reply->tensors.size() == 1 ? reply->tensors[0].tensor.size() : -1;
   if (got != out_elements) {
     return Internal(what + ": the hub replied with " + std::to_string(got) +

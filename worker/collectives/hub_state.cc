@@ -44,6 +44,7 @@ Tensor Vector(int64_t n) { return Tensor::Uninitialized(Shape{n}); }
 HubState::HubState(const HostHubOptions& options) : options_(options), store_(table_, /*rank=*/0) {
   CHECK_GE(options.size, 1) << "a host hub needs a group of at least one rank";
   incarnations_.assign(options.size, 0);
+  last_heard_.assign(options.size, Clock::time_point{});
 }
 
 std::vector<HubState::Outgoing> HubState::Handle(const std::string& peer, Message request,
@@ -51,6 +52,8 @@ std::vector<HubState::Outgoing> HubState::Handle(const std::string& peer, Messag
   out_.clear();
   if (request.type == MessageType::kCollective) {
     Collect(peer, std::move(request), now);
+  } else if (request.type == MessageType::kHeartbeat) {
+    Heartbeat(peer, request, now);
   } else {
     ReplyTo(peer, AnswerStore(request));
   }
@@ -83,6 +86,35 @@ Message HubState::AnswerStore(const Message& m) {
   return reply;
 }
 
+void HubState::NoteIncarnation(int rank, uint64_t incarnation) {
+  if (incarnations_[rank] == 0) incarnations_[rank] = incarnation;
+  if (broken_.ok() && incarnation != incarnations_[rank]) {
+    broken_ = FailedPrecondition(
+        "rank " + std::to_string(rank) +
+        " of the host's workers restarted (a new process); the host's workers sync as one "
+        "group and must all start again");
+    LOG(ERROR) << "host hub: " << broken_.message();
+    for (auto& [n, p] : pending_) FailAll(p, broken_);
+    pending_.clear();
+  }
+}
+
+void HubState::Heartbeat(const std::string& peer, const Message& m, Clock::time_point now) {
+  const int rank = m.task_index;
+  if (rank < 0 || rank >= options_.size) {
+    return ReplyTo(
+        peer, wire::ErrorReply(m, InvalidArgument("a heartbeat from rank " + std::to_string(rank) +
+                                                  ", outside the hub's group of " +
+                                                  std::to_string(options_.size) + " rank(s)")));
+  }
+  last_heard_[rank] = now;
+  NoteIncarnation(rank, m.incarnation);
+  Message ok;
+  ok.type = MessageType::kOk;
+  ok.request_id = m.request_id;
+  ReplyTo(peer, ok);
+}
+
 void HubState::Collect(const std::string& peer, Message m, Clock::time_point now) {
   const int rank = m.task_index;
   const int64_t number = m.step;
@@ -99,16 +131,7 @@ void HubState::Collect(const std::string& peer, Message m, Clock::time_point now
                              m, InvalidArgument(who + " sent " + std::to_string(m.tensors.size()) +
                                                 " tensors; a collective takes one")));
   }
-  if (incarnations_[rank] == 0) incarnations_[rank] = m.incarnation;
-  if (broken_.ok() && m.incarnation != incarnations_[rank]) {
-    broken_ = FailedPrecondition(
-        who +
-        " of the host's workers restarted (a new process); the host's workers sync as one "
-        "group and must all start again");
-    LOG(ERROR) << "host hub: " << broken_.message();
-    for (auto& [n, p] : pending_) FailAll(p, broken_);
-    pending_.clear();
-  }
+  NoteIncarnation(rank, m.incarnation);
   if (!broken_.ok()) return ReplyTo(peer, wire::ErrorReply(m, broken_));
   Pending& p = pending_[number];
   if (p.ranks.empty()) {
@@ -206,6 +229,24 @@ void HubState::Complete(int64_t number, Pending& p) {
 std::vector<HubState::Outgoing> HubState::Expire(Clock::time_point now) {
   out_.clear();
   for (auto it = pending_.begin(); it != pending_.end();) {
+    // A missing rank that heartbeated before and has gone silent is dead: fail at once.
+    std::string silent;
+    for (int r = 0; r < options_.size; ++r) {
+      if (it->second.ranks[r] != nullptr || last_heard_[r] == Clock::time_point{}) continue;
+      if (now - last_heard_[r] > options_.rank_silence_limit) {
+        silent += (silent.empty() ? "" : ", ") + std::to_string(r);
+      }
+    }
+    if (!silent.empty()) {
+      const Status dead = Unavailable(
+          "collective #" + std::to_string(it->first) + ": rank(s) " + silent +
+          " stopped heartbeating more than " + std::to_string(options_.rank_silence_limit.count()) +
+          " ms ago without joining; their process may have died (see their logs)");
+      LOG(ERROR) << "host hub: " << dead.message();
+      FailAll(it->second, dead);
+      it = pending_.erase(it);
+      continue;
+    }
     if (now - it->second.first < options_.timeout) {
       ++it;
       continue;

@@ -1,7 +1,8 @@
 // The host hub's protocol without its socket, so that tests and the fuzzer drive it directly:
 // the rendezvous store's sets and gets, and collectives gathered from every rank, checked,
 // computed in rank order and answered (see host_hub.h). Every request gets a reply; a malformed
-// or inconsistent one gets an error naming what was wrong, and nothing crashes the hub.
+// or inconsistent one gets an error naming what was wrong, and nothing crashes the hub. Ranks
+// heartbeat it; a rank that falls silent fails the collectives it has not joined.
 #pragma once
 
 #include <chrono>
@@ -22,6 +23,9 @@ struct HostHubOptions {
   // A collective that some rank has not joined this long after the first did fails, for the
   // ranks that came, with Unavailable naming the missing ranks.
   std::chrono::milliseconds timeout{std::chrono::minutes(10)};
+  // A rank that heartbeated and then fell silent this long is dead: the collectives it has not
+  // joined fail at once, naming it.
+  std::chrono::milliseconds rank_silence_limit{5000};
 };
 
 class HubState {
@@ -53,6 +57,9 @@ class HubState {
   };
 
   wire::Message AnswerStore(const wire::Message& m);
+  void Heartbeat(const std::string& peer, const wire::Message& m, Clock::time_point now);
+  // A rank seen with a new process id restarted: the group is broken for good.
+  void NoteIncarnation(int rank, uint64_t incarnation);
   // Files a rank's contribution; completes the collective once every rank's is in.
   void Collect(const std::string& peer, wire::Message m, Clock::time_point now);
   // Checks and computes a complete collective and replies to every rank.
@@ -63,10 +70,11 @@ class HubState {
   HostHubOptions options_;
   std::shared_ptr<InMemoryStoreTable> table_ = std::make_shared<InMemoryStoreTable>();
   InMemoryStore store_;
-  std::map<int64_t, Pending> pending_;  // by call number
-  std::vector<uint64_t> incarnations_;  // each rank's process, once seen (0: not yet)
-  Status broken_;                       // set once a rank restarted: the group must restart
-  std::vector<Outgoing> out_;           // the replies of the call in progress
+  std::map<int64_t, Pending> pending_;         // by call number
+  std::vector<uint64_t> incarnations_;         // each rank's process, once seen (0: not yet)
+  std::vector<Clock::time_point> last_heard_;  // each rank's last heartbeat (epoch: never)
+  Status broken_;                              // set once a rank restarted: the group must restart
+  std::vector<Outgoing> out_;                  // the replies of the call in progress
 };
 
 }  // namespace pstrain
