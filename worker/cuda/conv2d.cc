@@ -1,8 +1,8 @@
 // Conv2D on the GPU with cuDNN: descriptors and algorithms are chosen once per batch size
-// (cuDNN's heuristics, the first that fits kMaxWorkspace) and cached with one workspace from
-// the allocator. cuDNN pads symmetrically only; TensorFlow's SAME puts the odd pixel after, so
-// such inputs are padded explicitly (zeros) and convolved without padding, and the input
-// gradient is cropped back.
+// (cuDNN's heuristics, the first that fits kMaxWorkspace) and cached; the workspace is the GPU
+// context's, shared by every layer. cuDNN pads symmetrically only; TensorFlow's SAME puts the odd
+// pixel after, so such inputs are padded explicitly (zeros) and convolved without padding, and the
+// input gradient is cropped back.
 #include "worker/layers/conv2d.h"
 
 #include <string>
@@ -32,7 +32,7 @@ struct Conv2D::GpuPlan {
   cudnnConvolutionFwdAlgo_t fwd_algo{};
   cudnnConvolutionBwdDataAlgo_t bwd_data_algo{};
   cudnnConvolutionBwdFilterAlgo_t bwd_filter_algo{};
-  cuda::DeviceBuffer workspace;
+  size_t workspace_bytes = 0;  // taken from the context's shared workspace when run
   bool explicit_pad = false;
   cuda::PaddedPlanes pad{};
   cuda::DeviceBuffer padded_x, padded_dx;  // only with explicit_pad
@@ -49,7 +49,7 @@ decltype(Perf::algo) Pick(const Perf* perf, int count, const std::string& what) 
     for (int i = 0; i < count; ++i) {
       const Perf& p = perf[i];
       if (p.status == CUDNN_STATUS_SUCCESS && p.memory <= kMaxWorkspace &&
-          (p.mathType == CUDNN_FMA_MATH || p.mathType == CUDNN_DEFAULT_MATH) &&
+          p.mathType == CUDNN_FMA_MATH &&
           (!need_deterministic || p.determinism == CUDNN_DETERMINISTIC)) {
         return p.algo;
       }
@@ -74,9 +74,10 @@ void Conv2D::ForwardGpu(const std::vector<const Tensor*>& in, Tensor* out,
     x = p.padded_x.as<float>();
   }
   const float one = 1.0f, zero = 0.0f;
+  void* workspace = ctx.gpu->Workspace(p.workspace_bytes, Describe());
   PSTRAIN_CUDNN_CHECK(cudnnConvolutionForward(
       ctx.gpu->cudnn(), &one, p.x, x, p.w, variables()[0].device_value.data(), p.conv, p.fwd_algo,
-      p.workspace.data(), p.workspace.bytes(), &zero, p.y, out->data()));
+      workspace, p.workspace_bytes, &zero, p.y, out->data()));
   if (use_bias_) {
     PSTRAIN_CUDNN_CHECK(cudnnAddTensor(ctx.gpu->cudnn(), &one, p.bias,
                                        variables()[1].device_value.data(), &one, p.y, out->data()));
@@ -95,18 +96,19 @@ void Conv2D::BackwardGpu(const std::vector<const Tensor*>& in, const Tensor& /*o
     cuda::Pad(x, p.pad, 0.0f, p.padded_x.as<float>(), stream);
     x = p.padded_x.as<float>();
   }
+  void* workspace = ctx.gpu->Workspace(p.workspace_bytes, Describe());
   PSTRAIN_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
-      h, &one, p.x, x, p.y, out_grad.data(), p.conv, p.bwd_filter_algo, p.workspace.data(),
-      p.workspace.bytes(), &zero, p.w, variables()[0].device_grad.data()));
+      h, &one, p.x, x, p.y, out_grad.data(), p.conv, p.bwd_filter_algo, workspace,
+      p.workspace_bytes, &zero, p.w, variables()[0].device_grad.data()));
   if (use_bias_) {
     PSTRAIN_CUDNN_CHECK(cudnnConvolutionBackwardBias(h, &one, p.y, out_grad.data(), &zero, p.bias,
                                                      variables()[1].device_grad.data()));
   }
   if (!in_grads[0]) return;
   float* dx = p.explicit_pad ? p.padded_dx.as<float>() : in_grads[0]->data();
-  PSTRAIN_CUDNN_CHECK(cudnnConvolutionBackwardData(
-      h, &one, p.w, variables()[0].device_value.data(), p.y, out_grad.data(), p.conv,
-      p.bwd_data_algo, p.workspace.data(), p.workspace.bytes(), &zero, p.x, dx));
+  PSTRAIN_CUDNN_CHECK(cudnnConvolutionBackwardData(h, &one, p.w, variables()[0].device_value.data(),
+                                                   p.y, out_grad.data(), p.conv, p.bwd_data_algo,
+                                                   workspace, p.workspace_bytes, &zero, p.x, dx));
   if (p.explicit_pad) cuda::Crop(dx, p.pad, in_grads[0]->data(), stream);
 }
 
@@ -187,7 +189,7 @@ Conv2D::GpuPlan& Conv2D::GetGpuPlan(int64_t n, const LayerContext& ctx) {
   PSTRAIN_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(h, p->x, p->y, p->conv, p->w,
                                                                      p->bwd_filter_algo, &bytes));
   ws = std::max(ws, bytes);
-  if (ws > 0) p->workspace = gpu->AllocateOrDie(ws, who + " cuDNN workspace");
+  p->workspace_bytes = ws;
   VLOG(1) << who << ": batch " << n << ": cuDNN algorithms forward " << p->fwd_algo
           << ", backward data " << p->bwd_data_algo << ", backward filter " << p->bwd_filter_algo
           << ", workspace " << FormatBytes(ws)

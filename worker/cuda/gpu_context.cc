@@ -124,6 +124,7 @@ GpuContext::~GpuContext() {
   if (stream_) cudaStreamSynchronize(stream_);
   if (copy_stream_) cudaStreamSynchronize(copy_stream_);
   ones_.Reset();
+  workspace_.Reset();
   if (cublas_) cublasDestroy(cublas_);
   if (cudnn_) cudnnDestroy(cudnn_);
   if (uploaded_) cudaEventDestroy(uploaded_);
@@ -185,6 +186,8 @@ void GpuContext::UploadStaged(
 
 void GpuContext::DownloadStaged(
     const std::vector<std::pair<const void*, std::pair<void*, size_t>>>& copies) {
+  // The async window's copies may still be writing the staging buffer.
+  CHECK(!async_open_) << "a synchronous download inside BeginAsyncDownload/FinishAsyncDownload";
   size_t total = 0;
   for (const auto& c : copies) total += (c.second.second + 255) / 256 * 256;
   if (total == 0) return;
@@ -263,6 +266,17 @@ void GpuContext::FinishAsyncDownload() {
 
 void GpuContext::DownloadBytes(const void* device, void* host, size_t bytes) {
   DownloadStaged({{device, {host, bytes}}});
+}
+
+void* GpuContext::Workspace(size_t bytes, const std::string& what) {
+  if (bytes == 0) return nullptr;
+  if (bytes > workspace_.bytes()) {
+    // Freeing the smaller one is safe: the allocator hands it out again only to work queued
+    // after the kernels that used it, on this stream or behind its events.
+    workspace_.Reset();
+    workspace_ = AllocateOrDie(bytes, what + " cuDNN workspace");
+  }
+  return workspace_.data();
 }
 
 const float* GpuContext::Ones(int64_t n) {

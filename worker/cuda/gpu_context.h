@@ -134,6 +134,9 @@ class GpuContext {
   void FinishAsyncDownload();
   bool async_download_open() const { return async_open_; }
 
+  // Scratch for cuDNN, shared by every layer (their kernels run in order on one stream), grown
+  // to the largest request; null for 0 bytes. Out of memory stops the process naming `what`.
+  void* Workspace(size_t bytes, const std::string& what);
   // At least n ones in device memory (bias gradients as a matrix-vector product).
   const float* Ones(int64_t n);
   // Waits for the compute stream.
@@ -164,6 +167,7 @@ class GpuContext {
   size_t async_offset_ = 0, async_capacity_ = 0;
   bool async_open_ = false;
   DeviceBuffer ones_;
+  DeviceBuffer workspace_;
   int64_t num_ones_ = 0;
 };
 

@@ -57,7 +57,10 @@ Result<void *> CudaBacking::Reserve(size_t bytes) {
 }
 
 void CudaBacking::Release(void *ptr, size_t /*bytes*/) {
-  CHECK_EQ(cudaSetDevice(device_), cudaSuccess);
+  // At process exit the runtime may be unloading already (cudaErrorCudartUnloading): log, do
+  // not abort.
+  const cudaError_t set = cudaSetDevice(device_);
+  LOG_IF(ERROR, set != cudaSuccess) << "cudaSetDevice on " << name() << ": " << CudaError(set);
   const cudaError_t err = cudaFree(ptr);
   // A failing cudaFree means a bad pointer or a dead context: nothing sensible
   // to return.
