@@ -160,8 +160,7 @@ Tensor GpuContext::NewTensorOrDie(const Shape& shape, const std::string& what) {
   return std::move(t).value();
 }
 
-void GpuContext::UploadStaged(
-    const std::vector<std::pair<const void*, std::pair<void*, size_t>>>& copies) {
+void GpuContext::UploadStaged(const std::vector<RawCopy>& copies) {
   size_t total = 0;
   for (const auto& c : copies) total += (c.second.second + 255) / 256 * 256;
   if (total == 0) return;

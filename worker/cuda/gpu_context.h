@@ -120,6 +120,9 @@ class GpuContext {
   // copies, the call does not.
   void Upload(const std::vector<std::pair<const Tensor*, Tensor*>>& copies);
   void UploadBytes(const void* host, void* device, size_t bytes);
+  // Several (host, (device, bytes)) copies in one staging round (one wait, not one per copy).
+  using RawCopy = std::pair<const void*, std::pair<void*, size_t>>;
+  void UploadStaged(const std::vector<RawCopy>& copies);
   // Device -> host, each pair (device, host); waits for the compute stream's work so far and
   // returns once the host tensors hold the values.
   void Download(const std::vector<std::pair<const Tensor*, Tensor*>>& copies);
@@ -149,7 +152,6 @@ class GpuContext {
 
  private:
   GpuContext() = default;
-  void UploadStaged(const std::vector<std::pair<const void*, std::pair<void*, size_t>>>& copies);
   void DownloadStaged(const std::vector<std::pair<const void*, std::pair<void*, size_t>>>& copies);
 
   GpuDescription description_;

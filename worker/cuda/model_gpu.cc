@@ -41,8 +41,10 @@ void Model::UploadBatchGpu(const Tensor& images, const std::vector<int32_t>& lab
         << "model '" << name_ << "': label " << labels[i] << " of example " << i
         << " is outside [0, " << num_classes_ << ")";
   }
-  gpu_->Upload({{&images, &device_images_}});
-  gpu_->UploadBytes(labels.data(), device_labels_.data(), labels.size() * sizeof(int32_t));
+  CHECK_EQ(images.size(), device_images_.size()) << "upload of " << images.shape().ToString();
+  // Images and labels in one staging round: the second would wait for the first's copy.
+  gpu_->UploadStaged({{images.data(), {device_images_.data(), images.bytes()}},
+                      {labels.data(), {device_labels_.data(), labels.size() * sizeof(int32_t)}}});
   input_ = &device_images_;
   ctx_.gpu = gpu_;
   ctx_.device_labels = reinterpret_cast<const int32_t*>(device_labels_.data());
