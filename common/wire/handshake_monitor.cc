@@ -173,12 +173,15 @@ void HandshakeMonitor::OnProtocolError(int error, const std::string& event_endpo
 std::string HandshakeMonitor::Hint() const {
   if (failed_without_reason_ == 0) return "";
   const std::string times = std::to_string(failed_without_reason_) + " handshake(s) in a row";
+  // Whichever end finds a mismatch first hangs up, so a hang-up can stand for either reason.
   if (curve_) {
     return "; the server hung up on " + times +
-           ", as it does when this client trusts another "
-           "public key than the server's own (keys from another cluster?)";
+           ", as it does when this client trusts another public key than the server's own "
+           "(keys from another cluster?) or when the server is plaintext (started without "
+           "--curve_keys)";
   }
-  return "; the server hung up on " + times + " (does it require CURVE, --curve_keys?)";
+  return "; the server hung up on " + times +
+         ": the server requires CURVE, or is not a pstrain server (give this role --curve_keys)";
 }
 
 }  // namespace wire
