@@ -15,12 +15,14 @@
 #include "common/wire/codec.h"
 #include "fuzz/fuzz_input.h"
 #include "fuzz/fuzz_setup.h"
+#include "fuzz/through_the_wire.h"
 #include "worker/collectives/hub_state.h"
 
 namespace pstrain {
 namespace {
 
 using fuzz::FuzzInput;
+using fuzz::ThroughTheWire;
 using wire::Message;
 using wire::MessageType;
 
@@ -42,15 +44,6 @@ struct Sent {
   int rank = 0;
   int replies = 0;
 };
-
-bool ThroughTheWire(Message* m) {
-  auto encoded = wire::Encode(*m);
-  if (!encoded.ok()) return false;
-  auto decoded = wire::Decode(wire::FramesOf(*encoded));
-  CHECK(decoded.ok()) << "an encoded message does not decode: " << decoded.status().ToString();
-  *m = std::move(decoded).value();
-  return true;
-}
 
 Message Collective(FuzzInput& in, int size) {
   Message m;

@@ -23,6 +23,7 @@
 #include "common/wire/codec.h"
 #include "fuzz/fuzz_input.h"
 #include "fuzz/fuzz_setup.h"
+#include "fuzz/through_the_wire.h"
 #include "ps/server.h"
 
 namespace pstrain {
@@ -30,6 +31,7 @@ namespace ps {
 namespace {
 
 using fuzz::FuzzInput;
+using fuzz::ThroughTheWire;
 using wire::Message;
 using wire::MessageType;
 
@@ -127,16 +129,6 @@ Message Request(FuzzInput& in, MessageType type, uint64_t id, int64_t global_ste
   for (int64_t n = in.Range(0, 3); n > 0; --n) m.names.push_back(Name(in));
   for (int64_t n = in.Range(0, 3); n > 0; --n) m.tensors.push_back(TensorFor(in, Name(in)));
   return m;
-}
-
-// What the network would deliver: Encode refuses what no peer can send (empty names).
-bool ThroughTheWire(Message* m) {
-  auto encoded = wire::Encode(*m);
-  if (!encoded.ok()) return false;
-  auto decoded = wire::Decode(wire::FramesOf(*encoded));
-  CHECK(decoded.ok()) << "an encoded message does not decode: " << decoded.status().ToString();
-  *m = std::move(decoded).value();
-  return true;
 }
 
 // Every variable and slot, copied: the store updates in place.
