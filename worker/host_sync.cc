@@ -128,7 +128,9 @@ void HostSync::CommunicationLoop() {
     std::function<Status()> wait = std::move(waits_[b]);
     const bool failed = !overlap_status_.ok();
     lock.unlock();
-    // After a failure the remaining buckets are only counted: every rank fails this step.
+    // After a failure the remaining buckets are only counted and this rank fails the step.
+    // Through the hub the other ranks learn of it (their calls fail by heartbeat or timeout);
+    // NCCL peers are not told (no communicator abort yet) and wait.
     Status status;
     if (!failed) {
       if (wait) status = wait();
