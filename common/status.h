@@ -21,6 +21,7 @@ enum class StatusCode {
   kUnavailable,
   kResourceExhausted,
   kInternal,
+  kPermissionDenied,  // the sender's role may not make this request (added last: on the wire)
 };
 
 const char* StatusCodeName(StatusCode code);
@@ -59,6 +60,9 @@ inline Status ResourceExhausted(std::string m) {
   return {StatusCode::kResourceExhausted, std::move(m)};
 }
 inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
+inline Status PermissionDenied(std::string m) {
+  return {StatusCode::kPermissionDenied, std::move(m)};
+}
 
 // A value or the Status that explains why there is none.
 template <typename T>

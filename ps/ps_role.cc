@@ -3,6 +3,7 @@
 #include <glog/logging.h>
 
 #include "common/config.h"
+#include "common/wire/listen_address.h"
 #include "common/wire/transport.h"
 
 namespace pstrain {
@@ -13,19 +14,19 @@ Status RunParameterServer(const PsRoleOptions& o) {
   ASSIGN_OR_RETURN(ConfigNode train, config.Child("train"));
   ASSIGN_OR_RETURN(std::unique_ptr<VariableStore> store, VariableStore::FromConfig(train));
   ParameterServer server(o.server, std::move(store));
-  RETURN_IF_ERROR(server.RestoreIfPresent());
-  // Listen on every interface at this task's port: the host part names the machine for peers.
-  const std::string port = o.bind_host_port.substr(o.bind_host_port.rfind(':') + 1);
-  ASSIGN_OR_RETURN(auto socket,
-                   wire::ServerSocket::Bind("tcp://*:" + port, o.limits, o.curve.ForServer()));
+  server.FindCheckpoints();  // the chief picks the step every shard restores
+  const std::string who = "ps " + std::to_string(o.server.task_index);
+  ASSIGN_OR_RETURN(std::string listen,
+                   wire::ListenEndpoint(o.bind_host_port, o.curve.curve(), o.insecure, who));
+  ASSIGN_OR_RETURN(auto socket, wire::ServerSocket::Bind(listen, o.limits, o.curve.ForServer()));
   if (o.curve.curve()) {
     LOG(INFO) << "ps " << o.server.task_index << ": CURVE authentication on (keys from "
               << o.curve.dir << "): " << o.curve.client_keys.size()
               << " worker and evaluator keys let in";
   } else {
     LOG(INFO) << "ps " << o.server.task_index
-              << ": plaintext, no authentication (no --curve_keys): any process that reaches "
-                 "this port can pull and push";
+              << ": plaintext, no authentication (no --curve_keys) on " << listen
+              << ": any process that reaches it is believed about who it is";
   }
   return server.Serve(socket.get());
 }

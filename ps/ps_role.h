@@ -17,9 +17,11 @@ struct PsRoleOptions {
   std::string bind_host_port;  // this task's entry of --ps_hosts
   wire::ClusterKeys curve;     // --curve_keys: only the cluster's workers and evaluators get in
   wire::MessageLimits limits;  // --max_message_mb
+  bool insecure = false;       // --insecure: plaintext may listen beyond loopback
 };
 
-// Restores the shard if a checkpoint exists, serves until the chief's shutdown.
+// Finds the shard's checkpoints (the chief picks which step to restore), serves until the
+// chief's shutdown.
 Status RunParameterServer(const PsRoleOptions& options);
 
 }  // namespace ps

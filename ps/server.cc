@@ -1,10 +1,12 @@
 #include "ps/server.h"
 
 #include <algorithm>
+#include <set>
 #include <sstream>
 
-#include "common/checkpoint/checkpoint_manager.h"
-#include "common/checkpoint/partial_restore.h"
+#include "common/checkpoint/cluster_checkpoint.h"
+#include "common/wire/refusal_log.h"
+#include "ps/permissions.h"
 
 namespace pstrain {
 namespace ps {
@@ -20,7 +22,11 @@ Result<UpdateMode> ParseUpdateMode(const std::string& name) {
 }
 
 ParameterServer::ParameterServer(ServerOptions options, std::unique_ptr<VariableStore> store)
-    : options_(std::move(options)), store_(std::move(store)) {}
+    : options_(std::move(options)),
+      store_(std::move(store)),
+      checkpoints_(std::make_unique<ShardCheckpoints>(
+          ShardDir(), options_.max_to_keep, "ps " + std::to_string(options_.task_index),
+          options_.before_checkpoint_write)) {}
 
 std::string ParameterServer::ShardDir() const {
   return options_.train_dir + "/ps-" + std::to_string(options_.task_index) + "-of-" +
@@ -58,39 +64,16 @@ Message ParameterServer::Error(const Message& request, const std::string& what, 
   return m;
 }
 
-Status ParameterServer::RestoreIfPresent() {
-  CheckpointManager manager(ShardDir(), options_.max_to_keep);
-  if (!manager.LatestPath().ok()) return Status::OK();
-  ASSIGN_OR_RETURN(CheckpointData data, manager.RestoreLatest());
-  auto it = data.metadata.find("variables");
-  if (it == data.metadata.end()) {
-    return DataLoss(ShardDir() + ": checkpoint lists no variables (metadata 'variables')");
-  }
-  std::stringstream names(it->second);
-  for (std::string name; std::getline(names, name, ',');) {
-    auto t = data.tensors.find(name);
-    if (t == data.tensors.end()) {
-      return DataLoss(ShardDir() + ": checkpoint lacks variable '" + name + "'");
-    }
-    RETURN_IF_ERROR(store_->AddVariable(name, t->second.Clone()));
-    accumulators_.emplace(
-        name, GradientAccumulator(t->second.shape(), required_pushes(), options_.max_staleness));
-  }
-  std::map<std::string, Tensor> state = store_->StateTensors();
-  ASSIGN_OR_RETURN(RestoreReport report, RestoreInto(data, RestoreFilter{}, &state));
-  global_step_ = data.global_step;
-  initialized_ = true;
-  LOG(INFO) << "ps " << options_.task_index << ": restored " << report.restored.size()
-            << " tensors of its shard at global step " << global_step_ << " from " << ShardDir();
-  return Status::OK();
-}
-
-void ParameterServer::NotePeer(const Message& request, std::chrono::steady_clock::time_point now) {
-  if (request.role.empty() || request.task_index < 0) return;  // not a role (e.g. a probe)
-  const std::string who = Who(request);
+Status ParameterServer::NotePeer(const std::string& who, const Message& request,
+                                 std::chrono::steady_clock::time_point now) {
   const std::string me = "ps " + std::to_string(options_.task_index) + ": ";
   auto [it, is_new] = peers_.try_emplace(who);
   PeerState& p = it->second;
+  if (!is_new && request.incarnation != 0 && request.incarnation < p.incarnation) {
+    return FailedPrecondition(who + " process " + std::to_string(request.incarnation) +
+                              " is older than " + std::to_string(p.incarnation) +
+                              ", which has spoken since: a stale process is refused");
+  }
   if (!is_new && p.missing) {
     const double silent = std::chrono::duration<double>(now - p.last_seen).count();
     LOG(WARNING) << me << who << " is back after " << silent << " s of silence";
@@ -104,6 +87,7 @@ void ParameterServer::NotePeer(const Message& request, std::chrono::steady_clock
   p.last_seen = now;
   p.missing = false;
   p.left = false;
+  return Status::OK();
 }
 
 int ParameterServer::CheckPeers(std::chrono::steady_clock::time_point now) {
@@ -119,9 +103,27 @@ int ParameterServer::CheckPeers(std::chrono::steady_clock::time_point now) {
   return found;
 }
 
+Message ParameterServer::Refuse(const Message& request, const Status& why,
+                                const std::string& identity) {
+  ++stats_.refused;
+  Message m = Reply(request, MessageType::kError);
+  m.text = "ps " + std::to_string(options_.task_index) + ": refused " +
+           wire::MessageTypeName(request.type) + ": " + why.message();
+  m.error_code = why.code();
+  PSTRAIN_REFUSAL_WARNING(
+      "ps-refused:" + identity + request.role + std::to_string(request.task_index) +
+          wire::MessageTypeName(request.type),
+      m.text + (identity.empty() ? " (plaintext connection)" : " (key of " + identity + ")"));
+  return m;
+}
+
 std::vector<ParameterServer::Outgoing> ParameterServer::Handle(const std::string& peer,
-                                                               const Message& request) {
-  NotePeer(request, std::chrono::steady_clock::now());
+                                                               const Message& request,
+                                                               const std::string& identity) {
+  Result<Sender> sender = IdentifySender(identity, request);
+  Status allowed = sender.ok() ? Authorize(*sender, request) : sender.status();
+  if (allowed.ok()) allowed = NotePeer(sender->Name(), request, std::chrono::steady_clock::now());
+  if (!allowed.ok()) return {{peer, Refuse(request, allowed, identity)}};
   switch (request.type) {
     case MessageType::kRegister:
       return HandleInit(peer, request);
@@ -154,13 +156,16 @@ std::vector<ParameterServer::Outgoing> ParameterServer::Handle(const std::string
   }
 }
 
-// The chief's register carries the initial values of this server's partitions; anyone else's
-// register just asks whether the variables are ready.
+// The chief's register carries the initial values of this server's partitions, or asks it to
+// restore its shard of a step; anyone else's register just asks whether the variables are ready.
+// Every reply lists the steps this shard holds whole (common/checkpoint/cluster_checkpoint.h).
 std::vector<ParameterServer::Outgoing> ParameterServer::HandleInit(const std::string& peer,
                                                                    const Message& request) {
   if (request.tensors.empty()) {
+    if (request.text == kRestoreRequest) return {{peer, HandleRestore(request)}};
     Message m = Reply(request, MessageType::kOk);
     m.value = initialized_ ? 1 : 0;
+    m.names = StepsToNames(checkpoints_->WholeSteps());
     return {{peer, m}};
   }
   if (initialized_) {
@@ -176,8 +181,11 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandleInit(const std::st
     m.text = "kept";
     return {{peer, m}};
   }
+  std::set<std::string> names;
   for (const auto& t : request.tensors) {
-    if (store_->Has(t.name)) return {{peer, Error(request, "variable '" + t.name + "' twice")}};
+    if (!names.insert(t.name).second) {
+      return {{peer, Error(request, "the register names variable '" + t.name + "' twice")}};
+    }
   }
   for (const auto& t : request.tensors) {
     // A copy: the received tensor lives in a network frame that is released after this call.
@@ -188,8 +196,10 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandleInit(const std::st
   }
   global_step_ = request.step;
   initialized_ = true;
+  const std::string slots = RestoreSlots(request.step);
   LOG(INFO) << "ps " << options_.task_index << ": initialised " << request.tensors.size()
-            << " variables from " << Who(request) << " at global step " << global_step_;
+            << " variables from " << Who(request) << " at global step " << global_step_ << " ("
+            << slots << ")";
   Message m = Reply(request, MessageType::kOk);
   m.value = 1;
   m.text = "initialised";
@@ -234,16 +244,15 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandlePush(const std::st
     return {{peer, Error(request, "variables are not initialised yet (waiting for the chief)",
                          StatusCode::kFailedPrecondition)}};
   }
+  if (Status s = CheckPushFields(request); !s.ok()) {
+    ++stats_.rejected;
+    return {{peer, Error(request, s.message())}};
+  }
   std::vector<Outgoing> out;
   if (IsRetriedPush(peer, request, &out)) return out;
   // `names` lists the pushed tensors that are values to assign (batch-norm moving statistics),
   // not gradients. Everything is checked before anything changes.
   std::vector<std::pair<std::string, Tensor>> grads, assigns;
-  if (request.step < 0) {  // the optimizer would refuse it after the assigns below
-    ++stats_.rejected;
-    return {{peer, Error(request, "push computed from step " + std::to_string(request.step) +
-                                      "; steps are >= 0")}};
-  }
   for (const auto& t : request.tensors) {
     Status s = store_->CheckGradient(t.name, t.tensor);
     if (!s.ok()) {
@@ -310,9 +319,32 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandlePush(const std::st
   return out;
 }
 
+Status ParameterServer::CheckPushFields(const Message& request) const {
+  // Steps beyond 2^53 are not exact in the learning-rate schedule's double arithmetic.
+  constexpr int64_t kMaxStep = int64_t{1} << 53;
+  if (request.incarnation == 0 || request.sequence == 0) {
+    return InvalidArgument("a push must carry its sender's incarnation and sequence number "
+                           "(both > 0; got " + std::to_string(request.incarnation) + " and " +
+                           std::to_string(request.sequence) + ")");
+  }
+  if (request.tensors.empty()) return InvalidArgument("a push without gradients");
+  if (request.step < 0 || request.step > kMaxStep) {
+    return InvalidArgument("push computed from step " + std::to_string(request.step) +
+                           "; steps are from 0 to 2^53");
+  }
+  auto it = peers_.find(Who(request));
+  if (it != peers_.end() && it->second.last_push_sequence != 0 &&
+      request.sequence > it->second.last_push_sequence + 1) {
+    return InvalidArgument("push " + std::to_string(request.sequence) + " from " +
+                           Who(request) + " skips ahead of push " +
+                           std::to_string(it->second.last_push_sequence) +
+                           ", the last one applied (expected the next, or a retry)");
+  }
+  return Status::OK();
+}
+
 bool ParameterServer::IsRetriedPush(const std::string& peer, const Message& request,
                                     std::vector<Outgoing>* out) {
-  if (request.sequence == 0) return false;  // the sender does not number its pushes
   auto it = peers_.find(Who(request));
   if (it == peers_.end()) return false;
   const PeerState& p = it->second;
@@ -339,7 +371,6 @@ bool ParameterServer::IsRetriedPush(const std::string& peer, const Message& requ
 }
 
 void ParameterServer::RememberPush(const Message& request, const Message& reply) {
-  if (request.sequence == 0) return;
   auto it = peers_.find(Who(request));
   if (it == peers_.end()) return;
   it->second.last_push_sequence = request.sequence;
@@ -365,31 +396,11 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandleBarrier(const std:
   return out;
 }
 
-std::vector<ParameterServer::Outgoing> ParameterServer::HandleCheckpoint(const std::string& peer,
-                                                                         const Message& request) {
-  if (!initialized_) {
-    return {{peer, Error(request, "nothing to save: not initialised",
-                         StatusCode::kFailedPrecondition)}};
-  }
-  CheckpointData data;
-  data.global_step = request.step;
-  data.tensors = store_->StateTensors();
-  std::string names;
-  for (const std::string& n : store_->Names()) names += (names.empty() ? "" : ",") + n;
-  data.metadata["variables"] = names;
-  data.metadata["ps_task"] = std::to_string(options_.task_index);
-  CheckpointManager manager(ShardDir(), options_.max_to_keep);
-  Result<std::string> path = manager.Save(data);
-  if (!path.ok()) return {{peer, Error(request, path.status().ToString())}};
-  Message m = Reply(request, MessageType::kOk);
-  m.text = path.value();
-  return {{peer, m}};
-}
-
 Status ParameterServer::Serve(wire::ServerSocket* socket) {
   LOG(INFO) << "ps " << options_.task_index << ": serving on " << socket->endpoint();
   auto next_peer_check = std::chrono::steady_clock::now();
   while (!shutdown_) {
+    SendFinishedCheckpoints(socket);
     const auto now = std::chrono::steady_clock::now();
     if (now >= next_peer_check) {
       CheckPeers(now);
@@ -408,7 +419,7 @@ Status ParameterServer::Serve(wire::ServerSocket* socket) {
       out.push_back(
           {in->peer, Error(bad, "malformed message refused: " + in->message.status().message())});
     } else {
-      out = Handle(in->peer, in->message.value());
+      out = Handle(in->peer, in->message.value(), in->identity);
     }
     for (const Outgoing& o : out) {
       Status s = socket->Reply(o.peer, o.message);
@@ -430,7 +441,8 @@ Status ParameterServer::Serve(wire::ServerSocket* socket) {
   LOG(INFO) << "ps " << options_.task_index << ": stopped at global step " << global_step_ << " ("
             << stats_.pushes << " pushes, " << stats_.pulls << " pulls, " << stats_.updates
             << " updates, " << stats_.dropped_stale << " stale dropped, " << stats_.rejected
-            << " rejected, " << stats_.duplicates << " retried pushes answered once)";
+            << " rejected, " << stats_.refused << " refused to their senders' roles, "
+            << stats_.duplicates << " retried pushes answered once)";
   return Status::OK();
 }
 

@@ -1,6 +1,7 @@
 // A parameter server task: holds its shard of the variables (given by the chief, or restored
-// from the shard's latest checkpoint), answers pulls, applies pushed gradients in one of three
-// update modes, keeps the global step (authoritative on task 0), saves checkpoints on request.
+// from the shard's checkpoint of the step the chief picks), answers pulls, applies pushed
+// gradients in one of three update modes, keeps the global step (authoritative on task 0), saves
+// checkpoints on request in the background (ps/shard_checkpoints.h).
 //
 //   async       every push is applied on arrival;
 //   accumulate  pushes are summed until N have arrived, then their mean is applied once; a push
@@ -10,10 +11,20 @@
 //
 // Requests are handled one at a time on the server's thread, so a pull never sees a partly
 // applied update; optimizer loops use every core for large variables.
+//
+// Checkpoints are cluster-wide (common/checkpoint/cluster_checkpoint.h): a server never restores
+// on its own at start, which would roll its shard back behind servers that kept running. It
+// tells the chief in its register replies which steps it holds whole; the chief restores one
+// step on every server, or, when only this server restarted under a live chief, gives it the
+// chief's current values (PsClient::Exchange). Its optimizer slots then come from its newest
+// whole checkpoint at or before that step: Adam's or RMSProp's second moments restarted at zero
+// late in training make the first updates several times larger than the learning rate, while
+// moments a few hundred steps old are close to the current ones.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -23,6 +34,7 @@
 #include "common/wire/message.h"
 #include "common/wire/transport.h"
 #include "ps/gradient_accumulator.h"
+#include "ps/shard_checkpoints.h"
 #include "ps/variable_store.h"
 
 namespace pstrain {
@@ -43,10 +55,14 @@ struct ServerOptions {
   int max_to_keep = 5;
   // A peer silent for this long (workers heartbeat every second) is logged as missing.
   std::chrono::milliseconds peer_timeout{5000};
+  // Runs on the checkpoint writer's thread before each shard file is written (tests hold a save
+  // open with it).
+  std::function<void(int64_t step)> before_checkpoint_write;
 };
 
 struct ServerStats {
   int64_t pushes = 0, pulls = 0, updates = 0, dropped_stale = 0, rejected = 0, duplicates = 0;
+  int64_t refused = 0;  // not the sender's to make (its key, role or incarnation)
 };
 
 // What a server knows of one peer (a worker, the chief or an evaluator): when it last heard from
@@ -66,15 +82,27 @@ class ParameterServer {
  public:
   ParameterServer(ServerOptions options, std::unique_ptr<VariableStore> store);
 
-  // Restores this shard from its latest checkpoint if there is one.
-  Status RestoreIfPresent();
-
   struct Outgoing {
     std::string peer;
     wire::Message message;
   };
-  // Handles one request; returns the replies to send now (including deferred ones it releases).
-  std::vector<Outgoing> Handle(const std::string& peer, const wire::Message& request);
+
+  // Reads which steps this shard holds whole (setting damaged files aside, with a warning naming
+  // each) and logs them; the chief picks the step to restore.
+  void FindCheckpoints();
+  // Restores this shard from its checkpoint of `step` (what the chief's restore request runs),
+  // replacing the values it holds; its checkpoints of later steps are deleted.
+  Status RestoreStep(int64_t step);
+  // Replies to checkpoint requests whose files have become durable since the last call; with
+  // `wait`, after every save in progress has finished. Serve sends them as they come.
+  std::vector<Outgoing> TakeFinishedCheckpoints(bool wait);
+
+  // Handles one request from the connection `peer`, authenticated as `identity` (the name of
+  // its CURVE key, "worker-1"; empty in plaintext): a sender whose header disagrees with its key,
+  // or whose role may not make the request (ps/permissions.h), is refused and nothing changes.
+  // Returns the replies to send now (including deferred ones it releases).
+  std::vector<Outgoing> Handle(const std::string& peer, const wire::Message& request,
+                               const std::string& identity = "");
 
   // Logs every peer that has been silent for longer than the peer timeout (once per silence).
   // Serve calls it between requests; returns how many were newly found missing.
@@ -95,8 +123,16 @@ class ParameterServer {
   wire::Message Reply(const wire::Message& request, wire::MessageType type) const;
   wire::Message Error(const wire::Message& request, const std::string& what,
                       StatusCode code = StatusCode::kInvalidArgument);
-  // Records that `request`'s sender is alive; logs its return or restart.
-  void NotePeer(const wire::Message& request, std::chrono::steady_clock::time_point now);
+  // A refusal of a request its sender may not make: counted, logged without flooding.
+  wire::Message Refuse(const wire::Message& request, const Status& why,
+                       const std::string& identity);
+  // Refuses a process older than one already heard from under the same name (a zombie, fenced
+  // as ZooKeeper fences an expired session); otherwise records that `sender` is alive and logs
+  // its return or restart.
+  Status NotePeer(const std::string& sender, const wire::Message& request,
+                  std::chrono::steady_clock::time_point now);
+  // What a push must carry before anything is looked at: a numbered sender, gradients, a step.
+  Status CheckPushFields(const wire::Message& request) const;
   // A push already applied (a retry of the sender's last push): the reply to send, if any.
   bool IsRetriedPush(const std::string& peer, const wire::Message& request,
                      std::vector<Outgoing>* out);
@@ -107,6 +143,10 @@ class ParameterServer {
   std::vector<Outgoing> HandlePush(const std::string& peer, const wire::Message& request);
   std::vector<Outgoing> HandleBarrier(const std::string& peer, const wire::Message& request);
   std::vector<Outgoing> HandleCheckpoint(const std::string& peer, const wire::Message& request);
+  // Defined in ps/server_checkpoints.cc, with the checkpoint requests.
+  wire::Message HandleRestore(const wire::Message& request);
+  std::string RestoreSlots(int64_t step);  // after the chief's values: says where slots came from
+  void SendFinishedCheckpoints(wire::ServerSocket* socket);
   int required_pushes() const;
   std::string Who(const wire::Message& m) const;
 
@@ -126,6 +166,8 @@ class ParameterServer {
   std::map<std::string, std::vector<Waiting>> barriers_;  // by barrier name
   std::map<std::string, PeerState> peers_;  // by Who(): "worker 1"
   ServerStats stats_;
+  std::unique_ptr<ShardCheckpoints> checkpoints_;
+  std::map<uint64_t, Waiting> saving_;  // checkpoint requests by their save's ticket
 };
 
 }  // namespace ps

@@ -76,8 +76,11 @@ Status VariableStore::ApplyGradients(const std::vector<std::pair<std::string, Te
 }
 
 void VariableStore::DetachIfShared(const std::string& name) {
-  Tensor& value = variables_.at(name).value;
-  if (value.shared()) value = value.Clone();
+  Entry& e = variables_.at(name);
+  if (e.value.shared()) e.value = e.value.Clone();
+  for (auto& [slot, t] : e.slots) {
+    if (t.shared()) t = t.Clone();
+  }
 }
 
 std::vector<std::string> VariableStore::Names() const {

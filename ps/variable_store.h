@@ -50,8 +50,9 @@ class VariableStore {
   // The variable's value (shares the buffer); CHECKs that it exists.
   const Tensor& Value(const std::string& name) const { return variables_.at(name).value; }
   std::vector<std::string> Names() const;
-  // Gives `name` a private copy of its value if another holder (an in-flight pull reply)
-  // shares the buffer, so that the next update cannot tear the bytes being sent.
+  // Gives `name` a private copy of its value, and of each slot, that another holder shares (an
+  // in-flight pull reply, a checkpoint being written), so that the next update cannot tear the
+  // bytes being sent or saved.
   void DetachIfShared(const std::string& name);
 
   int64_t global_step() const { return global_step_; }

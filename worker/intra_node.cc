@@ -2,8 +2,10 @@
 
 #include <glog/logging.h>
 
+#include <map>
 #include <set>
 
+#include "common/wire/listen_address.h"
 #include "worker/collectives/hub_collectives.h"
 #if PSTRAIN_HAVE_NCCL
 #include "worker/collectives/nccl_collectives.h"
@@ -44,11 +46,21 @@ std::string PortOf(const std::string& host_port) {
   return host_port.substr(host_port.rfind(':') + 1);
 }
 
-// The hub's CURVE settings: the leader serves with its own key pair and lets in the cluster's
-// workers; the others trust the leader's public key.
+// The hub's CURVE settings: the leader serves with its own key pair and lets in the workers of
+// its own host only (no other host's worker, no evaluator); the others trust the leader's key.
 Result<wire::Security> HubSecurity(const wire::ClusterKeys& keys, const HostGroup& g) {
   if (!keys.curve()) return wire::Security{};
-  if (g.is_leader()) return keys.ForServer();
+  if (g.is_leader()) {
+    wire::Security s = keys.ForServer();
+    std::map<std::string, std::string> host_workers;
+    for (int task : g.tasks) {
+      for (const auto& [key, name] : s.client_keys) {
+        if (name == "worker-" + std::to_string(task)) host_workers[key] = name;
+      }
+    }
+    s.client_keys = std::move(host_workers);
+    return s;
+  }
   const std::string leader = "worker-" + std::to_string(g.leader());
   wire::Security s;
   s.own = keys.own;
@@ -125,7 +137,9 @@ Result<std::unique_ptr<IntraNodeGroup>> JoinIntraNodeGroup(const IntraNodeOption
     HostHubOptions hub;
     hub.size = g.size();
     hub.timeout = o.timeout;
-    auto started = HostHub::Start("tcp://*:" + PortOf(leader_entry), hub, security);
+    ASSIGN_OR_RETURN(std::string listen,
+                     wire::ListenEndpoint(leader_entry, security.curve(), o.insecure, who));
+    auto started = HostHub::Start(listen, hub, security);
     if (!started.ok()) {
       return started.status().WithContext(who + ": serving the host's hub on port " +
                                           PortOf(leader_entry) + " (its --worker_hosts entry)");

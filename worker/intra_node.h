@@ -48,6 +48,7 @@ struct IntraNodeOptions {
   int task_index = 0;
   Device device = Device::kCpu;  // where this worker computes
   wire::ClusterKeys curve;       // the hub uses the cluster's CURVE keys when it has them
+  bool insecure = false;         // --insecure: a plaintext hub may listen beyond loopback
   // What every rank of the host must agree on besides the mode: the model's name and the sizes
   // of what is averaged ("refnet, 10 variables, 3274634 floats").
   std::string model;

@@ -4,6 +4,8 @@
 #include <map>
 #include <thread>
 
+#include "common/checkpoint/cluster_checkpoint.h"
+
 namespace pstrain {
 namespace worker {
 
@@ -16,6 +18,9 @@ namespace {
 // Long enough for a sync step that waits on the slowest worker.
 constexpr milliseconds kStepTimeout(300000);
 constexpr milliseconds kShortTimeout(30000);
+// Committed steps the record remembers: more than a shard keeps by default (--max_to_keep 5); a
+// step whose files are gone is simply not restorable.
+constexpr int kCommitsKept = 20;
 
 // Rows [begin, end) of `t` as a tensor sharing its buffer.
 Tensor Rows(const Tensor& t, const ps::Partition& p) {
@@ -224,15 +229,75 @@ Message PsClient::InitMessage(int s, int64_t step) const {
   return m;
 }
 
-Result<int> PsClient::Initialize(int64_t step) {
-  std::vector<std::pair<int, Message>> out;
-  for (size_t s = 0; s < servers_.size(); ++s) {
-    out.emplace_back(static_cast<int>(s), InitMessage(static_cast<int>(s), step));
+Result<PsClient::Initialized> PsClient::Initialize(int64_t step, const std::string& train_dir) {
+  const int n = static_cast<int>(servers_.size());
+  // What every server holds: variables or not, and the steps of its whole checkpoints.
+  std::vector<std::pair<int, Message>> ask;
+  for (int s = 0; s < n; ++s) ask.emplace_back(s, Request(MessageType::kRegister));
+  ASSIGN_OR_RETURN(std::vector<Message> held, Exchange(ask, kShortTimeout));
+  Initialized result;
+  std::vector<std::vector<int64_t>> whole;
+  std::string listed;
+  for (int s = 0; s < n; ++s) {
+    result.kept += held[s].value == 1;
+    Result<std::vector<int64_t>> steps = StepsFromNames(held[s].names);
+    if (!steps.ok()) return steps.status().WithContext(ServerName(s) + "'s register reply");
+    whole.push_back(steps.value());
+    listed += (s ? "; " : "") + ServerName(s) + ": " +
+              (steps->empty() ? "none" : std::to_string(steps->size()) + ", newest " +
+                                             std::to_string(steps->back()));
   }
+  if (result.kept == n) return result;  // only the chief restarted: the servers keep theirs
+
+  std::optional<int64_t> restore;
+  if (!train_dir.empty()) {
+    Result<std::vector<int64_t>> committed = ReadCommittedSteps(train_dir);
+    if (committed.ok()) {
+      restore = NewestRestorableStep(whole, committed.value());
+    } else {
+      restore = NewestRestorableStep(whole, std::nullopt);
+      if (restore && committed.status().code() != StatusCode::kNotFound) {
+        LOG(WARNING) << Who() << ": " << committed.status().ToString()
+                     << "; taking the newest step every server holds whole instead";
+      }
+    }
+  }
+  std::vector<std::pair<int, Message>> out;
+  if (restore) {
+    if (result.kept > 0) {
+      LOG(WARNING) << Who() << ": " << result.kept << " of " << n << " servers kept running but "
+                   << n - result.kept << " lost their variables; every server goes back to "
+                   << "committed step " << *restore << ", so that no shard is at another step";
+    }
+    for (int s = 0; s < n; ++s) {
+      Message m = Request(MessageType::kRegister);
+      m.text = kRestoreRequest;
+      m.step = *restore;
+      out.emplace_back(s, m);
+    }
+    RETURN_IF_ERROR(Exchange(out, kStepTimeout).status());
+    // Later commits belong to the run the cluster just went back on.
+    Status s = UncommitStepsAfter(train_dir, *restore);
+    if (!s.ok()) LOG(WARNING) << Who() << ": " << s.ToString();
+    LOG(INFO) << Who() << ": every server restored its shard of committed step " << *restore
+              << " (whole checkpoints: " << listed << ")";
+    result.kept = 0;
+    result.restored = restore;
+    return result;
+  }
+  if (!train_dir.empty()) {
+    LOG(INFO) << Who() << ": no committed step that every server holds whole (" << listed
+              << "); servers without variables start from this chief's values at step " << step;
+  }
+  for (int s = 0; s < n; ++s) out.emplace_back(s, InitMessage(s, step));
   ASSIGN_OR_RETURN(std::vector<Message> replies, Exchange(out, kShortTimeout));
-  int kept = 0;
-  for (const Message& r : replies) kept += r.text == "kept";
-  return kept;
+  result.kept = 0;
+  for (const Message& r : replies) result.kept += r.text == "kept";
+  if (result.kept > 0) {
+    LOG(WARNING) << Who() << ": " << result.kept << " of " << n << " servers kept the values they "
+                 << "held while the others start afresh: nothing committed to go back to";
+  }
+  return result;
 }
 
 Status PsClient::WaitUntilInitialized(std::chrono::seconds timeout) {
@@ -328,6 +393,8 @@ Status PsClient::Barrier(const std::string& name, int participants) {
 }
 
 Status PsClient::Checkpoint(int64_t step, const std::string& train_dir) {
+  // A step saved again is not committed until every shard has written it again.
+  if (!train_dir.empty()) RETURN_IF_ERROR(UncommitStepsAfter(train_dir, step - 1));
   std::vector<std::pair<int, Message>> out;
   for (size_t s = 0; s < servers_.size(); ++s) {
     Message m = Request(MessageType::kCheckpoint);
@@ -335,7 +402,13 @@ Status PsClient::Checkpoint(int64_t step, const std::string& train_dir) {
     m.text = train_dir;
     out.emplace_back(static_cast<int>(s), m);
   }
-  return Exchange(out, kShortTimeout).status();
+  // Servers answer once their file is durable; they go on serving while they write it.
+  RETURN_IF_ERROR(Exchange(out, kStepTimeout).status());
+  if (train_dir.empty()) return Status::OK();
+  RETURN_IF_ERROR(CommitStep(train_dir, step, kCommitsKept));
+  LOG(INFO) << Who() << ": committed the checkpoint of step " << step << " (" << servers_.size()
+            << " shards) in " << CommitRecordPath(train_dir);
+  return Status::OK();
 }
 
 Status PsClient::Shutdown() {

@@ -4,13 +4,18 @@
 //
 // Faults: a heartbeat thread watches every server. A request to a server that restarts (or
 // comes back after a silence) is sent again; pushes carry a sequence number, so a retried push
-// is applied once. A server that restarted without a checkpoint is initialised again by the
-// chief from its current values; other roles wait for that. A server unreachable for longer than
-// the unavailable timeout fails the request, naming it.
+// is applied once. A server that restarted is initialised again by the chief from its current
+// values (servers never restore on their own); other roles wait for that. A server unreachable
+// for longer than the unavailable timeout fails the request, naming it.
+//
+// Checkpoints are one step across all shards (common/checkpoint/cluster_checkpoint.h): the chief
+// commits a step once every server has answered that its shard file is durable, and at start
+// restores the newest committed step every server holds whole on every server, or none.
 #pragma once
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,9 +42,15 @@ class PsClient {
                                                    int64_t partition_bytes,
                                                    const wire::ClusterKeys& curve = {});
 
-  // Chief: sends every server the initial values of its partitions. Servers that restored a
-  // checkpoint keep theirs. Returns how many servers kept restored values.
-  Result<int> Initialize(int64_t step);
+  struct Initialized {
+    int kept = 0;                     // servers that kept the variables they held
+    std::optional<int64_t> restored;  // the committed step every server restored
+  };
+  // Chief: brings every server to one state. When every server holds variables (only the chief
+  // restarted) they keep them. Otherwise, if `train_dir` has a committed step that every server
+  // holds whole, every server restores that step, one that kept running too, so that no shard is
+  // at another step; if not, servers without variables get this chief's values at `step`.
+  Result<Initialized> Initialize(int64_t step, const std::string& train_dir = "");
   // Non-chief: waits (retrying with backoff) until every server has its variables.
   Status WaitUntilInitialized(std::chrono::seconds timeout);
   // Copies the servers' values into the variables; returns the global step.
@@ -49,7 +60,9 @@ class PsClient {
   Result<PushPullResult> PushAndPull(int64_t step);
   // Blocks until `participants` callers reached barrier `name` (on PS task 0).
   Status Barrier(const std::string& name, int participants);
-  // Chief: every server saves its shard at `step` under `train_dir`.
+  // Chief: every server saves its shard at `step` under `train_dir`; once every one has answered
+  // that its file is durable, the step is committed in <train_dir>/committed_checkpoints. A step
+  // that any server failed to save is not committed (and the error names the server).
   Status Checkpoint(int64_t step, const std::string& train_dir);
   // Chief: tells every server to exit.
   Status Shutdown();

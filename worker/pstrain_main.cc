@@ -41,6 +41,10 @@ DEFINE_string(data_dir, "", "Fashion-MNIST IDX directory (default: the config's)
 DEFINE_string(curve_keys, "",
               "this role's CURVE key directory (from pstrain-keygen; the launcher passes it): "
               "servers let in only the cluster's workers and evaluators; empty: plaintext");
+DEFINE_bool(insecure, false,
+            "without --curve_keys, serve plaintext (no authentication) on a non-loopback address "
+            "anyway; by default a plaintext role listens on loopback only and refuses anything "
+            "else");
 DEFINE_int64(max_message_mb, 4096,
              "ps: the largest request accepted, in MiB (all tensors together); a larger one is "
              "refused before it is buffered whole (a single larger tensor frame drops the "
@@ -160,6 +164,7 @@ int main(int argc, char** argv) {
     o.config_path = FLAGS_config;
     o.bind_host_port = ps[FLAGS_task_index];
     o.curve = curve;
+    o.insecure = FLAGS_insecure;
     o.limits.max_total_bytes = static_cast<size_t>(FLAGS_max_message_mb) << 20;
     o.limits.max_tensor_bytes = std::min(o.limits.max_tensor_bytes, o.limits.max_total_bytes);
     status = pstrain::ps::RunParameterServer(o);
@@ -182,6 +187,7 @@ int main(int argc, char** argv) {
     o.save_checkpoints_secs = FLAGS_save_checkpoints_secs;
     o.eval_interval_secs = FLAGS_eval_interval_secs;
     o.curve = curve;
+    o.insecure = FLAGS_insecure;
     o.unavailable_timeout_secs = FLAGS_ps_unavailable_timeout_secs;
     o.device = pstrain::worker::DeviceOptionsFromFlags();  // --device, --allow_soft_placement...
     o.intra_node_sync = FLAGS_intra_node_sync;

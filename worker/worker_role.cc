@@ -151,6 +151,7 @@ Status RunWorker(const RoleOptions& o) {
   intra.task_index = o.task_index;
   intra.device = device->device();
   intra.curve = o.curve;
+  intra.insecure = o.insecure;
   // A non-leader waits while its leader exchanges with the servers, which may itself wait for a
   // server to come back and, in sync mode, for the slowest other host doing the same.
   intra.timeout = std::chrono::seconds(2 * o.unavailable_timeout_secs + 120);
@@ -169,13 +170,14 @@ Status RunWorker(const RoleOptions& o) {
                                      model->variables(), o.partition_bytes, o.curve));
   client->set_unavailable_timeout(std::chrono::seconds(o.unavailable_timeout_secs));
   if (chief) {
-    ASSIGN_OR_RETURN(int kept, client->Initialize(0));
+    ASSIGN_OR_RETURN(PsClient::Initialized init, client->Initialize(0, o.train_dir));
     LOG(INFO) << who << " (chief): " << model->Summary() << "variables on " << o.ps_hosts.size()
               << " parameter servers"
-              << (kept ? " (" + std::to_string(kept) +
-                             " kept the values they had: restored from a checkpoint or set "
-                             "before this chief started)"
-                       : "");
+              << (init.restored ? " (restored from the committed checkpoint of step " +
+                                      std::to_string(*init.restored) + ")"
+                  : init.kept   ? " (" + std::to_string(init.kept) +
+                                    " kept the values they had, set before this chief started)"
+                                : "");
   } else {
     RETURN_IF_ERROR(client->WaitUntilInitialized(std::chrono::seconds(o.init_timeout_secs)));
   }

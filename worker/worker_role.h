@@ -28,6 +28,7 @@ struct RoleOptions {
   double eval_interval_secs = 10;
   int init_timeout_secs = 300;
   wire::ClusterKeys curve;             // --curve_keys: CURVE keys for every server connection
+  bool insecure = false;               // --insecure: a plaintext hub may listen beyond loopback
   int unavailable_timeout_secs = 600;  // a server down this long fails the role
   // Where the model computes: --device, --allow_soft_placement, ...
   DeviceOptions device;

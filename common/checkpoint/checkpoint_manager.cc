@@ -130,16 +130,44 @@ Result<std::string> CheckpointManager::ResolvePath(const std::string& name_or_pa
 
 Result<CheckpointData> CheckpointManager::RestoreLatest() const {
   ASSIGN_OR_RETURN(std::string latest, LatestPath());
-  Result<CheckpointData> data = ReadCheckpoint(latest);
-  if (data.ok()) return data;
-  Status st = data.status();
-  if (st.code() != StatusCode::kDataLoss && st.code() != StatusCode::kNotFound) return st;
-  Result<std::string> previous = PathFromLatest(1);
-  std::string advice =
-      previous.ok()
-          ? "; to restore the checkpoint before it, pass --checkpoint_path=" + previous.value()
-          : "; '" + index_path() + "' lists no earlier checkpoint";
-  return Status(st.code(), st.message() + advice);
+  ASSIGN_OR_RETURN(std::vector<std::string> listed, AllPaths());
+  // The index's latest first (it is also the last listed unless the file was edited by hand).
+  std::vector<std::string> candidates = {latest};
+  for (auto it = listed.rbegin(); it != listed.rend(); ++it) {
+    if (*it != latest) candidates.push_back(*it);
+  }
+  Status newest_error;
+  for (const std::string& path : candidates) {
+    Result<CheckpointData> data = ReadCheckpoint(path);
+    if (data.ok()) return data;
+    const Status& st = data.status();
+    if (st.code() != StatusCode::kDataLoss && st.code() != StatusCode::kNotFound) return st;
+    LOG(WARNING) << "skipping checkpoint " << path << " listed in " << index_path() << ": "
+                 << st.message() << "; trying the one before it";
+    if (newest_error.ok()) newest_error = st;
+  }
+  return Status(newest_error.code(), newest_error.message() + "; none of the " +
+                                         std::to_string(candidates.size()) +
+                                         " checkpoints listed in '" + index_path() +
+                                         "' reads back whole");
+}
+
+Status CheckpointManager::RemoveFromIndex(const std::vector<std::string>& paths) const {
+  ASSIGN_OR_RETURN(std::string text, ReadFileToString(index_path()));
+  ASSIGN_OR_RETURN(CheckpointState state, ParseCheckpointState(text, index_path()));
+  auto removed = [&](const std::string& name) {
+    return std::find(paths.begin(), paths.end(), Join(name)) != paths.end();
+  };
+  std::vector<std::string>& all = state.all_model_checkpoint_paths;
+  all.erase(std::remove_if(all.begin(), all.end(), removed), all.end());
+  if (all.empty()) {
+    if (unlink(index_path().c_str()) != 0 && errno != ENOENT) {
+      return Unavailable("cannot remove '" + index_path() + "': " + std::strerror(errno));
+    }
+    return Status::OK();
+  }
+  if (removed(state.model_checkpoint_path)) state.model_checkpoint_path = all.back();
+  return WriteFileAtomically(index_path(), FormatCheckpointState(state));
 }
 
 Result<CheckpointData> CheckpointManager::Restore(const std::string& name_or_path) const {

@@ -2,6 +2,11 @@
 // writes <train_dir>/<basename>-<global_step>, records it in the `checkpoint` index file (TF's
 // text format) and deletes the oldest beyond max_to_keep. The index is re-read on every call,
 // so a restarted trainer continues where the previous one left off.
+//
+// Restoring "the latest" departs from TF on purpose: a latest file that does not read back whole
+// (a torn write, a bad disk) is skipped with a warning naming it and why, and the newest one
+// that does is restored, so that a restart after such a fault resumes instead of failing in a
+// loop. A checkpoint the user names (Restore, --checkpoint_path) is read strictly.
 #pragma once
 
 #include <string>
@@ -32,10 +37,16 @@ class CheckpointManager {
   // path to one, or a directory holding an index (its latest checkpoint).
   Result<std::string> ResolvePath(const std::string& name_or_path) const;
 
-  // A corrupt or missing latest file gives an error naming it and the --checkpoint_path value
-  // that restores the one before it.
+  // The newest listed checkpoint that reads back whole; each newer one that is corrupt or
+  // missing is skipped with a warning naming the file and the reason. NotFound when there is no
+  // index; when no listed file reads back, the newest one's error naming every file tried.
   Result<CheckpointData> RestoreLatest() const;
+  // Strict: the named checkpoint or its error (DataLoss naming the file when it is corrupt).
   Result<CheckpointData> Restore(const std::string& name_or_path) const;
+
+  // Takes `paths` (as AllPaths() gives them) out of the index, which is rewritten atomically
+  // (and removed when nothing is left); the files themselves are the caller's.
+  Status RemoveFromIndex(const std::vector<std::string>& paths) const;
 
   const std::string& train_dir() const { return train_dir_; }
   // <train_dir>/checkpoint

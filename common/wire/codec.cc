@@ -18,7 +18,7 @@ namespace wire {
 namespace {
 
 constexpr uint16_t kLastMessageType = static_cast<uint16_t>(MessageType::kCollective);
-constexpr uint16_t kLastStatusCode = static_cast<uint16_t>(StatusCode::kInternal);
+constexpr uint16_t kLastStatusCode = static_cast<uint16_t>(StatusCode::kPermissionDenied);
 // A peer's role is echoed into error messages; a hostile one must not flood the log.
 constexpr size_t kMaxEchoedRoleChars = 32;
 

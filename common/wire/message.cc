@@ -1,16 +1,21 @@
 #include "common/wire/message.h"
 
+#include <chrono>
 #include <random>
 
 namespace pstrain {
 namespace wire {
 
 uint64_t ProcessIncarnation() {
+  // Microseconds since the epoch above 12 random bits: a process started later has a larger
+  // id, so a server can refuse the requests of an older process (a zombie) once a newer one of
+  // the same role and task has spoken; the random bits tell apart two started in the same
+  // microsecond.
   static const uint64_t id = [] {
     std::random_device device;
-    uint64_t v = 0;
-    while (v == 0) v = (uint64_t{device()} << 32) ^ device();
-    return v;
+    const auto now = std::chrono::system_clock::now().time_since_epoch();
+    const uint64_t micros = std::chrono::duration_cast<std::chrono::microseconds>(now).count();
+    return (micros << 12) | (device() & 0xfff) | 1;
   }();
   return id;
 }

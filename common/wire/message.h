@@ -63,7 +63,8 @@ struct Message {
   uint64_t sequence = 0;
 };
 
-// A random non-zero id for this process, drawn once.
+// A non-zero id for this process, drawn once, that grows with the process's start time: of two
+// processes of one role and task, the one started later has the larger id.
 uint64_t ProcessIncarnation();
 
 // A kError reply to `request` carrying `status`'s code and message.

@@ -25,6 +25,13 @@ constexpr int kHighWaterMark = 100;
 constexpr int kLingerMs = 500;
 // A peer that stops reading must not block a sender forever.
 constexpr int kSendTimeoutMs = 60000;
+// A server buffers at most this many received messages per peer; beyond them ZeroMQ stops
+// reading that peer's connection (TCP pushes back), so one peer's memory on a server is at most
+// this many messages of the size limits (MessageLimits). Clients have a push, a pull and a retry
+// of each in flight at most.
+constexpr int kServerReceiveQueue = 8;
+// An unauthenticated connection that does not finish its handshake is closed after this long.
+constexpr int kHandshakeMs = 10000;
 // Two I/O threads, so that sending and receiving large tensors in one process overlap.
 constexpr int kIoThreads = 2;
 // ZMQ_ZAP_ENFORCE_DOMAIN, a draft option of libzmq 4.3 (Debian's build has it): a CURVE server
@@ -96,9 +103,15 @@ Status ApplySecurity(void* socket, const Security& security, const std::string& 
 void ReleaseSentTensor(void* /*data*/, void* hint) { delete static_cast<Tensor*>(hint); }
 void ReleaseSentHeader(void* /*data*/, void* hint) { delete static_cast<std::string*>(hint); }
 
-Status SendPart(void* socket, zmq_msg_t* msg, bool more, const std::string& endpoint) {
-  if (zmq_msg_send(msg, socket, more ? ZMQ_SNDMORE : 0) >= 0) return Status::OK();
-  Status error = zmq_errno() == EAGAIN
+Status SendPart(void* socket, zmq_msg_t* msg, bool more, bool never_block,
+                const std::string& endpoint) {
+  const int flags = (more ? ZMQ_SNDMORE : 0) | (never_block ? ZMQ_DONTWAIT : 0);
+  if (zmq_msg_send(msg, socket, flags) >= 0) return Status::OK();
+  Status error = zmq_errno() == EAGAIN && never_block
+                     ? Unavailable("a peer of " + endpoint + " has " +
+                                   std::to_string(kHighWaterMark) +
+                                   " replies queued that it does not read: reply dropped")
+                 : zmq_errno() == EAGAIN
                      ? Unavailable("send to " + endpoint + " timed out after " +
                                    std::to_string(kSendTimeoutMs) + " ms (peer not reading?)")
                  : zmq_errno() == EHOSTUNREACH
@@ -109,6 +122,8 @@ Status SendPart(void* socket, zmq_msg_t* msg, bool more, const std::string& endp
 }
 
 // Sends `message` as [peer,] header, tensors...; tensor frames are the tensors' own buffers.
+// A server's reply (`peer` set) never blocks: ZeroMQ admits or refuses a whole message at its
+// first frame, so a peer whose queue is full loses this reply and the serving thread goes on.
 Status SendMessage(void* socket, const std::string* peer, const Message& message,
                    const std::string& endpoint) {
   ASSIGN_OR_RETURN(EncodedMessage encoded, Encode(message));
@@ -116,11 +131,11 @@ Status SendMessage(void* socket, const std::string* peer, const Message& message
   if (peer != nullptr) {
     zmq_msg_init_size(&msg, peer->size());
     std::copy(peer->begin(), peer->end(), static_cast<char*>(zmq_msg_data(&msg)));
-    RETURN_IF_ERROR(SendPart(socket, &msg, true, endpoint));
+    RETURN_IF_ERROR(SendPart(socket, &msg, true, /*never_block=*/true, endpoint));
   }
   auto* header = new std::string(std::move(encoded.header));
   zmq_msg_init_data(&msg, header->data(), header->size(), ReleaseSentHeader, header);
-  RETURN_IF_ERROR(SendPart(socket, &msg, !encoded.tensor_frames.empty(), endpoint));
+  RETURN_IF_ERROR(SendPart(socket, &msg, !encoded.tensor_frames.empty(), false, endpoint));
   for (size_t i = 0; i < encoded.tensor_frames.size(); ++i) {
     const Tensor& t = encoded.tensor_frames[i];
     if (t.bytes() == 0) {
@@ -129,7 +144,8 @@ Status SendMessage(void* socket, const std::string* peer, const Message& message
       auto* keep = new Tensor(t);
       zmq_msg_init_data(&msg, const_cast<float*>(t.data()), t.bytes(), ReleaseSentTensor, keep);
     }
-    RETURN_IF_ERROR(SendPart(socket, &msg, i + 1 < encoded.tensor_frames.size(), endpoint));
+    RETURN_IF_ERROR(
+        SendPart(socket, &msg, i + 1 < encoded.tensor_frames.size(), false, endpoint));
   }
   return Status::OK();
 }
@@ -178,7 +194,8 @@ std::shared_ptr<zmq_msg_t> NewFrame() {
 }
 
 struct ReceivedFrames {
-  std::string peer;  // the routing id a ROUTER socket puts first
+  std::string peer;      // the routing id a ROUTER socket puts first
+  std::string identity;  // the connection's authenticated name (ZAP User-Id); empty: plaintext
   std::vector<std::shared_ptr<zmq_msg_t>> msgs;
   Status status;  // why the frames were dropped, if they were
 };
@@ -205,6 +222,11 @@ Result<ReceivedFrames> ReadParts(void* socket, bool routed, const MessageLimits&
       r.peer.assign(static_cast<const char*>(zmq_msg_data(msg.get())), zmq_msg_size(msg.get()));
       first = false;
       continue;
+    }
+    if (routed && count == 0) {
+      // Set by the ZAP handler for this connection's key; a peer cannot write it.
+      const char* user_id = zmq_msg_gets(msg.get(), "User-Id");
+      if (user_id != nullptr) r.identity = user_id;
     }
     first = false;
     ++count;
@@ -286,8 +308,12 @@ Result<std::unique_ptr<ServerSocket>> ServerSocket::Bind(const std::string& endp
       impl->monitor,
       HandshakeMonitor::Start(impl->socket, HandshakeMonitor::Side::kServer, security.curve()));
   // A reply to a peer that has gone fails instead of vanishing silently.
-  const int mandatory = 1;
-  zmq_setsockopt(impl->socket, ZMQ_ROUTER_MANDATORY, &mandatory, sizeof(mandatory));
+  const int mandatory = 1, queue = kServerReceiveQueue, handshake = kHandshakeMs;
+  if (zmq_setsockopt(impl->socket, ZMQ_ROUTER_MANDATORY, &mandatory, sizeof(mandatory)) != 0 ||
+      zmq_setsockopt(impl->socket, ZMQ_RCVHWM, &queue, sizeof(queue)) != 0 ||
+      zmq_setsockopt(impl->socket, ZMQ_HANDSHAKE_IVL, &handshake, sizeof(handshake)) != 0) {
+    return Unavailable(ZmqError("zmq_setsockopt (server limits)", endpoint));
+  }
   if (zmq_bind(impl->socket, endpoint.c_str()) != 0) {
     return Unavailable(ZmqError("cannot bind", endpoint));
   }
@@ -315,6 +341,7 @@ Result<Incoming> ServerSocket::Receive(std::chrono::milliseconds timeout) {
                    ReadParts(impl_->socket, /*routed=*/true, impl_->limits, impl_->endpoint));
   Incoming in;
   in.peer = std::move(parts.peer);
+  in.identity = std::move(parts.identity);
   if (!parts.status.ok()) {
     in.message = parts.status;
     if (!parts.msgs.empty()) {

@@ -31,6 +31,10 @@ int64_t ReceivedFramesHeld();
 
 struct Incoming {
   std::string peer;  // ZeroMQ routing id of the sender, to Reply() to
+  // Who the sender is as its CURVE key says: the name its key was registered under in
+  // Security::client_keys ("worker-1"), set by the ZAP handler, never by the peer. Empty for
+  // plaintext, where nothing is authenticated.
+  std::string identity;
   // The decoded message, or why it could not be decoded (the server replies with an error
   // naming that and keeps running).
   Result<Message> message = Internal("unset");

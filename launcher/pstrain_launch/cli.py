@@ -40,11 +40,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--progress_interval", type=float, default=5.0, metavar="S",
                    help="seconds between progress lines, 0 for none (default: 5)")
     curve = p.add_mutually_exclusive_group()
-    curve.add_argument("--curve", dest="curve", action="store_true", default=None,
+    curve.add_argument("--curve", dest="curve", action="store_true", default=True,
                        help="CurveZMQ between the roles: fresh keys per launch, each role gets "
-                            "its own (default in ssh mode; this turns it on for local runs)")
+                            "its own (the default, local runs included)")
     curve.add_argument("--no_curve", dest="curve", action="store_false",
-                       help="plaintext, unauthenticated traffic even in ssh mode")
+                       help="plaintext, unauthenticated traffic: local roles listen on loopback "
+                            "only; ssh roles get --insecure and anyone who reaches a port is "
+                            "believed")
     p.add_argument("--keygen", metavar="PATH", help="pstrain-keygen on this machine (default: "
                    "beside the binary in local mode, build/pstrain-keygen in ssh mode)")
     return p
@@ -88,11 +90,12 @@ def main(argv: Optional[List[str]] = None, repo_root: Optional[str] = None) -> i
             print(f"pstrain-launch: {line}", file=sys.stderr)
         return USAGE_EXIT
     ssh_mode = cluster.mode == "ssh"
-    curve = ssh_mode if args.curve is None else args.curve  # on by default across hosts
+    curve = args.curve  # keys take milliseconds to make: on for every cluster unless refused
     opts = LaunchOptions(config=args.config, train_dir=args.train_dir,
                          logdir=args.logdir or os.path.join(args.train_dir, "logs"),
                          extra_flags=extra, grace_period=args.grace_period,
-                         curve_keys=keys.keys_dir(args.train_dir) if curve else "")
+                         curve_keys=keys.keys_dir(args.train_dir) if curve else "",
+                         insecure=ssh_mode and not curve)
     roles = build_roles(cluster, opts)
     binary = local_binary(cluster, repo_root)
     keygen = args.keygen or keys.default_keygen(cluster, repo_root, binary)

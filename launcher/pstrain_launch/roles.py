@@ -47,6 +47,7 @@ class LaunchOptions:
     extra_flags: List[str]
     grace_period: float = 10.0
     curve_keys: str = ""  # CURVE key directories, one per role (keys.py); "" for plaintext
+    insecure: bool = False  # plaintext beyond loopback (ssh mode with --no_curve): --insecure
 
 
 def host_port(host: str, port: int) -> str:
@@ -83,6 +84,8 @@ def build_roles(cluster: Cluster, opts: LaunchOptions) -> List[Role]:
                  f"--train_dir={opts.train_dir}", f"--logdir={opts.logdir}"]
         if opts.curve_keys:
             flags.append(f"--curve_keys={os.path.join(opts.curve_keys, f'{job}-{index}')}")
+        if opts.insecure:
+            flags.append("--insecure")
         flags += gpu_host_flags(cluster)  # before the user's flags, which win
         flags += [f"--{name}={value}" for name, value in cluster.flags.items()]
         flags += opts.extra_flags

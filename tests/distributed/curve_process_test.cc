@@ -16,8 +16,7 @@
 
 #include "common/wire/curve.h"
 #include "common/wire/transport.h"
-#include "tests/distributed/ports.h"
-#include "tests/distributed/role_process.h"
+#include "tests/distributed/curve_server_process.h"
 #include "tests/test_env.h"
 
 namespace pstrain {
@@ -27,57 +26,8 @@ using std::chrono::milliseconds;
 using wire::Message;
 using wire::MessageType;
 
+using testing::CurveServerProcess;
 using testing::ReadFile;
-
-// `pstrain --job_name=ps` with its output in a log file.
-class CurveServerProcess {
- public:
-  explicit CurveServerProcess(const std::string& name) {
-    port_ = testing::PickPort();
-    dir_ = ::testing::TempDir() + "/curve_ps_" + name + "_" + std::to_string(port_);
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-    keys_ = dir_ + "/keys";
-    Status written = wire::WriteClusterKeys(keys_, 1, 2, 0);
-    CHECK(written.ok()) << written.ToString();
-  }
-  ~CurveServerProcess() { testing::KillProcess(&pid_); }
-  void Start(const std::string& keys_flag) {
-    std::vector<std::string> args = testing::SingleServerArgs(port_, dir_ + "/train");
-    args.push_back("--update_mode=async");
-    args.push_back("--curve_keys=" + keys_flag);
-    pid_ = testing::SpawnProcess(args, log_path());
-  }
-  // Waits for the process to exit; its exit code, or -1 if it ran on for 20 s.
-  int Wait() {
-    for (int i = 0; i < 400; ++i) {
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-      }
-      std::this_thread::sleep_for(milliseconds(50));
-    }
-    return -1;
-  }
-  bool Alive() { return pid_ > 0 && waitpid(pid_, nullptr, WNOHANG) == 0; }
-  std::string endpoint() const { return "tcp://127.0.0.1:" + std::to_string(port_); }
-  const std::string& keys() const { return keys_; }
-  std::string log_path() const { return dir_ + "/ps.log"; }
-  // Waits up to 10 s for the log to hold `text`.
-  bool LogHas(const std::string& text) {
-    for (int i = 0; i < 200; ++i) {
-      if (ReadFile(log_path()).find(text) != std::string::npos) return true;
-      std::this_thread::sleep_for(milliseconds(50));
-    }
-    return false;
-  }
-
- private:
-  int port_ = 0;
-  pid_t pid_ = -1;
-  std::string dir_, keys_;
-};
 
 std::unique_ptr<wire::Connection> ConnectOrDie(const std::string& endpoint,
                                                const wire::Security& security) {
@@ -99,6 +49,7 @@ Message Register() {
   m.type = MessageType::kRegister;
   m.role = "chief";
   m.task_index = 0;
+  m.incarnation = wire::ProcessIncarnation();
   m.tensors.push_back({"fc/weights", Tensor::Filled(Shape{2, 4}, 1.0f)});
   return m;
 }
@@ -108,6 +59,7 @@ Message Pull() {
   m.type = MessageType::kPull;
   m.role = "worker";
   m.task_index = 0;
+  m.incarnation = wire::ProcessIncarnation();
   m.names = {"fc/weights"};
   return m;
 }
@@ -117,6 +69,8 @@ Message Push(float g) {
   m.type = MessageType::kPush;
   m.role = "worker";
   m.task_index = 1;
+  m.incarnation = wire::ProcessIncarnation();
+  m.sequence = 1;  // worker 1's first push
   m.tensors.push_back({"fc/weights", Tensor::Filled(Shape{2, 4}, g)});
   return m;
 }

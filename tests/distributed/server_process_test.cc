@@ -36,9 +36,12 @@ class ServerProcess {
   }
   ~ServerProcess() { testing::KillProcess(&pid_); }
   // Retries until the process is listening.
+  // Sends as worker 0 (or as the role `m` names), numbering pushes as a worker does.
   Result<Message> Call(Message m) {
-    m.role = "worker";
+    if (m.role.empty()) m.role = "worker";
     m.task_index = 0;
+    m.incarnation = wire::ProcessIncarnation();
+    if (m.type == MessageType::kPush && m.sequence == 0) m.sequence = ++pushes_;
     for (int i = 0;; ++i) {
       auto r = client_->Call(m, milliseconds(i < 20 ? 500 : 5000));
       if (r.ok() || r.status().code() != StatusCode::kUnavailable || i > 20) return r;
@@ -49,6 +52,7 @@ class ServerProcess {
 
  private:
   int port_ = 0;
+  uint64_t pushes_ = 0;
   pid_t pid_ = -1;
   std::string dir_;
   std::unique_ptr<wire::Connection> client_;

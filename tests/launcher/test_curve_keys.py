@@ -72,12 +72,18 @@ class LauncherCurveTest(unittest.TestCase):
             expected[f"{role}.key_secret"] = 0o600  # its own secret, and no other
             self.assertEqual(seen["files"], expected, name)
 
-    def test_local_runs_are_plaintext_by_default(self):
+    def test_local_runs_use_curve_by_default_and_no_curve_is_loopback_plaintext(self):
         result = run_launcher(self.cluster, self.train_dir, *FAST, "--", "--fake_steps=2")
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        for name, record in records(self.train_dir).items():
+            self.assertIn(f"--curve_keys={self.train_dir}/keys/{name[:-1]}-{name[-1]}",
+                          record["argv"])
+        result = run_launcher(self.cluster, self.train_dir, *FAST, "--no_curve", "--",
+                              "--fake_steps=2")
         self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
         for record in records(self.train_dir).values():
             self.assertFalse([a for a in record["argv"] if a.startswith("--curve_keys")])
-        self.assertFalse(os.path.exists(os.path.join(self.train_dir, "keys")))
+            self.assertNotIn("--insecure", record["argv"])  # local: loopback plaintext
 
     def test_each_launch_makes_fresh_keys(self):
         secret = os.path.join(self.train_dir, "keys", "ps-0", "ps-0.key")
@@ -111,6 +117,7 @@ class LauncherCurveTest(unittest.TestCase):
         self.assertIn("would write fresh keys to runs/x/keys/<job>-<index>", result.stdout)
         result = run_launcher(cluster, "runs/x", "--dry_run", "--no_curve")
         self.assertNotIn("--curve_keys", result.stdout)
+        self.assertIn("--insecure", result.stdout)  # plaintext across hosts, as asked
         self.assertIn("WARNING: --no_curve: traffic between the roles on 1 host(s) is neither "
                       "authenticated nor encrypted", result.stderr)
 

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 namespace pstrain {
 namespace ps {
 namespace {
@@ -21,6 +23,8 @@ std::unique_ptr<ParameterServer> MakeServer(UpdateMode mode, int workers, int ba
   Message init;
   init.type = MessageType::kRegister;
   init.role = "chief";
+  init.task_index = 0;
+  init.incarnation = 1;
   init.tensors.push_back({"w", Tensor::Filled(Shape{3}, 10.0f)});
   auto out = server->Handle("chief", init);
   EXPECT_EQ(out.size(), 1u);
@@ -37,6 +41,17 @@ Message Push(int64_t step, float g, uint64_t id) {
   return m;
 }
 
+// Sends `m` to `server` as worker `task` would ("w<task>"): with its role, task index, process
+// incarnation and, for a push, its next sequence number.
+std::vector<ParameterServer::Outgoing> Send(ParameterServer* server, int task, Message m) {
+  static std::map<int, uint64_t> sequence;
+  m.role = "worker";
+  m.task_index = task;
+  m.incarnation = 1;
+  if (m.type == MessageType::kPush) m.sequence = ++sequence[task];
+  return server->Handle("w" + std::to_string(task), m);
+}
+
 Message Pull(uint64_t id) {
   Message m;
   m.type = MessageType::kPull;
@@ -47,7 +62,7 @@ Message Pull(uint64_t id) {
 TEST(ServerTest, PullBeforeTheChiefInitialisesIsAnErrorNamingTheChief) {
   auto config = ConfigNode::Parse("{optimizer: {type: sgd}, learning_rate: {initial: 1.0}}", "t");
   ParameterServer server(ServerOptions{}, VariableStore::FromConfig(*config).value());
-  auto out = server.Handle("w1", Pull(1));
+  auto out = Send(&server, 1, Pull(1));
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].message.type, MessageType::kError);
   EXPECT_NE(out[0].message.text.find("waiting for the chief"), std::string::npos);
@@ -55,10 +70,10 @@ TEST(ServerTest, PullBeforeTheChiefInitialisesIsAnErrorNamingTheChief) {
 
 TEST(ServerTest, AsyncAppliesEveryPushAndAdvancesTheStep) {
   auto server = MakeServer(UpdateMode::kAsync, 2);
-  server->Handle("w0", Push(0, 1.0f, 1));
-  server->Handle("w1", Push(0, 2.0f, 1));
+  Send(server.get(), 0, Push(0, 1.0f, 1));
+  Send(server.get(), 1, Push(0, 2.0f, 1));
   EXPECT_EQ(server->global_step(), 2);
-  auto out = server->Handle("w0", Pull(2));
+  auto out = Send(server.get(), 0, Pull(2));
   EXPECT_FLOAT_EQ(out[0].message.tensors[0].tensor[0], 7.0f);
   EXPECT_EQ(out[0].message.step, 2);
 }
@@ -66,9 +81,9 @@ TEST(ServerTest, AsyncAppliesEveryPushAndAdvancesTheStep) {
 TEST(ServerTest, SyncRepliesAndPullsWaitForTheWholeUpdate) {
   auto server = MakeServer(UpdateMode::kSync, 2);
   // Worker 0 pushes and pulls: neither is answered until worker 1's push completes the step.
-  EXPECT_TRUE(server->Handle("w0", Push(0, 1.0f, 1)).empty());
-  EXPECT_TRUE(server->Handle("w0", Pull(2)).empty());
-  auto out = server->Handle("w1", Push(0, 3.0f, 1));
+  EXPECT_TRUE(Send(server.get(), 0, Push(0, 1.0f, 1)).empty());
+  EXPECT_TRUE(Send(server.get(), 0, Pull(2)).empty());
+  auto out = Send(server.get(), 1, Push(0, 3.0f, 1));
   ASSERT_EQ(out.size(), 3u);  // both pushes and worker 0's pull
   bool saw_pull = false;
   for (const auto& o : out) {
@@ -83,14 +98,14 @@ TEST(ServerTest, SyncRepliesAndPullsWaitForTheWholeUpdate) {
 
 TEST(ServerTest, SyncWithABackupWorkerUpdatesOnTheFirstPushAndDropsTheLateOne) {
   auto server = MakeServer(UpdateMode::kSync, 2, /*backup=*/1);
-  auto out = server->Handle("w0", Push(0, 2.0f, 1));
+  auto out = Send(server.get(), 0, Push(0, 2.0f, 1));
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(server->global_step(), 1);
-  out = server->Handle("w1", Push(0, 100.0f, 1));  // late, from version 0
+  out = Send(server.get(), 1, Push(0, 100.0f, 1));  // late, from version 0
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].message.value, -1);
   EXPECT_EQ(server->stats().dropped_stale, 1);
-  out = server->Handle("w1", Pull(2));
+  out = Send(server.get(), 1, Pull(2));
   EXPECT_FLOAT_EQ(out[0].message.tensors[0].tensor[0], 8.0f);
 }
 
@@ -100,27 +115,27 @@ TEST(ServerTest, BarrierReleasesEveryoneWhenTheLastArrives) {
   b.type = MessageType::kBarrier;
   b.text = "done";
   b.value = 3;
-  EXPECT_TRUE(server->Handle("a", b).empty());
-  EXPECT_TRUE(server->Handle("b", b).empty());
-  EXPECT_EQ(server->Handle("c", b).size(), 3u);
+  EXPECT_TRUE(Send(server.get(), 0, b).empty());
+  EXPECT_TRUE(Send(server.get(), 1, b).empty());
+  EXPECT_EQ(Send(server.get(), 2, b).size(), 3u);
 }
 
 TEST(ServerTest, StateTensorsNamedInThePushAreAssignedNotApplied) {
   auto server = MakeServer(UpdateMode::kAsync, 1);
   Message m = Push(0, 4.0f, 1);
   m.names = {"w"};  // e.g. batch-norm moving statistics
-  server->Handle("w0", m);
-  auto out = server->Handle("w0", Pull(2));
+  Send(server.get(), 0, m);
+  auto out = Send(server.get(), 0, Pull(2));
   EXPECT_FLOAT_EQ(out[0].message.tensors[0].tensor[0], 4.0f);
 }
 
 TEST(ServerTest, AnUpdateNeverChangesBytesAPullReplyStillHolds) {
   auto server = MakeServer(UpdateMode::kAsync, 1);
-  auto pulled = server->Handle("w0", Pull(1));
+  auto pulled = Send(server.get(), 0, Pull(1));
   const Tensor in_flight = pulled[0].message.tensors[0].tensor;  // as a pending send holds it
-  server->Handle("w0", Push(0, 1.0f, 2));
+  Send(server.get(), 0, Push(0, 1.0f, 2));
   EXPECT_FLOAT_EQ(in_flight[0], 10.0f);  // copy-on-write: the reply's bytes are intact
-  auto fresh = server->Handle("w0", Pull(3));
+  auto fresh = Send(server.get(), 0, Pull(3));
   EXPECT_FLOAT_EQ(fresh[0].message.tensors[0].tensor[0], 9.0f);
 }
 

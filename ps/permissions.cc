@@ -1,0 +1,88 @@
+#include "ps/permissions.h"
+
+namespace pstrain {
+namespace ps {
+
+using wire::MessageType;
+
+namespace {
+
+// "worker-1" -> {"worker", 1}; false for anything else.
+bool ParseKeyName(const std::string& name, std::string* job, int* task) {
+  const size_t dash = name.rfind('-');
+  if (dash == std::string::npos || dash == 0 || dash + 1 == name.size() ||
+      name.find_first_not_of("0123456789", dash + 1) != std::string::npos ||
+      name.size() - dash > 8) {
+    return false;
+  }
+  *job = name.substr(0, dash);
+  *task = std::stoi(name.substr(dash + 1));
+  return true;
+}
+
+bool IsRole(const std::string& role) {
+  return role == "worker" || role == "chief" || role == "evaluator";
+}
+
+}  // namespace
+
+Result<Sender> IdentifySender(const std::string& identity, const wire::Message& request) {
+  const std::string claim =
+      "'" + request.role + "' task " + std::to_string(request.task_index);
+  if (!IsRole(request.role) || request.task_index < 0) {
+    return PermissionDenied("a request must name its sender (worker, chief or evaluator, and a "
+                            "task index >= 0); this one names " + claim);
+  }
+  if (request.role == "chief" && request.task_index != 0) {
+    return PermissionDenied("only worker 0 is the chief; this request claims " + claim);
+  }
+  Sender sender{request.role, request.task_index, !identity.empty()};
+  if (identity.empty()) return sender;
+  std::string job;
+  int task = -1;
+  if (!ParseKeyName(identity, &job, &task)) {
+    return PermissionDenied("the connection's key belongs to '" + identity +
+                            "', which is no worker or evaluator");
+  }
+  const std::string key_job = request.role == "chief" ? "worker" : request.role;
+  if (job != key_job || task != request.task_index) {
+    return PermissionDenied("the request claims to come from " + claim + " but its key is " +
+                            identity + "'s");
+  }
+  return sender;
+}
+
+Status Authorize(const Sender& sender, const wire::Message& request) {
+  const bool chief = sender.role == "chief";
+  const bool worker = chief || sender.role == "worker";
+  bool allowed = true;
+  const char* what = wire::MessageTypeName(request.type);
+  switch (request.type) {
+    case MessageType::kHeartbeat:
+    case MessageType::kPull:
+    case MessageType::kBarrier:
+      break;
+    case MessageType::kRegister:
+      // Asking whether the variables are ready is anyone's; giving them values the chief's.
+      allowed = request.tensors.empty() || chief;
+      if (!request.tensors.empty()) what = "register with initial values";
+      break;
+    case MessageType::kPush:
+      allowed = worker;
+      break;
+    case MessageType::kCheckpoint:
+    case MessageType::kShutdown:
+      allowed = chief;
+      break;
+    default:  // replies, and the host hub's requests, are no server's to answer
+      return PermissionDenied(std::string(what) + " is not a request a parameter server takes");
+  }
+  if (allowed) return Status::OK();
+  return PermissionDenied(sender.Name() + " may not send " + what +
+                          (chief || worker ? " (only the chief, worker 0, may)"
+                                           : " (an evaluator may only pull, heartbeat and wait "
+                                             "at barriers)"));
+}
+
+}  // namespace ps
+}  // namespace pstrain

@@ -1,0 +1,43 @@
+// Who sent a request to a parameter server, and whether its role may make it. As etcd,
+// ZooKeeper and Kafka's ACLs do, the identity comes from the credential, not from the message:
+// with CURVE the sender is the name its authenticated key was registered under ("worker-1", set
+// by the ZAP handler on the connection), and the role and task index its header claims must
+// agree with that name. In plaintext nothing is authenticated, so the header is believed; that
+// is why plaintext servers bind the loopback address only (ps/ps_role.cc).
+//
+// What each role may ask:
+//   evaluator  heartbeat; register without values (are the variables ready?); pull; barrier
+//   worker     the same, and push its gradients
+//   chief      (worker 0) all of that, and register with the initial values, checkpoint,
+//              shutdown
+// Servers do not talk to servers, and nobody else may do anything.
+#pragma once
+
+#include <string>
+
+#include "common/status.h"
+#include "common/wire/message.h"
+
+namespace pstrain {
+namespace ps {
+
+// A request's sender as the server believes it.
+struct Sender {
+  std::string role;  // "worker", "chief" or "evaluator"
+  int task = -1;
+  bool authenticated = false;  // by its CURVE key; false in plaintext
+
+  // "worker 1", "chief 0": how logs and the server's peer table name it.
+  std::string Name() const { return role + " " + std::to_string(task); }
+};
+
+// The sender of `request`, which arrived on a connection authenticated as `identity` (the
+// ZAP User-Id, e.g. "worker-1"; empty in plaintext). PermissionDenied when the header claims a
+// role or task that is not the key's, or no role at all.
+Result<Sender> IdentifySender(const std::string& identity, const wire::Message& request);
+
+// OK when `sender` may make `request`; PermissionDenied naming the role and the request if not.
+Status Authorize(const Sender& sender, const wire::Message& request);
+
+}  // namespace ps
+}  // namespace pstrain
