@@ -20,9 +20,9 @@ void ParameterServer::FindCheckpoints() {
   std::string list;
   for (int64_t s : steps) list += (list.empty() ? "" : ", ") + std::to_string(s);
   LOG(INFO) << "ps " << options_.task_index << ": "
-            << (steps.empty() ? "no checkpoint of its shard in " + ShardDir()
-                              : "whole checkpoints of its shard at steps " + list + " in " +
-                                    ShardDir())
+            << (steps.empty()
+                    ? "no checkpoint of its shard in " + ShardDir()
+                    : "whole checkpoints of its shard at steps " + list + " in " + ShardDir())
             << "; the chief picks the step every shard restores";
 }
 
@@ -74,6 +74,11 @@ Status ParameterServer::RestoreStep(int64_t step) {
 }
 
 Message ParameterServer::HandleRestore(const Message& request) {
+  // Only the chief decides which step the cluster goes back to (ps/permissions.h trusts the
+  // header's role once the sender's key agrees with it).
+  if (request.role != "chief") {
+    return Error(request, "only the chief may ask for a restore", StatusCode::kPermissionDenied);
+  }
   Status s = RestoreStep(request.step);
   if (!s.ok()) return Error(request, s.message(), s.code());
   Message m = Reply(request, MessageType::kOk);
@@ -90,24 +95,25 @@ std::string ParameterServer::RestoreSlots(int64_t step) {
   if (!data.ok()) return "optimizer slots start afresh: no checkpoint at or before this step";
   Result<RestoreReport> report = RestoreInto(*data, RestoreFilter{}, &slots);
   if (!report.ok()) {
-    LOG(WARNING) << "ps " << options_.task_index << ": optimizer slots start afresh: "
-                 << report.status().ToString();
+    LOG(WARNING) << "ps " << options_.task_index
+                 << ": optimizer slots start afresh: " << report.status().ToString();
     return "optimizer slots start afresh";
   }
   return "optimizer slots from its checkpoint of step " + std::to_string(data->global_step) +
-         (report->missing.empty() ? "" : ", " + std::to_string(report->missing.size()) +
-                                              " of them afresh (not in it)");
+         (report->missing.empty()
+              ? ""
+              : ", " + std::to_string(report->missing.size()) + " of them afresh (not in it)");
 }
 
 std::vector<ParameterServer::Outgoing> ParameterServer::HandleCheckpoint(const std::string& peer,
                                                                          const Message& request) {
   if (!initialized_) {
-    return {{peer, Error(request, "nothing to save: not initialised",
-                         StatusCode::kFailedPrecondition)}};
+    return {{peer,
+             Error(request, "nothing to save: not initialised", StatusCode::kFailedPrecondition)}};
   }
   if (request.step < 0) {
-    return {{peer, Error(request, "checkpoint step " + std::to_string(request.step) +
-                                      "; steps are >= 0")}};
+    return {{peer, Error(request,
+                         "checkpoint step " + std::to_string(request.step) + "; steps are >= 0")}};
   }
   CheckpointData data;
   data.global_step = request.step;

@@ -34,7 +34,8 @@ void ShardCheckpoints::SetAsideLocked(const std::string& path, const Status& why
   const std::string aside = path + ".damaged";
   std::string moved = "set aside as " + aside;
   if (std::rename(path.c_str(), aside.c_str()) != 0) {
-    moved = errno == ENOENT ? "it is missing" : "cannot set it aside: " + std::string(strerror(errno));
+    moved =
+        errno == ENOENT ? "it is missing" : "cannot set it aside: " + std::string(strerror(errno));
   }
   CheckpointManager manager(dir_, max_to_keep_);
   Status s = manager.RemoveFromIndex({path});
@@ -45,8 +46,8 @@ void ShardCheckpoints::SetAsideLocked(const std::string& path, const Status& why
     std::lock_guard<std::mutex> lock(mu_);
     whole_.erase(*step);
   }
-  LOG(WARNING) << who_ << ": skipping damaged checkpoint " << path << " (" << why.message()
-               << "); " << moved << " and taken out of " << manager.index_path();
+  LOG(WARNING) << who_ << ": skipping damaged checkpoint " << path << " (" << why.message() << "); "
+               << moved << " and taken out of " << manager.index_path();
 }
 
 void ShardCheckpoints::ScanLocked() {

@@ -184,16 +184,18 @@ Result<std::vector<Message>> PsClient::Exchange(const std::vector<std::pair<int,
       }
       continue;
     }
-    // A server that restarted without a checkpoint has no variables: the chief gives it its
-    // current values again; everyone else waits for that. (Copies of a round sent earlier may
-    // still bring this error after the fact; they change nothing.)
+    // A server that restarted has no variables (servers never restore on their own, which would
+    // roll one shard back behind the others): the chief gives it its current values again, and
+    // the server its optimizer slots from its newest checkpoint; everyone else waits for that.
+    // (Copies of a round sent earlier may still bring this error after the fact; they change
+    // nothing.)
     if (status.code() == StatusCode::kFailedPrecondition && !pending[k].reinit &&
         pending[k].message.type != MessageType::kRegister) {
       if (role_ == "chief") {
         if (!rounds[server].reinit_pending) {
           LOG(WARNING) << Who() << ": " << ServerName(server)
-                       << " has lost its variables (restarted without a checkpoint); "
-                       << "initialising it again from this chief's values at step " << last_step_;
+                       << " has lost its variables (it restarted); initialising it again from "
+                       << "this chief's values at step " << last_step_;
           Pending p;
           p.server = server;
           p.message = InitMessage(server, last_step_);
@@ -244,8 +246,9 @@ Result<PsClient::Initialized> PsClient::Initialize(int64_t step, const std::stri
     if (!steps.ok()) return steps.status().WithContext(ServerName(s) + "'s register reply");
     whole.push_back(steps.value());
     listed += (s ? "; " : "") + ServerName(s) + ": " +
-              (steps->empty() ? "none" : std::to_string(steps->size()) + ", newest " +
-                                             std::to_string(steps->back()));
+              (steps->empty()
+                   ? "none"
+                   : std::to_string(steps->size()) + ", newest " + std::to_string(steps->back()));
   }
   if (result.kept == n) return result;  // only the chief restarted: the servers keep theirs
 

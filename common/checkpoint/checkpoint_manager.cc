@@ -146,10 +146,9 @@ Result<CheckpointData> CheckpointManager::RestoreLatest() const {
                  << st.message() << "; trying the one before it";
     if (newest_error.ok()) newest_error = st;
   }
-  return Status(newest_error.code(), newest_error.message() + "; none of the " +
-                                         std::to_string(candidates.size()) +
-                                         " checkpoints listed in '" + index_path() +
-                                         "' reads back whole");
+  return Status(newest_error.code(),
+                newest_error.message() + "; none of the " + std::to_string(candidates.size()) +
+                    " checkpoints listed in '" + index_path() + "' reads back whole");
 }
 
 Status CheckpointManager::RemoveFromIndex(const std::vector<std::string>& paths) const {

@@ -26,9 +26,13 @@ Status WriteSteps(const std::string& train_dir, const std::vector<int64_t>& step
 bool OnlyComments(const std::string& text) {
   bool comment = false;
   for (char c : text) {
-    if (c == '\n') comment = false;
-    else if (c == '#') comment = true;
-    else if (!comment && !std::isspace(static_cast<unsigned char>(c))) return false;
+    if (c == '\n') {
+      comment = false;
+    } else if (c == '#') {
+      comment = true;
+    } else if (!comment && !std::isspace(static_cast<unsigned char>(c))) {
+      return false;
+    }
   }
   return true;
 }

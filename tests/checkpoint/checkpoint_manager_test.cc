@@ -126,9 +126,9 @@ TEST_F(CheckpointManagerTest, ADamagedLatestIsSkippedWithAWarningNamingItAndTheP
   EXPECT_EQ(latest->global_step, 200);
   EXPECT_TRUE(testing_util::BitwiseEqual(latest->tensors.at("fc2/bias"),
                                          SmallModel(200, 2.0f).tensors.at("fc2/bias")));
-  EXPECT_NE(log.Find({"WARNING", "skipping checkpoint " + Path("model.ckpt-300"),
-                      "checksum mismatch"}),
-            "");
+  EXPECT_NE(
+      log.Find({"WARNING", "skipping checkpoint " + Path("model.ckpt-300"), "checksum mismatch"}),
+      "");
 }
 
 TEST_F(CheckpointManagerTest, ANamedDamagedCheckpointIsAnErrorNamingIt) {
