@@ -423,8 +423,11 @@ Status ParameterServer::Serve(wire::ServerSocket* socket) {
     }
     for (const Outgoing& o : out) {
       Status s = socket->Reply(o.peer, o.message);
-      if (!s.ok())
-        LOG(WARNING) << "ps " << options_.task_index << ": reply failed: " << s.ToString();
+      if (!s.ok()) {  // a peer gone, or one that reads nothing: logged once a while
+        PSTRAIN_REFUSAL_WARNING("ps-reply:" + o.peer,
+                                "ps " + std::to_string(options_.task_index) +
+                                    ": reply failed: " + s.ToString());
+      }
     }
   }
   // Drain: answer late requests for a moment (so that they fail fast, by name) and give

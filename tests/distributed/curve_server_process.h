@@ -33,10 +33,11 @@ class CurveServerProcess {
     CHECK(written.ok()) << written.ToString();
   }
   ~CurveServerProcess() { KillProcess(&pid_); }
-  void Start(const std::string& keys_flag) {
+  void Start(const std::string& keys_flag, const std::vector<std::string>& extra = {}) {
     std::vector<std::string> args = SingleServerArgs(port_, dir_ + "/train");
     args.push_back("--update_mode=async");
     args.push_back("--curve_keys=" + keys_flag);
+    args.insert(args.end(), extra.begin(), extra.end());
     pid_ = SpawnProcess(args, log_path());
   }
   // Waits for the process to exit; its exit code, or -1 if it ran on for 20 s.

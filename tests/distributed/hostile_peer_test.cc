@@ -1,0 +1,339 @@
+// Hostile peers against a real parameter server with CURVE keys (pstrain --job_name=ps
+// --curve_keys): peers with no key, with another cluster's key, with an evaluator's key and with
+// a worker's key try every request their role may not make, plus floods, a message never
+// finished, a peer that never reads its replies and thousands of idle connections. Each is
+// refused or dropped, the server keeps answering the chief, no variable changes because of it,
+// and the server's memory stays under the bound the README states.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "common/wire/codec.h"
+#include "common/wire/curve.h"
+#include "common/wire/transport.h"
+#include "common/wire/zmq_context.h"
+#include "tests/distributed/curve_server_process.h"
+
+namespace pstrain {
+namespace {
+
+using std::chrono::milliseconds;
+using testing::CurveServerProcess;
+using testing::ReadFile;
+using wire::Message;
+using wire::MessageType;
+
+constexpr int64_t kBigFloats = 1 << 20;  // a 4 MiB variable, so that unread replies pile up
+
+Message Request(MessageType type, const std::string& role, int task, uint64_t incarnation = 0) {
+  Message m;
+  m.type = type;
+  m.role = role;
+  m.task_index = task;
+  m.incarnation = incarnation ? incarnation : wire::ProcessIncarnation();
+  return m;
+}
+
+Message Push(const std::string& role, int task, uint64_t sequence, int64_t step = 0,
+             uint64_t incarnation = 0) {
+  Message m = Request(MessageType::kPush, role, task, incarnation);
+  m.sequence = sequence;
+  m.step = step;
+  m.tensors.push_back({"fc/weights", Tensor::Filled(Shape{2, 4}, 0.0f)});  // changes no value
+  return m;
+}
+
+// Megabytes the process `pid` holds in memory now (VmRSS).
+double ResidentMb(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+  }
+  return -1;
+}
+
+class HostilePeerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ps_ = std::make_unique<CurveServerProcess>("hostile", /*evaluators=*/1);
+    ps_->Start(ps_->keys() + "/ps-0", {"--max_message_mb=16"});
+    chief_ = Connect("worker-0");
+    Message init = Request(MessageType::kRegister, "chief", 0);
+    init.tensors.push_back({"fc/weights", Tensor::Filled(Shape{2, 4}, 1.0f)});
+    init.tensors.push_back({"big", Tensor::Filled(Shape{kBigFloats}, 0.5f)});
+    for (int i = 0;; ++i) {
+      auto r = chief_->Call(init, milliseconds(500));
+      if (r.ok()) break;
+      ASSERT_TRUE(r.status().code() == StatusCode::kUnavailable && i < 40) << r.status().ToString();
+    }
+    baseline_mb_ = ResidentMb(ps_->pid());
+  }
+
+  // A connection with the cluster's key of `role` ("worker-1", "evaluator-0").
+  std::unique_ptr<wire::Connection> Connect(const std::string& role) {
+    const size_t dash = role.rfind('-');
+    auto keys = wire::LoadClusterKeys(ps_->keys() + "/" + role, role.substr(0, dash),
+                                      std::stoi(role.substr(dash + 1)));
+    CHECK(keys.ok()) << keys.status().ToString();
+    return Open(keys->ForClientOf(0).value());
+  }
+  std::unique_ptr<wire::Connection> Open(const wire::Security& security) {
+    auto c = wire::Connection::Connect(ps_->endpoint(), {}, security);
+    CHECK(c.ok()) << c.status().ToString();
+    return std::move(c).value();
+  }
+
+  // The server still answers the chief at once, and holds the values the chief gave it.
+  void ExpectServingAndUnchanged(const std::string& after) {
+    ASSERT_TRUE(ps_->Alive()) << "the server died after " << after;
+    const auto start = std::chrono::steady_clock::now();
+    Message pull = Request(MessageType::kPull, "chief", 0);
+    pull.names = {"fc/weights"};
+    auto r = chief_->Call(pull, milliseconds(5000));
+    ASSERT_TRUE(r.ok()) << after << ": " << r.status().ToString();
+    EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(2000)) << after;
+    for (int64_t i = 0; i < 8; ++i) {
+      EXPECT_FLOAT_EQ(r->tensors.at(0).tensor[i], 1.0f) << after << " changed a variable";
+    }
+    const double mb = ResidentMb(ps_->pid());
+    EXPECT_LT(mb, baseline_mb_ + kBoundMb) << after << ": the server grew from " << baseline_mb_
+                                           << " MB to " << mb << " MB";
+  }
+
+  // The README's bound for these tests: 8 queued requests per peer of at most 16 MiB
+  // (--max_message_mb) plus queued replies that share the variables' buffers, for the few
+  // peers that send anything, and idle connections at about 20 KB each.
+  static constexpr double kBoundMb = 600;
+
+  std::unique_ptr<CurveServerProcess> ps_;
+  std::unique_ptr<wire::Connection> chief_;
+  double baseline_mb_ = 0;
+};
+
+TEST_F(HostilePeerTest, EachRoleIsRefusedWhatItMayNotDoAndNothingChanges) {
+  // An evaluator's key: it may pull, nothing that writes.
+  auto evaluator = Connect("evaluator-0");
+  ASSERT_TRUE(evaluator->Call(Request(MessageType::kPull, "evaluator", 0), milliseconds(5000)).ok());
+  std::vector<Message> evaluator_may_not = {Push("evaluator", 0, 1),
+                                            Request(MessageType::kCheckpoint, "evaluator", 0),
+                                            Request(MessageType::kShutdown, "evaluator", 0),
+                                            Request(MessageType::kStoreSet, "evaluator", 0),
+                                            Request(MessageType::kCollective, "evaluator", 0)};
+  Message init = Request(MessageType::kRegister, "evaluator", 0);
+  init.tensors.push_back({"fc/weights", Tensor::Filled(Shape{2, 4}, 9.0f)});
+  evaluator_may_not.push_back(init);
+  for (const Message& m : evaluator_may_not) {
+    auto r = evaluator->Call(m, milliseconds(5000));
+    ASSERT_FALSE(r.ok()) << "an evaluator's " << wire::MessageTypeName(m.type) << " went through";
+    EXPECT_EQ(r.status().code(), StatusCode::kPermissionDenied) << r.status().ToString();
+  }
+
+  // A worker's key: not the chief's requests, and not anyone else's name.
+  auto worker = Connect("worker-1");
+  Message worker_init = init;
+  worker_init.role = "worker";
+  worker_init.task_index = 1;
+  std::vector<Message> worker_may_not = {
+      worker_init, Request(MessageType::kCheckpoint, "worker", 1),
+      Request(MessageType::kShutdown, "worker", 1),
+      Request(MessageType::kShutdown, "chief", 0),  // claims the chief's name
+      Push("worker", 0, 1),                          // claims worker 0's name
+      Push("evaluator", 0, 1)};
+  for (const Message& m : worker_may_not) {
+    auto r = worker->Call(m, milliseconds(5000));
+    ASSERT_FALSE(r.ok()) << "worker 1's " << wire::MessageTypeName(m.type) << " as " << m.role
+                         << " " << m.task_index << " went through";
+    EXPECT_EQ(r.status().code(), StatusCode::kPermissionDenied) << r.status().ToString();
+  }
+  EXPECT_TRUE(ps_->LogHas("claims to come from 'chief' task 0 but its key is worker-1's"))
+      << ReadFile(ps_->log_path());
+
+  // Pushes that cannot hurt: empty, unnumbered, out of range, skipping ahead (the 2^64-1
+  // attack), or from an older process of the same worker.
+  const uint64_t me = wire::ProcessIncarnation();
+  ASSERT_TRUE(worker->Call(Push("worker", 1, 1, 0, me), milliseconds(5000)).ok());
+  Message empty = Push("worker", 1, 2, 0, me);
+  empty.tensors.clear();
+  Message unnumbered = Push("worker", 1, 0, 0, me);
+  Message zero_incarnation = Push("worker", 1, 2, 0, me);
+  zero_incarnation.incarnation = 0;
+  for (const Message& m : {empty, unnumbered, zero_incarnation, Push("worker", 1, 2, -1, me),
+                           Push("worker", 1, 2, int64_t{1} << 62, me),
+                           Push("worker", 1, UINT64_MAX, 0, me)}) {
+    auto r = worker->Call(m, milliseconds(5000));
+    ASSERT_FALSE(r.ok()) << "push " << m.sequence << " at step " << m.step << " went through";
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status().ToString();
+  }
+  ASSERT_TRUE(worker->Call(Push("worker", 1, 2, 0, me), milliseconds(5000)).ok())
+      << "the real next push is refused after the refused ones";
+  ASSERT_TRUE(worker->Call(Push("worker", 1, 1, 0, me + 4096), milliseconds(5000)).ok());
+  auto zombie = worker->Call(Push("worker", 1, 3, 0, me), milliseconds(5000));
+  ASSERT_FALSE(zombie.ok()) << "an older process of worker 1 was believed after a newer one";
+  EXPECT_NE(zombie.status().message().find("a stale process is refused"), std::string::npos)
+      << zombie.status().ToString();
+
+  // No key, and another cluster's worker key: not even a heartbeat gets an answer.
+  const std::string other_keys = ps_->keys() + "-other";
+  ASSERT_TRUE(wire::WriteClusterKeys(other_keys, 1, 2, 0).ok());
+  auto other = wire::LoadClusterKeys(other_keys + "/worker-1", "worker", 1).value();
+  wire::Security other_security = other.ForClientOf(0).value();
+  // Trusting the right server, so only its own key is wrong.
+  other_security.server_key =
+      wire::LoadClusterKeys(ps_->keys() + "/worker-1", "worker", 1)->ps_keys[0];
+  for (const wire::Security& s : {wire::Security{}, other_security}) {
+    auto stranger = Open(s);
+    for (MessageType t : {MessageType::kHeartbeat, MessageType::kPull, MessageType::kShutdown}) {
+      auto r = stranger->Call(Request(t, "chief", 0), milliseconds(3000));
+      ASSERT_FALSE(r.ok()) << "a stranger's " << wire::MessageTypeName(t) << " was answered";
+    }
+  }
+
+  // Three pushes of zero gradients were applied (the step moved by exactly that), and nothing
+  // else: no value changed, the server did not shut down.
+  ExpectServingAndUnchanged("the refused requests");
+  Message pull = Request(MessageType::kPull, "chief", 0);
+  pull.names = {"fc/weights"};
+  EXPECT_EQ(chief_->Call(pull, milliseconds(5000))->step, 3);
+}
+
+// A raw ZeroMQ DEALER with worker 1's key, for messages a Connection would never send.
+class RawPeer {
+ public:
+  RawPeer(const wire::ClusterKeys& keys, const std::string& endpoint) {
+    socket_ = zmq_socket(wire::ZmqContext(), ZMQ_DEALER);
+    const int hwm = 0, linger = 0;  // queue everything we are asked to send
+    zmq_setsockopt(socket_, ZMQ_SNDHWM, &hwm, sizeof(hwm));
+    zmq_setsockopt(socket_, ZMQ_LINGER, &linger, sizeof(linger));
+    const auto set = [&](int option, const std::string& key) {
+      zmq_setsockopt(socket_, option, key.data(), key.size());
+    };
+    set(ZMQ_CURVE_PUBLICKEY, keys.own.public_key);
+    set(ZMQ_CURVE_SECRETKEY, keys.own.secret_key);
+    set(ZMQ_CURVE_SERVERKEY, keys.ps_keys[0]);
+    zmq_connect(socket_, endpoint.c_str());
+  }
+  ~RawPeer() { zmq_close(socket_); }
+  void Send(const std::string& frame, bool more) {
+    zmq_send(socket_, frame.data(), frame.size(), more ? ZMQ_SNDMORE : 0);
+  }
+  // The next reply's header, or "" after `timeout`.
+  Result<Message> Receive(milliseconds timeout) {
+    zmq_pollitem_t item{socket_, 0, ZMQ_POLLIN, 0};
+    if (zmq_poll(&item, 1, timeout.count()) <= 0) return Unavailable("no reply");
+    std::string header;
+    for (int more = 1; more;) {
+      zmq_msg_t msg;
+      zmq_msg_init(&msg);
+      zmq_msg_recv(&msg, socket_, 0);
+      if (header.empty()) header.assign(static_cast<char*>(zmq_msg_data(&msg)), zmq_msg_size(&msg));
+      more = zmq_msg_more(&msg);
+      zmq_msg_close(&msg);
+    }
+    return wire::Decode({{header.data(), header.size(), nullptr}}, {}, "the test");
+  }
+
+ private:
+  void* socket_ = nullptr;
+};
+
+TEST_F(HostilePeerTest, FloodsUnfinishedMessagesSilentReadersAndIdleConnectionsStallNothing) {
+  const auto worker_keys = wire::LoadClusterKeys(ps_->keys() + "/worker-1", "worker", 1).value();
+  const std::string pull_header =
+      wire::Encode(Request(MessageType::kPull, "worker", 1)).value().header;
+
+  // A frame flood: one message of 10,000 frames (the limit is 4,096) is refused whole.
+  {
+    RawPeer flood(worker_keys, ps_->endpoint());
+    flood.Send(pull_header, true);
+    for (int i = 0; i < 10000; ++i) flood.Send("x", i + 1 < 10000);
+    auto r = flood.Receive(milliseconds(10000));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->type, MessageType::kError);
+    EXPECT_NE(r->text.find("frames"), std::string::npos) << r->text;
+  }
+  ExpectServingAndUnchanged("a 10,000-frame message");
+
+  // A message begun and never finished: the server serves everyone else meanwhile.
+  RawPeer unfinished(worker_keys, ps_->endpoint());
+  unfinished.Send(pull_header, true);
+  for (int i = 0; i < 100; ++i) unfinished.Send(std::string(1000, 'x'), true);
+  std::this_thread::sleep_for(milliseconds(300));
+  ExpectServingAndUnchanged("a message never finished");
+
+  // A peer that asks for 4 MiB again and again and never reads a reply: the server's replies
+  // to it are dropped once its queue is full instead of blocking the server for 60 s.
+  Message big_pull = Request(MessageType::kPull, "worker", 1);
+  big_pull.names = {"big"};
+  const std::string big_header = wire::Encode(big_pull).value().header;
+  RawPeer deaf(worker_keys, ps_->endpoint());
+  for (int i = 0; i < 400; ++i) deaf.Send(big_header, false);
+  for (int i = 0; i < 10; ++i) {
+    ExpectServingAndUnchanged("400 pulls of 4 MiB from a peer that reads no reply");
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  EXPECT_TRUE(ps_->LogHas("replies queued that it does not read: reply dropped"))
+      << ReadFile(ps_->log_path());
+
+  // Thousands of connections that never handshake (the limit of this process's descriptors,
+  // up to 10,000): the chief is still served, and they are closed after the handshake timeout.
+  rlimit files{};
+  getrlimit(RLIMIT_NOFILE, &files);
+  files.rlim_cur = files.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &files);
+  const int connections = static_cast<int>(std::min<rlim_t>(10000, files.rlim_cur - 200));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(std::stoi(ps_->endpoint().substr(16))));
+  std::vector<int> fds;
+  // Meanwhile the chief pulls every 200 ms: no wait may exceed 2 s.
+  std::atomic<bool> storm{true};
+  std::atomic<int64_t> slowest_ms{0}, pulls{0};
+  std::thread chief_pulls([&] {
+    while (storm) {
+      const auto start = std::chrono::steady_clock::now();
+      Message pull = Request(MessageType::kPull, "chief", 0);
+      pull.names = {"fc/weights"};
+      if (!chief_->Call(pull, milliseconds(10000)).ok()) slowest_ms = 1 << 30;
+      const auto ms = std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() -
+                                                               start).count();
+      slowest_ms = std::max<int64_t>(slowest_ms, ms);
+      ++pulls;
+      std::this_thread::sleep_for(milliseconds(200));
+    }
+  });
+  for (int i = 0; i < connections; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) break;
+    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+      close(fd);
+      break;
+    }
+    fds.push_back(fd);
+  }
+  storm = false;
+  chief_pulls.join();
+  std::cout << "opened " << fds.size() << " idle connections (asked for " << connections
+            << "); meanwhile the chief's " << pulls << " pulls took at most " << slowest_ms
+            << " ms\n";
+  EXPECT_LT(slowest_ms, 2000) << "the connections stalled the server";
+  EXPECT_GE(fds.size(), 1000u);
+  std::this_thread::sleep_for(milliseconds(1000));
+  ExpectServingAndUnchanged(std::to_string(fds.size()) + " idle connections");
+  std::cout << "server memory with them: " << ResidentMb(ps_->pid()) << " MB (baseline "
+            << baseline_mb_ << " MB)\n";
+  for (int fd : fds) close(fd);
+  ExpectServingAndUnchanged("closing the idle connections");
+}
+
+}  // namespace
+}  // namespace pstrain
