@@ -53,6 +53,7 @@ const std::vector<std::string> kClipping = {"", ", clipping: {by_value: [-1.0, 1
 const std::vector<std::pair<std::string, Shape>> kVariables = {
     {"w", Shape{2, 3}}, {"b", Shape{3}}, {"s", Shape{}}, {"e", Shape{0}}};
 const std::vector<std::string> kPeers = {"chief", "w0", "w1", "w2"};
+const std::vector<std::string> kIdentities = {"", "worker-0", "worker-1", "evaluator-0", "ps-0"};
 
 std::unique_ptr<ParameterServer> NewServer(const ServerOptions& options,
                                            const std::string& train_config) {
@@ -124,6 +125,9 @@ Message Request(FuzzInput& in, MessageType type, uint64_t id, int64_t global_ste
   m.role = in.Pick<std::string>({"chief", "worker", "evaluator", ""});
   m.task_index = static_cast<int32_t>(in.Range(-1, 3));
   m.step = Step(in, global_step);
+  // Two processes of each role (a restart, or a zombie), and the unnumbered 0.
+  m.incarnation = in.Pick<uint64_t>({0, 100, 200});
+  m.sequence = in.Bool() ? static_cast<uint64_t>(in.Range(0, 4)) : in.Raw<uint64_t>();
   m.value = in.Bool() ? in.Range(0, 4) : in.Raw<int64_t>();
   m.text = in.Pick<std::string>({"", "start", "end"});
   for (int64_t n = in.Range(0, 3); n > 0; --n) m.names.push_back(Name(in));
@@ -188,6 +192,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     init.type = MessageType::kRegister;
     init.role = "chief";
     init.task_index = 0;
+    init.incarnation = 100;
     for (const auto& [name, shape] : kVariables) init.tensors.push_back({name, Tensor(shape)});
     for (auto& t : init.tensors) {
       for (int64_t i = 0; i < t.tensor.size(); ++i) t.tensor[i] = Value(in);
@@ -217,8 +222,28 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Message request = Request(in, static_cast<MessageType>(op), id, server->global_step());
     if (!ThroughTheWire(&request)) continue;
     const std::string peer = in.Pick(kPeers);
+    // The connection's CURVE key ("" in plaintext), which may disagree with the header.
+    const std::string identity = in.Pick(kIdentities);
     const Snapshot before = Take(*server);
-    std::vector<ParameterServer::Outgoing> out = server->Handle(peer, request);
+    const int64_t step_before = server->global_step();
+    std::vector<ParameterServer::Outgoing> out = server->Handle(peer, request, identity);
+    for (const auto& o : out) {
+      if (o.message.type != MessageType::kError ||
+          o.message.error_code != StatusCode::kPermissionDenied || o.peer != peer) {
+        continue;
+      }
+      CheckSame(before, Take(*server), "refused: '" + o.message.text + "'");
+      CHECK_EQ(server->global_step(), step_before) << "refused: '" << o.message.text << "'";
+    }
+    if (request.type != MessageType::kHeartbeat && request.type != MessageType::kPull &&
+        request.type != MessageType::kBarrier &&
+        (identity.rfind("evaluator", 0) == 0 || request.role == "evaluator") &&
+        !(request.type == MessageType::kRegister && request.tensors.empty())) {
+      for (const auto& o : out) {
+        CHECK(o.peer != peer || o.message.type == MessageType::kError)
+            << "an evaluator's " << wire::MessageTypeName(request.type) << " was answered OK";
+      }
+    }
     for (auto& done : server->TakeFinishedCheckpoints(/*wait=*/true)) out.push_back(done);
     if (request.type == MessageType::kPush && out.size() == 1 &&
         out[0].message.type == MessageType::kError) {
