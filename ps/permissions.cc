@@ -27,11 +27,12 @@ bool IsRole(const std::string& role) {
 }  // namespace
 
 Result<Sender> IdentifySender(const std::string& identity, const wire::Message& request) {
-  const std::string claim =
-      "'" + request.role + "' task " + std::to_string(request.task_index);
+  const std::string claim = "'" + request.role + "' task " + std::to_string(request.task_index);
   if (!IsRole(request.role) || request.task_index < 0) {
-    return PermissionDenied("a request must name its sender (worker, chief or evaluator, and a "
-                            "task index >= 0); this one names " + claim);
+    return PermissionDenied(
+        "a request must name its sender (worker, chief or evaluator, and a "
+        "task index >= 0); this one names " +
+        claim);
   }
   if (request.role == "chief" && request.task_index != 0) {
     return PermissionDenied("only worker 0 is the chief; this request claims " + claim);

@@ -137,6 +137,9 @@ Result<std::unique_ptr<IntraNodeGroup>> JoinIntraNodeGroup(const IntraNodeOption
     HostHubOptions hub;
     hub.size = g.size();
     hub.timeout = o.timeout;
+    if (security.curve()) {
+      for (int task : g.tasks) hub.rank_keys.push_back("worker-" + std::to_string(task));
+    }
     ASSIGN_OR_RETURN(std::string listen,
                      wire::ListenEndpoint(leader_entry, security.curve(), o.insecure, who));
     auto started = HostHub::Start(listen, hub, security);

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "worker/collectives/hub_collectives.h"
+#include "worker/collectives/hub_state.h"
 
 namespace pstrain {
 namespace {
@@ -54,6 +55,30 @@ Message RawCall(int rank, const std::string& op, int64_t n, int64_t number, uint
   m.incarnation = incarnation;
   for (int i = 0; i < tensors; ++i) m.tensors.push_back({"in", Tensor::Filled(Shape{elements}, 1)});
   return m;
+}
+
+TEST(HostHubTest, ARequestNamingARankThatIsNotItsKeysIsRefused) {
+  HostHubOptions options;
+  options.size = 2;
+  options.rank_keys = {"worker-2", "worker-3"};  // the host's workers 2 and 3
+  HubState state(options);
+  Message beat;
+  beat.type = MessageType::kHeartbeat;
+  beat.task_index = 1;
+  beat.incarnation = 5;
+  const auto now = HubState::Clock::now();
+  for (const std::string& key : {"worker-2", "evaluator-0", "worker-9"}) {
+    auto out = state.Handle("p", beat, now, key);
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].message.type, MessageType::kError) << key << " was let speak for rank 1";
+    EXPECT_EQ(out[0].message.error_code, StatusCode::kPermissionDenied);
+    EXPECT_NE(out[0].message.text.find("names rank 1 but its key is " + key + "'s"),
+              std::string::npos)
+        << out[0].message.text;
+  }
+  auto out = state.Handle("p", beat, now, "worker-3");
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].message.type, MessageType::kOk);
 }
 
 TEST(HostHubTest, ARankThatNeverJoinsFailsTheOthersNamingIt) {

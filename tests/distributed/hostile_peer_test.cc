@@ -105,8 +105,8 @@ class HostilePeerTest : public ::testing::Test {
       EXPECT_FLOAT_EQ(r->tensors.at(0).tensor[i], 1.0f) << after << " changed a variable";
     }
     const double mb = ResidentMb(ps_->pid());
-    EXPECT_LT(mb, baseline_mb_ + kBoundMb) << after << ": the server grew from " << baseline_mb_
-                                           << " MB to " << mb << " MB";
+    EXPECT_LT(mb, baseline_mb_ + kBoundMb)
+        << after << ": the server grew from " << baseline_mb_ << " MB to " << mb << " MB";
   }
 
   // The README's bound for these tests: 8 queued requests per peer of at most 16 MiB
@@ -122,7 +122,8 @@ class HostilePeerTest : public ::testing::Test {
 TEST_F(HostilePeerTest, EachRoleIsRefusedWhatItMayNotDoAndNothingChanges) {
   // An evaluator's key: it may pull, nothing that writes.
   auto evaluator = Connect("evaluator-0");
-  ASSERT_TRUE(evaluator->Call(Request(MessageType::kPull, "evaluator", 0), milliseconds(5000)).ok());
+  ASSERT_TRUE(
+      evaluator->Call(Request(MessageType::kPull, "evaluator", 0), milliseconds(5000)).ok());
   std::vector<Message> evaluator_may_not = {Push("evaluator", 0, 1),
                                             Request(MessageType::kCheckpoint, "evaluator", 0),
                                             Request(MessageType::kShutdown, "evaluator", 0),
@@ -143,10 +144,11 @@ TEST_F(HostilePeerTest, EachRoleIsRefusedWhatItMayNotDoAndNothingChanges) {
   worker_init.role = "worker";
   worker_init.task_index = 1;
   std::vector<Message> worker_may_not = {
-      worker_init, Request(MessageType::kCheckpoint, "worker", 1),
+      worker_init,
+      Request(MessageType::kCheckpoint, "worker", 1),
       Request(MessageType::kShutdown, "worker", 1),
       Request(MessageType::kShutdown, "chief", 0),  // claims the chief's name
-      Push("worker", 0, 1),                          // claims worker 0's name
+      Push("worker", 0, 1),                         // claims worker 0's name
       Push("evaluator", 0, 1)};
   for (const Message& m : worker_may_not) {
     auto r = worker->Call(m, milliseconds(5000));
@@ -166,9 +168,9 @@ TEST_F(HostilePeerTest, EachRoleIsRefusedWhatItMayNotDoAndNothingChanges) {
   Message unnumbered = Push("worker", 1, 0, 0, me);
   Message zero_incarnation = Push("worker", 1, 2, 0, me);
   zero_incarnation.incarnation = 0;
-  for (const Message& m : {empty, unnumbered, zero_incarnation, Push("worker", 1, 2, -1, me),
-                           Push("worker", 1, 2, int64_t{1} << 62, me),
-                           Push("worker", 1, UINT64_MAX, 0, me)}) {
+  for (const Message& m :
+       {empty, unnumbered, zero_incarnation, Push("worker", 1, 2, -1, me),
+        Push("worker", 1, 2, int64_t{1} << 62, me), Push("worker", 1, UINT64_MAX, 0, me)}) {
     auto r = worker->Call(m, milliseconds(5000));
     ASSERT_FALSE(r.ok()) << "push " << m.sequence << " at step " << m.step << " went through";
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status().ToString();
@@ -304,8 +306,9 @@ TEST_F(HostilePeerTest, FloodsUnfinishedMessagesSilentReadersAndIdleConnectionsS
       Message pull = Request(MessageType::kPull, "chief", 0);
       pull.names = {"fc/weights"};
       if (!chief_->Call(pull, milliseconds(10000)).ok()) slowest_ms = 1 << 30;
-      const auto ms = std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() -
-                                                               start).count();
+      const auto ms =
+          std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - start)
+              .count();
       slowest_ms = std::max<int64_t>(slowest_ms, ms);
       ++pulls;
       std::this_thread::sleep_for(milliseconds(200));

@@ -37,7 +37,8 @@ void HostHub::Serve() {
     if (in.ok()) {
       std::vector<HubState::Outgoing> more;
       if (in->message.ok()) {
-        more = state_->Handle(in->peer, std::move(in->message).value(), HubState::Clock::now());
+        more = state_->Handle(in->peer, std::move(in->message).value(), HubState::Clock::now(),
+                              in->identity);
       } else {
         Message request;
         request.request_id = in->request_id;

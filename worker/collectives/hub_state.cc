@@ -48,9 +48,17 @@ HubState::HubState(const HostHubOptions& options) : options_(options), store_(ta
 }
 
 std::vector<HubState::Outgoing> HubState::Handle(const std::string& peer, Message request,
-                                                 Clock::time_point now) {
+                                                 Clock::time_point now,
+                                                 const std::string& identity) {
   out_.clear();
-  if (request.type == MessageType::kCollective) {
+  const int rank = request.task_index;
+  if (!identity.empty() && !options_.rank_keys.empty() &&
+      (rank < 0 || rank >= static_cast<int>(options_.rank_keys.size()) ||
+       options_.rank_keys[rank] != identity)) {
+    ReplyTo(peer, wire::ErrorReply(
+                      request, PermissionDenied("the request names rank " + std::to_string(rank) +
+                                                " but its key is " + identity + "'s")));
+  } else if (request.type == MessageType::kCollective) {
     Collect(peer, std::move(request), now);
   } else if (request.type == MessageType::kHeartbeat) {
     Heartbeat(peer, request, now);

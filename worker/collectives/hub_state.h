@@ -26,6 +26,9 @@ struct HostHubOptions {
   // A rank that heartbeated and then fell silent this long is dead: the collectives it has not
   // joined fail at once, naming it.
   std::chrono::milliseconds rank_silence_limit{5000};
+  // With CURVE: the key name of each rank ("worker-3" for rank 1 of workers [2, 3]); a request
+  // naming a rank whose key is not the connection's is refused. Empty in plaintext.
+  std::vector<std::string> rank_keys;
 };
 
 class HubState {
@@ -38,9 +41,10 @@ class HubState {
 
   explicit HubState(const HostHubOptions& options);
 
-  // The replies `request` from `peer` causes now (none while a collective waits for others).
+  // The replies `request` from `peer`, authenticated as `identity` (its CURVE key's name; empty
+  // in plaintext), causes now (none while a collective waits for others).
   std::vector<Outgoing> Handle(const std::string& peer, wire::Message request,
-                               Clock::time_point now);
+                               Clock::time_point now, const std::string& identity = "");
   // The error replies to collectives some rank has not joined within the timeout.
   std::vector<Outgoing> Expire(Clock::time_point now);
 
