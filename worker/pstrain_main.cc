@@ -2,14 +2,17 @@
 //   pstrain --job_name=ps     --task_index=0 --ps_hosts=h:2222 --worker_hosts=h:2232,h:2233 ...
 //   pstrain --job_name=worker --task_index=1 --ps_hosts=... --worker_hosts=... --config=...
 //   pstrain --job_name=evaluator --ps_hosts=... --worker_hosts=... --config=...
-// The launcher (launcher/pstrain-launch) writes these command lines from a cluster config.
+// The launcher (launcher/pstrain-launch) writes these command lines from a cluster config; on
+// Kubernetes, TensorFlow's TF_CONFIG (common/tf_config.h) may stand in for the cluster flags.
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <sstream>
 
+#include "common/tf_config.h"
 #include "ps/ps_role.h"
 #include "worker/device_flags.h"
 #include "worker/intra_node.h"
@@ -116,6 +119,40 @@ bool Validate(const std::vector<std::string>& ps, const std::vector<std::string>
   return true;
 }
 
+std::string Join(const std::vector<std::string>& hosts) {
+  std::string out;
+  for (const std::string& h : hosts) out += (out.empty() ? "" : ",") + h;
+  return out;
+}
+
+// TensorFlow's TF_CONFIG (as Kubeflow's TFJob operator sets it), if present, fills in the
+// cluster flags that were not given explicitly: explicit flags win. A malformed TF_CONFIG stops
+// the role at start, naming the field.
+bool ApplyTfConfig() {
+  const char* env = std::getenv("TF_CONFIG");
+  if (env == nullptr || *env == '\0') return true;
+  auto role = pstrain::ParseTfConfig(env);
+  if (!role.ok()) return Fail(role.status().message());
+  const std::vector<std::pair<std::string, std::string>> from_env = {
+      {"job_name", role->job_name},
+      {"task_index", std::to_string(role->task_index)},
+      {"ps_hosts", Join(role->ps_hosts)},
+      {"worker_hosts", Join(role->worker_hosts)},
+      {"evaluators", std::to_string(role->evaluators)}};
+  std::string taken, kept;
+  for (const auto& [name, value] : from_env) {
+    if (gflags::GetCommandLineFlagInfoOrDie(name.c_str()).is_default) {
+      gflags::SetCommandLineOption(name.c_str(), value.c_str());
+      taken += " --" + name + "=" + value;
+    } else {
+      kept += " --" + name;
+    }
+  }
+  LOG(INFO) << "TF_CONFIG:" << (taken.empty() ? " nothing taken" : taken)
+            << (kept.empty() ? "" : " (given explicitly, so kept:" + kept + ")");
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -129,6 +166,7 @@ int main(int argc, char** argv) {
     LOG(ERROR) << "unexpected argument '" << argv[1] << "' (flags are --name=value)";
     return 2;
   }
+  if (!ApplyTfConfig()) return 2;
   const auto ps = SplitHosts(FLAGS_ps_hosts), workers = SplitHosts(FLAGS_worker_hosts);
   if (!Validate(ps, workers)) return 2;
   std::filesystem::create_directories(FLAGS_train_dir);
