@@ -7,6 +7,10 @@
 //
 // A checkpoint file is one whose name contains ".ckpt-" and that is not a temporary file of an
 // interrupted save (".tmp" suffix); the TF-style `checkpoint` index must name existing files.
+// Files a server set aside as damaged ("<file>.damaged", out of its index and never restored)
+// are listed, not counted as problems. A train_dir's commit record (committed_checkpoints,
+// common/checkpoint/cluster_checkpoint.h) must be readable; the newest committed step every
+// shard holds is printed as the one a restarted cluster would restore.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -15,6 +19,7 @@
 
 #include "common/checkpoint/checkpoint.h"
 #include "common/checkpoint/checkpoint_manager.h"
+#include "common/checkpoint/cluster_checkpoint.h"
 
 namespace fs = std::filesystem;
 
@@ -26,6 +31,41 @@ bool IsCheckpointFile(const fs::path& p) {
          name.find(".tmp") == std::string::npos;
 }
 
+bool IsSetAside(const fs::path& p) { return p.extension() == ".damaged"; }
+
+// The commit record in `train_dir`, if there is one: false when it is unreadable.
+bool CheckCommitRecord(const fs::path& train_dir) {
+  if (!fs::exists(pstrain::CommitRecordPath(train_dir.string()))) return true;
+  auto committed = pstrain::ReadCommittedSteps(train_dir.string());
+  if (!committed.ok()) {
+    std::printf("BAD  %s\n", committed.status().ToString().c_str());
+    return false;
+  }
+  // Which steps each ps-<k>-of-<n> shard lists in its index.
+  std::vector<std::vector<int64_t>> listed;
+  for (const auto& entry : fs::directory_iterator(train_dir)) {
+    const std::string name = entry.path().filename().string();
+    if (!entry.is_directory() || name.rfind("ps-", 0) != 0) continue;
+    std::vector<int64_t> steps;
+    auto paths = pstrain::CheckpointManager(entry.path().string(), 0).AllPaths();
+    if (paths.ok()) {
+      for (const std::string& p : paths.value()) {
+        if (auto step = pstrain::StepOfCheckpoint(p)) steps.push_back(*step);
+      }
+    }
+    std::sort(steps.begin(), steps.end());
+    listed.push_back(steps);
+  }
+  auto step = pstrain::NewestRestorableStep(listed, committed.value());
+  std::printf("OK   %s: %zu committed step(s); %s\n",
+              pstrain::CommitRecordPath(train_dir.string()).c_str(), committed->size(),
+              step ? ("a restart restores step " + std::to_string(*step) + " on all " +
+                      std::to_string(listed.size()) + " shards")
+                         .c_str()
+                   : "no committed step is on every shard");
+  return true;
+}
+
 // Checkpoint files at or under `path`, sorted; the directories holding an index.
 void Collect(const fs::path& path, std::vector<fs::path>* files, std::vector<fs::path>* dirs) {
   if (fs::is_regular_file(path)) {
@@ -33,7 +73,9 @@ void Collect(const fs::path& path, std::vector<fs::path>* files, std::vector<fs:
     return;
   }
   for (const auto& entry : fs::recursive_directory_iterator(path)) {
-    if (entry.is_regular_file() && IsCheckpointFile(entry.path())) files->push_back(entry.path());
+    if (entry.is_regular_file() && IsCheckpointFile(entry.path()) && !IsSetAside(entry.path())) {
+      files->push_back(entry.path());
+    }
     if (entry.is_regular_file() && entry.path().filename() == "checkpoint") {
       dirs->push_back(entry.path().parent_path());
     }
@@ -60,6 +102,15 @@ int main(int argc, char** argv) {
     }
     std::vector<fs::path> files, dirs;
     Collect(argv[i], &files, &dirs);
+    if (fs::is_directory(argv[i])) {
+      for (const auto& entry : fs::recursive_directory_iterator(argv[i])) {
+        if (entry.is_regular_file() && IsSetAside(entry.path())) {
+          std::printf("SET ASIDE %s: found damaged by its server; never restored\n",
+                      entry.path().c_str());
+        }
+      }
+      if (!CheckCommitRecord(argv[i])) ++bad;
+    }
     if (files.empty()) {
       std::fprintf(stderr, "%s: no checkpoint files (named *.ckpt-<step>)\n", argv[i]);
       ++bad;
