@@ -49,6 +49,7 @@ class LocalRunTest(unittest.TestCase):
                 "--worker_hosts=127.0.0.1:2232,127.0.0.1:2233", "--evaluators=1",
                 f"--config={CONFIG}",
                 f"--train_dir={self.train_dir}", f"--logdir={self.train_dir}/logs",
+                f"--curve_keys={self.train_dir}/keys/{job}-{index}",  # CURVE by default
                 "--update_mode=async", "--fake_steps=25", "--fake_step_s=0.04",
                 "--fake_grandchild=worker:1"])
             self.assertEqual(record["env"]["CUDA_VISIBLE_DEVICES"], gpus[name])

@@ -145,6 +145,7 @@ worker:
                 "--worker_hosts=127.0.0.1:2232,127.0.0.1:2233", "--evaluators=1",
                 f"--config={os.path.join(REPO, 'configs', 'refnet.yaml')}",
                 f"--train_dir={train_dir}", f"--logdir={os.path.join(train_dir, 'logs')}",
+                f"--curve_keys={os.path.join(train_dir, 'keys', 'worker-1')}",  # CURVE by default
                 "--update_mode=async", "--extra=1"])
             self.assertIn(f"# worker1 > {train_dir}/launcher/worker-1.log", result.stdout)
             self.assertFalse(os.path.exists(train_dir))
