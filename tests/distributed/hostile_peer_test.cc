@@ -132,6 +132,9 @@ TEST_F(HostilePeerTest, EachRoleIsRefusedWhatItMayNotDoAndNothingChanges) {
   Message init = Request(MessageType::kRegister, "evaluator", 0);
   init.tensors.push_back({"fc/weights", Tensor::Filled(Shape{2, 4}, 9.0f)});
   evaluator_may_not.push_back(init);
+  Message restore = Request(MessageType::kRegister, "evaluator", 0);
+  restore.text = "restore";  // roll every shard back to an old checkpoint
+  evaluator_may_not.push_back(restore);
   for (const Message& m : evaluator_may_not) {
     auto r = evaluator->Call(m, milliseconds(5000));
     ASSERT_FALSE(r.ok()) << "an evaluator's " << wire::MessageTypeName(m.type) << " went through";
@@ -143,8 +146,12 @@ TEST_F(HostilePeerTest, EachRoleIsRefusedWhatItMayNotDoAndNothingChanges) {
   Message worker_init = init;
   worker_init.role = "worker";
   worker_init.task_index = 1;
+  Message worker_restore = restore;
+  worker_restore.role = "worker";
+  worker_restore.task_index = 1;
   std::vector<Message> worker_may_not = {
       worker_init,
+      worker_restore,
       Request(MessageType::kCheckpoint, "worker", 1),
       Request(MessageType::kShutdown, "worker", 1),
       Request(MessageType::kShutdown, "chief", 0),  // claims the chief's name
