@@ -54,6 +54,11 @@ void CheckSameMessage(const Message& a, const Message& b) {
   CHECK_EQ(a.value, b.value);
   CHECK_EQ(a.text, b.text);
   CHECK(a.names == b.names);
+  CHECK(a.assigns == b.assigns);
+  CHECK_EQ(a.root, b.root);
+  CHECK(a.steps == b.steps);
+  CHECK_EQ(a.sequence, b.sequence);
+  CHECK_EQ(a.incarnation, b.incarnation);
   CHECK(a.error_code == b.error_code);
   CHECK_EQ(a.tensors.size(), b.tensors.size());
   for (size_t i = 0; i < a.tensors.size(); ++i) {

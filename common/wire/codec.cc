@@ -17,7 +17,7 @@ namespace pstrain {
 namespace wire {
 namespace {
 
-constexpr uint16_t kLastMessageType = static_cast<uint16_t>(MessageType::kCollective);
+constexpr uint16_t kLastMessageType = static_cast<uint16_t>(MessageType::kRestore);
 constexpr uint16_t kLastStatusCode = static_cast<uint16_t>(StatusCode::kPermissionDenied);
 // A peer's role is echoed into error messages; a hostile one must not flood the log.
 constexpr size_t kMaxEchoedRoleChars = 32;
@@ -98,7 +98,7 @@ Result<Message> DecodeHeader(schema::Header::Reader header, const std::vector<Fr
   if (type > kLastMessageType) {
     return InvalidArgument(StrCat("unknown message type ", type, " from ", sender,
                                   "; known types are 0 (register) to ", kLastMessageType,
-                                  " (collective)"));
+                                  " (restore)"));
   }
   m.type = static_cast<MessageType>(type);
   const uint16_t code = header.getErrorCode();
@@ -126,6 +126,23 @@ Result<Message> DecodeHeader(schema::Header::Reader header, const std::vector<Fr
     }
     m.names.push_back(std::move(name));
   }
+
+  const auto assigns = header.getAssigns();
+  m.assigns.reserve(assigns.size());
+  for (uint32_t i = 0; i < assigns.size(); ++i) {
+    std::string name = TextOf(assigns[i]);
+    if (!ValidName(name)) {
+      return InvalidArgument(StrCat("assign ", i, " of ", assigns.size(), " in the ",
+                                    MessageTypeName(m.type), " from ", sender,
+                                    " is empty or holds a NUL byte; variable names must be "
+                                    "non-empty, without NUL"));
+    }
+    m.assigns.push_back(std::move(name));
+  }
+  m.root = header.getRoot();
+  const auto steps = header.getSteps();
+  m.steps.reserve(steps.size());
+  for (int64_t step : steps) m.steps.push_back(step);
 
   const auto metas = header.getTensors();
   if (frames.size() != size_t{metas.size()} + 1) {
@@ -209,6 +226,18 @@ Result<EncodedMessage> Encode(const Message& message) {
     }
     names.set(i, AsText(message.names[i]));
   }
+  auto assigns = header.initAssigns(message.assigns.size());
+  for (size_t i = 0; i < message.assigns.size(); ++i) {
+    if (!ValidName(message.assigns[i])) {
+      return InvalidArgument(StrCat("assign ", i, " of the ", MessageTypeName(message.type),
+                                    " is empty or holds a NUL byte; variable names must be "
+                                    "non-empty, without NUL"));
+    }
+    assigns.set(i, AsText(message.assigns[i]));
+  }
+  header.setRoot(message.root);
+  auto steps = header.initSteps(message.steps.size());
+  for (size_t i = 0; i < message.steps.size(); ++i) steps.set(i, message.steps[i]);
   EncodedMessage encoded;
   encoded.tensor_frames.reserve(message.tensors.size());
   auto metas = header.initTensors(message.tensors.size());

@@ -46,6 +46,8 @@ const char* MessageTypeName(MessageType type) {
       return "store get";
     case MessageType::kCollective:
       return "collective";
+    case MessageType::kRestore:
+      return "restore";
   }
   return "unknown";
 }

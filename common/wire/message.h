@@ -14,15 +14,20 @@ namespace pstrain {
 namespace wire {
 
 // Bumped on any incompatible change; a peer speaking another version is refused by name.
-constexpr uint32_t kProtocolVersion = 1;
+constexpr uint32_t kProtocolVersion = 2;
 
+// Each request type has its own fields (besides the envelope every message carries: role,
+// task_index, incarnation, request_id); a request carrying a field of another type is refused by
+// CheckRequestFields (message_fields.h), so no field means two things.
 enum class MessageType {
-  kRegister,    // a worker/evaluator announces itself (task_index, role)
-  kPull,        // names -> reply carries those variables' values and the global step
-  kPush,        // gradients computed from variables of version `step`
-  kBarrier,     // wait until `value` participants have arrived at barrier `text`
-  kHeartbeat,   // liveness, both ways
-  kCheckpoint,  // chief -> server: save your shard at `step` into `text` (train_dir)
+  kRegister,    // step, tensors: the chief's initial values at that global step; without them,
+                // anyone's question whether the variables are ready (reply: value, steps)
+  kPull,        // names: the variables wanted (all when empty) -> values and the global step
+  kPush,        // step: the version the gradients came from; sequence: the sender's count of
+                // pushes to this server; tensors: gradients, and the values named in `assigns`
+  kBarrier,     // text: the barrier's name; value: how many participants it waits for
+  kHeartbeat,   // text: "goodbye" on a clean exit, else empty
+  kCheckpoint,  // chief -> server: step, text (train_dir): save your shard of that step
   kShutdown,    // chief -> server: training is over, exit cleanly
   kOk,          // a reply with nothing more to say (or with tensors/step for a pull)
   kError,       // a reply naming what was wrong (`text`); the request changed nothing
@@ -31,9 +36,11 @@ enum class MessageType {
   kStoreSet,
   kStoreGet,
   // A rank's part of a collective over the host's hub (worker/collectives/host_hub.h): `text`
-  // the operation, `value` n, `step` the call's number within the group, `sequence` the
-  // broadcast root, tensors[0] the rank's input; the reply carries its output in tensors[0].
+  // the operation, `value` n, `step` the call's number within the group, `root` the broadcast
+  // root, tensors[0] the rank's input; the reply carries its output in tensors[0].
   kCollective,
+  // chief -> server: step: restore your shard of this committed checkpoint step.
+  kRestore,
 };
 
 const char* MessageTypeName(MessageType type);
@@ -61,6 +68,11 @@ struct Message {
   // Push: the sender's count of pushes to this server within its incarnation; a retried push
   // (same sender, incarnation and sequence) is applied once.
   uint64_t sequence = 0;
+  // Push: the names of pushed tensors that are values to assign (batch-norm moving statistics),
+  // not gradients.
+  std::vector<std::string> assigns;
+  int32_t root = 0;            // collective: the rank whose input a broadcast sends
+  std::vector<int64_t> steps;  // register reply: the checkpoint steps the server holds whole
 };
 
 // A non-zero id for this process, drawn once, that grows with the process's start time: of two

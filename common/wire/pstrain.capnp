@@ -20,6 +20,7 @@ enum MessageType {
   storeSet @9;
   storeGet @10;
   collective @11;
+  restore @12;
 }
 
 enum DType {
@@ -53,4 +54,10 @@ struct Header {
   # Push: the sender's count of pushes to this server in this incarnation, so a retried push is
   # recognised and applied once.
   sequence @12 :UInt64;
+  # Push: the pushed tensors that are values to assign (batch-norm moving statistics).
+  assigns @13 :List(Text);
+  # Collective: the rank whose input a broadcast sends.
+  root @14 :Int32;
+  # Register reply: the checkpoint steps the server holds whole.
+  steps @15 :List(Int64);
 }

@@ -23,6 +23,11 @@ Message FullMessage() {
   m.value = 1LL << 40;
   m.text = "train_dir/ü";
   m.names = {"conv1/w", "conv1/b"};
+  m.incarnation = 77;
+  m.sequence = 9;
+  m.assigns = {"scalar"};
+  m.root = 2;
+  m.steps = {100, -1, int64_t{1} << 50};
   m.tensors = {{"conv1/w", RandomBitsTensor({4, 3, 5, 5}, 1)},
                {"conv1/b", RandomBitsTensor({4}, 2)},
                {"scalar", RandomBitsTensor({}, 3)},
@@ -45,6 +50,11 @@ TEST(CodecTest, EncodeThenDecodeKeepsEveryField) {
   EXPECT_EQ(decoded->value, m.value);
   EXPECT_EQ(decoded->text, m.text);
   EXPECT_EQ(decoded->names, m.names);
+  EXPECT_EQ(decoded->incarnation, m.incarnation);
+  EXPECT_EQ(decoded->sequence, m.sequence);
+  EXPECT_EQ(decoded->assigns, m.assigns);
+  EXPECT_EQ(decoded->root, m.root);
+  EXPECT_EQ(decoded->steps, m.steps);
   ASSERT_EQ(decoded->tensors.size(), m.tensors.size());
   for (size_t i = 0; i < m.tensors.size(); ++i) {
     EXPECT_EQ(decoded->tensors[i].name, m.tensors[i].name);

@@ -99,7 +99,8 @@ TEST_F(MalformedMessageTest, WrongVersionNamesBothVersionsAndTheSender) {
     h.setTaskIndex(1);
   });
   ExpectRefused({header}, StatusCode::kInvalidArgument,
-                "protocol version 7 from worker 1, this server speaks 1");
+                "protocol version 7 from worker 1, this server speaks " +
+                    std::to_string(kProtocolVersion));
 }
 
 TEST_F(MalformedMessageTest, UnknownMessageType) {

@@ -1,0 +1,100 @@
+#include "common/wire/message_fields.h"
+
+#include <set>
+#include <string>
+
+namespace pstrain {
+namespace wire {
+
+namespace {
+
+enum Field : unsigned {
+  kStep = 1 << 0,
+  kValue = 1 << 1,
+  kText = 1 << 2,
+  kNames = 1 << 3,
+  kTensors = 1 << 4,
+  kSequence = 1 << 5,
+  kAssigns = 1 << 6,
+  kRoot = 1 << 7,
+  kSteps = 1 << 8,
+  kErrorCode = 1 << 9,
+};
+
+// The fields a request of `type` may carry; false for the reply types.
+bool FieldsOf(MessageType type, unsigned* fields) {
+  switch (type) {
+    case MessageType::kRegister:
+      *fields = kStep | kTensors;
+      return true;
+    case MessageType::kPull:
+      *fields = kNames;
+      return true;
+    case MessageType::kPush:
+      *fields = kStep | kSequence | kTensors | kAssigns;
+      return true;
+    case MessageType::kBarrier:
+      *fields = kText | kValue;
+      return true;
+    case MessageType::kHeartbeat:
+      *fields = kText;
+      return true;
+    case MessageType::kCheckpoint:
+      *fields = kStep | kText;
+      return true;
+    case MessageType::kShutdown:
+      *fields = 0;
+      return true;
+    case MessageType::kStoreSet:
+      *fields = kNames | kText;
+      return true;
+    case MessageType::kStoreGet:
+      *fields = kNames;
+      return true;
+    case MessageType::kCollective:
+      *fields = kText | kValue | kStep | kRoot | kTensors;
+      return true;
+    case MessageType::kRestore:
+      *fields = kStep;
+      return true;
+    case MessageType::kOk:
+    case MessageType::kError:
+      return false;
+  }
+  return false;
+}
+
+}  // namespace
+
+Status CheckRequestFields(const Message& m) {
+  unsigned allowed = 0;
+  const std::string type = MessageTypeName(m.type);
+  if (!FieldsOf(m.type, &allowed)) return InvalidArgument(type + " is a reply, not a request");
+  const std::pair<Field, bool> carried[] = {
+      {kStep, m.step != 0},           {kValue, m.value != 0},
+      {kText, !m.text.empty()},       {kNames, !m.names.empty()},
+      {kTensors, !m.tensors.empty()}, {kSequence, m.sequence != 0},
+      {kAssigns, !m.assigns.empty()}, {kRoot, m.root != 0},
+      {kSteps, !m.steps.empty()},     {kErrorCode, m.error_code != StatusCode::kOk}};
+  const char* names[] = {"step",     "value",   "text", "names", "tensors",
+                         "sequence", "assigns", "root", "steps", "errorCode"};
+  for (size_t i = 0; i < sizeof(carried) / sizeof(carried[0]); ++i) {
+    if (carried[i].second && !(allowed & carried[i].first)) {
+      return InvalidArgument("a " + type + " carries no '" + names[i] + "' (it is another " +
+                             "request's field)");
+    }
+  }
+  if (!m.assigns.empty()) {
+    std::set<std::string> pushed;
+    for (const NamedTensor& t : m.tensors) pushed.insert(t.name);
+    for (const std::string& a : m.assigns) {
+      if (!pushed.count(a)) {
+        return InvalidArgument("the push assigns '" + a + "' but carries no tensor of that name");
+      }
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace wire
+}  // namespace pstrain
