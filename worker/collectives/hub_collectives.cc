@@ -69,7 +69,7 @@ Status HubCollectives::Call(const CollectiveCall& call, const float* in, int64_t
   m.text = CollectiveOpName(call.op);
   m.value = call.n;
   m.step = calls_++;
-  m.sequence = static_cast<uint64_t>(call.root);
+  m.root = call.root;
   m.incarnation = wire::ProcessIncarnation();
   if (call.has_data) {
     // Copied into the message: after a timeout ZeroMQ may still hold (and later send) a frame,

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <utility>
 
+#include "common/wire/message_fields.h"
+
 namespace pstrain {
 
 using std::chrono::milliseconds;
@@ -58,6 +60,8 @@ std::vector<HubState::Outgoing> HubState::Handle(const std::string& peer, Messag
     ReplyTo(peer, wire::ErrorReply(
                       request, PermissionDenied("the request names rank " + std::to_string(rank) +
                                                 " but its key is " + identity + "'s")));
+  } else if (Status fields = wire::CheckRequestFields(request); !fields.ok()) {
+    ReplyTo(peer, wire::ErrorReply(request, fields));
   } else if (request.type == MessageType::kCollective) {
     Collect(peer, std::move(request), now);
   } else if (request.type == MessageType::kHeartbeat) {
@@ -152,7 +156,7 @@ void HubState::Collect(const std::string& peer, Message m, Clock::time_point now
   }
   auto c = std::make_unique<Contribution>();
   c->peer = peer;
-  c->call = {*op, m.value, static_cast<int>(m.sequence), m.tensors.size() == 1};
+  c->call = {*op, m.value, m.root, m.tensors.size() == 1};
   c->request = std::move(m);
   p.ranks[rank] = std::move(c);
   if (++p.arrived == options_.size) {
