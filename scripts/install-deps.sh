@@ -17,6 +17,10 @@ packages=(
   python3 python3-numpy python3-venv python3-yaml
   clang libclang-rt-14-dev libomp-dev  # scripts/fuzz.sh: clang, libFuzzer, OpenMP for clang
   openssh-server openssh-client
+  # tests/launcher/test_slurm_*.py start a private Slurm (their own slurm.conf, ports and munge
+  # key); the system's services stay unconfigured (slurmctld/slurmd start only with a
+  # /etc/slurm/slurm.conf)
+  slurmctld slurmd slurm-client munge
 )
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(python3-torch)

@@ -92,6 +92,10 @@ class Cluster:
     flags: Dict[str, str]
     ssh: SshSettings
     restart: RestartPolicy = field(default_factory=RestartPolicy)
+    # Slurm mode (slurm.py): hosts are node names; the address each node's roles listen on
+    # (NodeAddr) and the CPUs the job holds there. Empty for cluster files: hosts are addresses.
+    addresses: Dict[str, str] = field(default_factory=dict)
+    cores: Dict[str, int] = field(default_factory=dict)
 
 
 def show(value: Any) -> str:

@@ -4,7 +4,9 @@ pstrain-keygen writes one private directory per role holding that role's secret 
 every role's public one; each role gets --curve_keys=TRAIN_DIR/keys/<job>-<index>. Locally the
 keys are written there directly. In ssh mode they are written to a private temporary directory
 on this machine, each role's directory is copied to that role's host over ssh, and the temporary
-copy is removed: a host holds the secrets of its own roles only. Every launch makes fresh keys.
+copy is removed: a host holds the secrets of its own roles only. In Slurm mode they are written
+to the train_dir as locally, which every node of the job must share. Every launch makes fresh
+keys.
 """
 
 from __future__ import annotations
@@ -36,9 +38,9 @@ def keys_dir(train_dir: str) -> str:
 
 
 def default_keygen(cluster: Cluster, repo_root: str, local_binary: str) -> str:
-    """Beside the binary in local mode; in ssh mode the keys are made on this machine, by the
-    local checkout's build."""
-    if cluster.mode == "local":
+    """Beside the binary in local and Slurm mode (a checkout every node shares); in ssh mode the
+    keys are made on this machine, by the local checkout's build."""
+    if cluster.mode in ("local", "slurm"):
         return os.path.join(os.path.dirname(local_binary), KEYGEN)
     return os.path.join(repo_root, "build", KEYGEN)
 

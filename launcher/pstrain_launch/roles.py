@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shlex
 from dataclasses import dataclass
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from .cluster import Cluster
 
@@ -32,11 +32,17 @@ class Role:
     flags: List[str]         # everything after the binary
     env: Dict[str, str]      # what the launcher sets: CUDA_VISIBLE_DEVICES, PSTRAIN_ROLE
     log_path: str
+    node: str = ""           # the Slurm node it runs on (Slurm mode), named in its messages
 
     @property
     def name(self) -> str:
         """Short name for summaries: ps0, worker1, evaluator0."""
         return f"{self.job}{self.index}"
+
+    @property
+    def where(self) -> str:
+        """ps0, or `ps0 on node1` in Slurm mode."""
+        return f"{self.name} on {self.node}" if self.node else self.name
 
 
 @dataclass
@@ -73,8 +79,11 @@ def gpu_host_flags(cluster: Cluster) -> List[str]:
 
 def build_roles(cluster: Cluster, opts: LaunchOptions) -> List[Role]:
     """Roles in start order: every ps, then every worker, then every evaluator."""
-    ps_hosts = ",".join(host_port(s.host, s.port) for s in cluster.ps)
-    worker_hosts = ",".join(host_port(w.host, w.port) for w in cluster.worker)
+    def address(host: str) -> str:
+        return cluster.addresses.get(host, host)
+
+    ps_hosts = ",".join(host_port(address(s.host), s.port) for s in cluster.ps)
+    worker_hosts = ",".join(host_port(address(w.host), w.port) for w in cluster.worker)
     log_dir = os.path.join(opts.train_dir, "launcher")
 
     def role(job: str, index: int, host: str, gpus: str) -> Role:
@@ -90,26 +99,30 @@ def build_roles(cluster: Cluster, opts: LaunchOptions) -> List[Role]:
         flags += [f"--{name}={value}" for name, value in cluster.flags.items()]
         flags += opts.extra_flags
         env = {"CUDA_VISIBLE_DEVICES": gpus, "PSTRAIN_ROLE": f"{job}:{index}"}
-        return Role(job, index, host, flags, env, os.path.join(log_dir, f"{job}-{index}.log"))
+        return Role(job, index, host, flags, env, os.path.join(log_dir, f"{job}-{index}.log"),
+                    node=host if cluster.mode == "slurm" else "")
 
     roles = [role("ps", i, s.host, "") for i, s in enumerate(cluster.ps)]
     roles += [role("worker", i, w.host, w.gpus) for i, w in enumerate(cluster.worker)]
     roles += [role("evaluator", i, e.host, "") for i, e in enumerate(cluster.evaluator)]
     for r in roles:
-        r.env.update(runtime_env(r, roles, cluster.mode))
+        r.env.update(runtime_env(r, roles, cluster.mode, cluster.cores.get(r.host)))
     return roles
 
 
-def runtime_env(role: Role, roles: List[Role], mode: str) -> Dict[str, str]:
+def runtime_env(role: Role, roles: List[Role], mode: str,
+                cores: Optional[int] = None) -> Dict[str, str]:
     """OpenMP and malloc settings for a role. Idle OpenMP threads sleep instead of spinning
     against other roles' threads, and large tensor buffers come from huge pages (glibc >= 2.35),
     which spares a page fault per 4 KiB of every received frame. In local mode the machine's
     cores are split among the roles: workers share them, servers and evaluators that share the
-    host with workers take one thread each."""
+    host with workers take one thread each; in Slurm mode a node's `cores` (what the job holds
+    there) are split the same way."""
     env = {"OMP_WAIT_POLICY": "PASSIVE", "GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}
-    if mode != "local":
+    if mode == "local":
+        cores = os.cpu_count() or 1
+    elif cores is None:
         return env  # a remote host's cores are its own business
-    cores = os.cpu_count() or 1
     workers_here = sum(1 for r in roles if r.job == "worker" and r.host == role.host)
     if role.job == "worker":
         threads = max(1, cores // max(1, workers_here))

@@ -8,7 +8,7 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Callable, List, Optional
+from typing import Callable, Dict, List, Optional
 
 from .cluster import RestartPolicy
 from .progress import RoleProgress, format_elapsed, tail
@@ -62,13 +62,16 @@ def _parent_death_signal() -> Optional[Callable[[], None]]:
 
 
 class RoleProcess:
-    """One role's child: the binary itself (local) or the ssh that runs it (ssh). Each child
-    leads its own process group, so stopping it stops whatever it started too."""
+    """One role's child: the binary itself (local), or the ssh (ssh) or srun (Slurm) that runs
+    it. Each child leads its own process group, so stopping it stops whatever it started too;
+    srun passes SIGTERM on to its step."""
 
-    def __init__(self, role: Role, argv: List[str], ssh: bool):
+    def __init__(self, role: Role, argv: List[str], ssh: bool,
+                 env: Optional[Dict[str, str]] = None):
         self.role = role
         self.argv = argv
         self.ssh = ssh
+        self.env = env  # the child's whole environment (Slurm mode: srun's); None: the launcher's
         self.popen: Optional[subprocess.Popen] = None
         self.returncode: Optional[int] = None
         self.stopped_by_launcher = False
@@ -77,9 +80,12 @@ class RoleProcess:
         self.restart_at: Optional[float] = None  # monotonic time of a scheduled restart
 
     def start(self, preexec: Optional[Callable[[], None]]) -> None:
-        env = dict(os.environ)
-        if not self.ssh:
-            env.update(self.role.env)  # ssh mode sets them in the remote command
+        if self.env is not None:
+            env = dict(self.env)  # the role's own variables are set in its srun step
+        else:
+            env = dict(os.environ)
+            if not self.ssh:
+                env.update(self.role.env)  # ssh mode sets them in the remote command
         self.returncode = None
         # A restarted role's log goes on after its earlier life's, with a line between.
         mode = "ab" if self.restarts else "wb"
@@ -133,8 +139,13 @@ class RoleProcess:
 class Supervisor:
     def __init__(self, processes: List[RoleProcess], log_dir: str, grace_period: float,
                  shutdown_timeout: float, progress_interval: float,
-                 restart: Optional[RestartPolicy] = None):
+                 restart: Optional[RestartPolicy] = None,
+                 ended_outside: Optional[Callable[[], Optional[str]]] = None):
         self.procs = processes
+        # Why the roles may be ending from outside, e.g. "Slurm job 12 is CANCELLED"; None while
+        # nothing outside is stopping them. Asked when a role fails or a signal comes.
+        self.ended_outside = ended_outside
+        self.outside: Optional[str] = None
         self.restart = restart or RestartPolicy()
         self.log_dir = log_dir
         self.grace_period = grace_period
@@ -201,16 +212,21 @@ class Supervisor:
                 continue
             how = describe_exit(p.returncode)
             if p.stopped_by_launcher:
-                self.say(f"{p.role.name} stopped ({how})")
+                self.say(f"{p.role.where} stopped ({how})")
             elif p.returncode == 0:
-                self.say(f"{p.role.name} finished ({how})")
+                self.say(f"{p.role.where} finished ({how})")
+            elif self.stopping or self.signal is not None or self.failure is not None:
+                self.say(f"{p.role.where} {how}")  # the cause is known already
+            elif self.outside is None and self._outside():
+                # Not this role's failure: e.g. Slurm cancelled the job and ends every step.
+                self.say(f"{p.role.where} {how}: {self.outside}; stopping every role", err=True)
+            elif self.outside is not None:
+                self.say(f"{p.role.where} {how}")
             elif self._schedule_restart(p, how):
                 pass
-            elif self.failure is None and not self.stopping:
-                self.failure, self.failure_code = p, exit_code(p.returncode)
-                self.say(f"{p.role.name} failed ({how}); stopping the other roles", err=True)
             else:
-                self.say(f"{p.role.name} {how}")
+                self.failure, self.failure_code = p, exit_code(p.returncode)
+                self.say(f"{p.role.where} failed ({how}); stopping the other roles", err=True)
 
     def _schedule_restart(self, p: RoleProcess, how: str) -> bool:
         """Under restart policy on_failure, schedules a failed role's restart and says so."""
@@ -218,17 +234,17 @@ class Supervisor:
         if self.stopping or self.signal is not None or policy.policy != "on_failure":
             return False
         if p.returncode == USAGE_EXIT:
-            self.say(f"{p.role.name} failed ({how}: a bad flag or config); not restarting it",
+            self.say(f"{p.role.where} failed ({how}: a bad flag or config); not restarting it",
                      err=True)
             return False
         if p.restarts >= policy.max_restarts:
-            self.say(f"{p.role.name} failed ({how}) after {p.restarts} restart(s), the most "
+            self.say(f"{p.role.where} failed ({how}) after {p.restarts} restart(s), the most "
                      f"restart.max_restarts allows", err=True)
             return False
         delay = min(policy.backoff_secs * (2 ** p.restarts), MAX_BACKOFF_S)
         p.restarts += 1
         p.restart_at = time.monotonic() + delay
-        self.say(f"{p.role.name} failed ({how}); restarting it in {delay:g} s "
+        self.say(f"{p.role.where} failed ({how}); restarting it in {delay:g} s "
                  f"(restart {p.restarts} of at most {policy.max_restarts})", err=True)
         return True
 
@@ -241,10 +257,10 @@ class Supervisor:
             try:
                 p.start(_parent_death_signal())
             except OSError as e:
-                self.say(f"cannot restart {p.role.name} ({p.argv[0]}): {e.strerror}", err=True)
+                self.say(f"cannot restart {p.role.where} ({p.argv[0]}): {e.strerror}", err=True)
                 self.failure, self.failure_code = p, 126 if e.errno == 13 else 127
                 return
-            self.say(f"restarted {p.role.name} (pid {p.popen.pid}) -> {p.role.log_path}")
+            self.say(f"restarted {p.role.where} (pid {p.popen.pid}) -> {p.role.log_path}")
 
     def _start_all(self) -> bool:
         preexec = _parent_death_signal()
@@ -254,10 +270,10 @@ class Supervisor:
             try:
                 p.start(preexec)
             except OSError as e:
-                self.say(f"cannot start {p.role.name} ({p.argv[0]}): {e.strerror}", err=True)
+                self.say(f"cannot start {p.role.where} ({p.argv[0]}): {e.strerror}", err=True)
                 self.failure, self.failure_code = p, 126 if e.errno == 13 else 127
                 return False
-            self.say(f"started {p.role.name} (pid {p.popen.pid}) -> {p.role.log_path}")
+            self.say(f"started {p.role.where} (pid {p.popen.pid}) -> {p.role.log_path}")
         return True
 
     def _stop_all(self) -> None:
@@ -272,7 +288,7 @@ class Supervisor:
             if not killed and (self.hurry or time.monotonic() >= deadline):
                 for p in self.procs:
                     if p.running:
-                        self.say(f"{p.role.name} still running; sending SIGKILL")
+                        self.say(f"{p.role.where} still running; sending SIGKILL")
                         p.kill()
                 killed = True
             time.sleep(0.05)
@@ -286,8 +302,14 @@ class Supervisor:
         for p in stragglers:
             p.kill()
 
+    def _outside(self) -> Optional[str]:
+        if self.outside is None and self.ended_outside is not None:
+            self.outside = self.ended_outside()
+        return self.outside
+
     def _signal_exit(self) -> int:
-        self.say(f"got {signal.Signals(self.signal).name}; stopping every role", err=True)
+        note = f": {self._outside()}" if self.signal == signal.SIGTERM and self._outside() else ""
+        self.say(f"got {signal.Signals(self.signal).name}{note}; stopping every role", err=True)
         return SIGNAL_EXIT[self.signal]
 
     def _wait(self) -> int:
@@ -300,6 +322,8 @@ class Supervisor:
                 return self.failure_code
             if self.signal is not None:
                 return self._signal_exit()
+            if self.outside is not None:
+                return SIGNAL_EXIT[signal.SIGTERM]  # as if the outside had sent it
             now = time.monotonic()
             workers = [p for p in self.procs if p.role.job == "worker"]
             if all(p.returncode == 0 for p in workers):
@@ -314,7 +338,7 @@ class Supervisor:
                     stuck = [p for p in running if p.role.job == "ps"]
                     late = f"still running {self.shutdown_timeout:g} s after the workers finished"
                     if stuck:
-                        self.say(f"{', '.join(p.role.name for p in stuck)} {late}; expected the "
+                        self.say(f"{', '.join(p.role.where for p in stuck)} {late}; expected the "
                                  "servers to exit after the chief's shutdown", err=True)
                         self.failure, self.failure_code = stuck[0], 1
                         return 1
@@ -338,12 +362,14 @@ class Supervisor:
             f"{p.role.name} {short_exit(p.returncode)}"
             + (" (stopped)" if p.stopped_by_launcher else "") for p in self.procs))
         if self.failure is not None:
-            self.say(f"last lines of {self.failure.role.log_path} ({self.failure.role.name}):",
+            self.say(f"last lines of {self.failure.role.log_path} ({self.failure.role.where}):",
                      err=True)
             for line in tail(self.failure.role.log_path, 20):
                 try:
                     print(f"  | {line}", file=sys.stderr, flush=True)
                 except BrokenPipeError:
                     pass
-            self.say(f"exit {code}: {self.failure.role.name} failed", err=True)
+            self.say(f"exit {code}: {self.failure.role.where} failed", err=True)
+        elif self.outside is not None:
+            self.say(f"exit {code}: {self.outside}", err=True)
         return code
