@@ -64,11 +64,22 @@ void ServeVariables(wire::ServerSocket* server) {
   CHECK(s.ok()) << s.ToString();
 }
 
+// A request from the chief (worker 0) to the server of `conn`, as a real one is sent: pushes
+// numbered in order per server.
+Message FromChief(MessageType type, const wire::Connection* conn) {
+  static std::map<const wire::Connection*, uint64_t> pushes;
+  Message m;
+  m.type = type;
+  m.role = "chief";
+  m.task_index = 0;
+  m.incarnation = wire::ProcessIncarnation();
+  if (type == MessageType::kPush) m.sequence = ++pushes[conn];
+  return m;
+}
+
 // The chief's initialisation: the big variable and the small ones the rate tests push.
 void InitializeVariables(wire::Connection* conn, size_t bytes) {
-  Message init;
-  init.type = MessageType::kRegister;
-  init.role = "chief";
+  Message init = FromChief(MessageType::kRegister, conn);
   init.tensors.push_back(
       {"w", Tensor::Filled({static_cast<int64_t>(bytes / sizeof(float))}, 0.25f)});
   for (int v = 0; v < FLAGS_small_vars; ++v) {
@@ -82,16 +93,15 @@ void InitializeVariables(wire::Connection* conn, size_t bytes) {
 // GB/s of tensor bytes for push + pull of a `bytes` variable through the transport.
 double TransportPushPull(wire::Connection* conn, size_t bytes, int iters) {
   const int64_t n = static_cast<int64_t>(bytes / sizeof(float));
-  Message push;
-  push.type = MessageType::kPush;
-  push.tensors = {{"w", Tensor::Filled({n}, 0.5f)}};
-  Message pull;
-  pull.type = MessageType::kPull;
+  Message pull = FromChief(MessageType::kPull, conn);
   pull.names = {"w"};
   Clock::time_point start;
   for (int i = -1; i < iters; ++i) {  // round -1 warms up
     if (i == 0) start = Clock::now();
-    CHECK(conn->Call(push, kTimeout).ok());
+    Message push = FromChief(MessageType::kPush, conn);
+    push.tensors = {{"w", Tensor::Filled({n}, 0.5f)}};
+    Result<Message> pushed = conn->Call(push, kTimeout);
+    CHECK(pushed.ok()) << pushed.status().ToString();
     Result<Message> reply = conn->Call(pull, kTimeout);
     CHECK(reply.ok()) << reply.status().ToString();
     CHECK_EQ(reply->tensors.at(0).tensor.bytes(), bytes);
@@ -100,13 +110,16 @@ double TransportPushPull(wire::Connection* conn, size_t bytes, int iters) {
 }
 
 double PushRate(wire::Connection* conn, int vars, int floats, int iters) {
-  Message push;
-  push.type = MessageType::kPush;
+  Message push = FromChief(MessageType::kPush, conn);
   for (int v = 0; v < vars; ++v) {
     push.tensors.push_back({"layer" + std::to_string(v) + "/w", Tensor::Filled({floats}, 1.0f)});
   }
   Clock::time_point start = Clock::now();
-  for (int i = 0; i < iters; ++i) CHECK(conn->Call(push, kTimeout).ok());
+  for (int i = 0; i < iters; ++i) {
+    if (i > 0) push.sequence = FromChief(MessageType::kPush, conn).sequence;
+    Result<Message> r = conn->Call(push, kTimeout);
+    CHECK(r.ok()) << r.status().ToString();
+  }
   return static_cast<double>(vars) * iters / SecondsSince(start);
 }
 
@@ -119,7 +132,7 @@ class BenchServer {
       const wire::CurveKeyPair server_keys = wire::NewCurveKeyPair().value();
       const wire::CurveKeyPair client_keys = wire::NewCurveKeyPair().value();
       server_side.own = server_keys;
-      server_side.client_keys = {{client_keys.public_key, "bench client"}};
+      server_side.client_keys = {{client_keys.public_key, "worker-0"}};  // the chief's key
       client_side.own = client_keys;
       client_side.server_key = server_keys.public_key;
     }
@@ -133,9 +146,7 @@ class BenchServer {
     InitializeVariables(conn_.get(), bytes);
   }
   ~BenchServer() {
-    Message shutdown;
-    shutdown.type = MessageType::kShutdown;
-    CHECK(conn_->Call(shutdown, kTimeout).ok());
+    CHECK(conn_->Call(FromChief(MessageType::kShutdown, conn_.get()), kTimeout).ok());
     thread_.join();
   }
   wire::Connection* conn() { return conn_.get(); }
@@ -212,9 +223,7 @@ int Main() {
   std::printf("small variables, 1 x %d floats per push: %.0f updates/s\n", FLAGS_small_floats,
               single);
 
-  Message shutdown;
-  shutdown.type = MessageType::kShutdown;
-  CHECK(conn->Call(shutdown, kTimeout).ok());
+  CHECK(conn->Call(FromChief(MessageType::kShutdown, conn.get()), kTimeout).ok());
   server_thread.join();
   std::printf("ratio: %.2f\n", ours / raw);
   return 0;

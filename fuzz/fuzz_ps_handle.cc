@@ -131,6 +131,8 @@ Message Request(FuzzInput& in, MessageType type, uint64_t id, int64_t global_ste
   m.value = in.Bool() ? in.Range(0, 4) : in.Raw<int64_t>();
   m.text = in.Pick<std::string>({"", "start", "end"});
   for (int64_t n = in.Range(0, 3); n > 0; --n) m.names.push_back(Name(in));
+  for (int64_t n = in.Range(0, 2); n > 0; --n) m.assigns.push_back(Name(in));
+  m.root = static_cast<int32_t>(in.Range(0, 1));  // no request of a server's has one
   for (int64_t n = in.Range(0, 3); n > 0; --n) m.tensors.push_back(TensorFor(in, Name(in)));
   return m;
 }
@@ -219,7 +221,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       server = std::move(restarted);
       continue;
     }
-    Message request = Request(in, static_cast<MessageType>(op), id, server->global_step());
+    // 0..6: register to shutdown; 7: the chief's restore.
+    const MessageType type = op == 7 ? MessageType::kRestore : static_cast<MessageType>(op);
+    Message request = Request(in, type, id, server->global_step());
     if (!ThroughTheWire(&request)) continue;
     const std::string peer = in.Pick(kPeers);
     // The connection's CURVE key ("" in plaintext), which may disagree with the header.

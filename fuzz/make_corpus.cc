@@ -106,8 +106,9 @@ void WireSeeds(const fs::path& dir) {
   push.role = "worker";
   push.task_index = 1;
   push.step = 12;
-  push.value = 1;
-  push.names = {"bn/moving_mean"};
+  push.sequence = 1;
+  push.incarnation = 5;
+  push.assigns = {"bn/moving_mean"};
   // 2048 floats = 8 KiB: at wire::kWrapMinBytes, so the frame is wrapped, not copied.
   push.tensors = {{"w", Iota(Shape{2, 3})}, {"bn/moving_mean", Iota(Shape{2048})}};
   Write(dir, "push", WireSeed(push, 0));

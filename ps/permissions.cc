@@ -64,16 +64,15 @@ Status Authorize(const Sender& sender, const wire::Message& request) {
     case MessageType::kBarrier:
       break;
     case MessageType::kRegister:
-      // Asking whether the variables are ready is anyone's; giving them values, or asking for a
-      // checkpoint's restore (`text` "restore"), the chief's.
-      allowed = (request.tensors.empty() && request.text.empty()) || chief;
+      // Asking whether the variables are ready is anyone's; giving them values the chief's.
+      allowed = request.tensors.empty() || chief;
       if (!request.tensors.empty()) what = "register with initial values";
-      if (!request.text.empty()) what = "register asking for a restore";
       break;
     case MessageType::kPush:
       allowed = worker;
       break;
     case MessageType::kCheckpoint:
+    case MessageType::kRestore:
     case MessageType::kShutdown:
       allowed = chief;
       break;

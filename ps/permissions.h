@@ -9,7 +9,7 @@
 //   evaluator  heartbeat; register without values (are the variables ready?); pull; barrier
 //   worker     the same, and push its gradients
 //   chief      (worker 0) all of that, and register with the initial values, checkpoint,
-//              shutdown
+//              restore a checkpoint, shutdown
 // Servers do not talk to servers, and nobody else may do anything.
 #pragma once
 

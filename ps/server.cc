@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "common/checkpoint/cluster_checkpoint.h"
+#include "common/wire/message_fields.h"
 #include "common/wire/refusal_log.h"
 #include "ps/permissions.h"
 
@@ -124,6 +125,10 @@ std::vector<ParameterServer::Outgoing> ParameterServer::Handle(const std::string
   Status allowed = sender.ok() ? Authorize(*sender, request) : sender.status();
   if (allowed.ok()) allowed = NotePeer(sender->Name(), request, std::chrono::steady_clock::now());
   if (!allowed.ok()) return {{peer, Refuse(request, allowed, identity)}};
+  if (Status fields = wire::CheckRequestFields(request); !fields.ok()) {
+    ++stats_.rejected;
+    return {{peer, Error(request, fields.message())}};
+  }
   switch (request.type) {
     case MessageType::kRegister:
       return HandleInit(peer, request);
@@ -144,6 +149,8 @@ std::vector<ParameterServer::Outgoing> ParameterServer::Handle(const std::string
     }
     case MessageType::kCheckpoint:
       return HandleCheckpoint(peer, request);
+    case MessageType::kRestore:
+      return {{peer, HandleRestore(request)}};
     case MessageType::kShutdown: {
       shutdown_ = true;
       LOG(INFO) << "ps " << options_.task_index << ": shutdown requested by " << Who(request)
@@ -156,16 +163,15 @@ std::vector<ParameterServer::Outgoing> ParameterServer::Handle(const std::string
   }
 }
 
-// The chief's register carries the initial values of this server's partitions, or asks it to
-// restore its shard of a step; anyone else's register just asks whether the variables are ready.
-// Every reply lists the steps this shard holds whole (common/checkpoint/cluster_checkpoint.h).
+// The chief's register carries the initial values of this server's partitions; anyone else's
+// register just asks whether the variables are ready. The reply lists the steps this shard holds
+// whole (common/checkpoint/cluster_checkpoint.h), for the chief to pick one to restore.
 std::vector<ParameterServer::Outgoing> ParameterServer::HandleInit(const std::string& peer,
                                                                    const Message& request) {
   if (request.tensors.empty()) {
-    if (request.text == kRestoreRequest) return {{peer, HandleRestore(request)}};
     Message m = Reply(request, MessageType::kOk);
     m.value = initialized_ ? 1 : 0;
-    m.names = StepsToNames(checkpoints_->WholeSteps());
+    m.steps = checkpoints_->WholeSteps();
     return {{peer, m}};
   }
   if (initialized_) {
@@ -250,7 +256,7 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandlePush(const std::st
   }
   std::vector<Outgoing> out;
   if (IsRetriedPush(peer, request, &out)) return out;
-  // `names` lists the pushed tensors that are values to assign (batch-norm moving statistics),
+  // `assigns` lists the pushed tensors that are values to assign (batch-norm moving statistics),
   // not gradients. Everything is checked before anything changes.
   std::vector<std::pair<std::string, Tensor>> grads, assigns;
   for (const auto& t : request.tensors) {
@@ -260,7 +266,8 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandlePush(const std::st
       return {{peer, Error(request, s.message())}};
     }
     const bool assign =
-        std::find(request.names.begin(), request.names.end(), t.name) != request.names.end();
+        std::find(request.assigns.begin(), request.assigns.end(), t.name) !=
+        request.assigns.end();
     (assign ? assigns : grads).emplace_back(t.name, t.tensor);
   }
   ++stats_.pushes;

@@ -242,13 +242,12 @@ Result<PsClient::Initialized> PsClient::Initialize(int64_t step, const std::stri
   std::string listed;
   for (int s = 0; s < n; ++s) {
     result.kept += held[s].value == 1;
-    Result<std::vector<int64_t>> steps = StepsFromNames(held[s].names);
-    if (!steps.ok()) return steps.status().WithContext(ServerName(s) + "'s register reply");
-    whole.push_back(steps.value());
+    const std::vector<int64_t>& steps = held[s].steps;
+    whole.push_back(steps);
     listed += (s ? "; " : "") + ServerName(s) + ": " +
-              (steps->empty()
+              (steps.empty()
                    ? "none"
-                   : std::to_string(steps->size()) + ", newest " + std::to_string(steps->back()));
+                   : std::to_string(steps.size()) + ", newest " + std::to_string(steps.back()));
   }
   if (result.kept == n) return result;  // only the chief restarted: the servers keep theirs
 
@@ -273,8 +272,7 @@ Result<PsClient::Initialized> PsClient::Initialize(int64_t step, const std::stri
                    << "committed step " << *restore << ", so that no shard is at another step";
     }
     for (int s = 0; s < n; ++s) {
-      Message m = Request(MessageType::kRegister);
-      m.text = kRestoreRequest;
+      Message m = Request(MessageType::kRestore);
       m.step = *restore;
       out.emplace_back(s, m);
     }
@@ -370,7 +368,7 @@ Result<PushPullResult> PsClient::PushAndPull(int64_t step) {
           push.tensors.push_back({p.key, Rows(v->grad, p)});
         } else {
           push.tensors.push_back({p.key, Rows(v->value, p)});
-          push.names.push_back(p.key);  // a value to assign, not a gradient
+          push.assigns.push_back(p.key);  // a value to assign, not a gradient
         }
       }
     }

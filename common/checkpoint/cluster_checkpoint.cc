@@ -127,20 +127,4 @@ std::optional<int64_t> NewestRestorableStep(const std::vector<std::vector<int64_
   return std::nullopt;
 }
 
-std::vector<std::string> StepsToNames(const std::vector<int64_t>& steps) {
-  std::vector<std::string> names;
-  for (int64_t s : steps) names.push_back(std::to_string(s));
-  return names;
-}
-
-Result<std::vector<int64_t>> StepsFromNames(const std::vector<std::string>& names) {
-  std::vector<int64_t> steps;
-  for (const std::string& n : names) {
-    std::optional<int64_t> step = StepOfCheckpoint(kPrefix + n);
-    if (!step) return InvalidArgument("'" + n + "' is not a checkpoint step (a decimal number)");
-    steps.push_back(*step);
-  }
-  return steps;
-}
-
 }  // namespace pstrain

@@ -52,15 +52,8 @@ Status UncommitStepsAfter(const std::string& train_dir, int64_t after);
 std::optional<int64_t> NewestRestorableStep(const std::vector<std::vector<int64_t>>& whole_by_shard,
                                             const std::optional<std::vector<int64_t>>& committed);
 
-// How the chief and the servers speak of cluster checkpoints with the existing message fields
-// (common/wire/message.h):
-//   register reply (any register):  names = the steps this shard holds whole, as decimals,
-//                                   oldest first;
-//   chief's register, text "restore", step S, no tensors: restore the shard of step S (reply kOk
-//                                   with text "restored", or kError naming the file).
-constexpr char kRestoreRequest[] = "restore";
-std::vector<std::string> StepsToNames(const std::vector<int64_t>& steps);
-// InvalidArgument naming the entry when one is not a decimal step (a malformed reply).
-Result<std::vector<int64_t>> StepsFromNames(const std::vector<std::string>& names);
+// On the wire (common/wire/message.h): every register reply lists in `steps` the steps the
+// shard holds whole, oldest first; the chief's kRestore with `step` S restores every shard of S
+// (reply kOk with text "restored", or kError naming the file).
 
 }  // namespace pstrain

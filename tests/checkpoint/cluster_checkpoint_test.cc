@@ -69,11 +69,7 @@ TEST_F(ClusterCheckpointTest, AnUnreadableRecordIsDataLossNamingIt) {
   EXPECT_EQ(ReadCommittedSteps(dir_).value(), (Steps{500}));
 }
 
-TEST_F(ClusterCheckpointTest, StepsTravelAsDecimalNamesAndAMalformedOneIsAnError) {
-  EXPECT_EQ(StepsFromNames(StepsToNames({0, 150, 123456789012})).value(),
-            (Steps{0, 150, 123456789012}));
-  EXPECT_EQ(StepsFromNames({"150", "-1"}).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(StepsFromNames({""}).status().code(), StatusCode::kInvalidArgument);
+TEST_F(ClusterCheckpointTest, AStepIsReadFromItsCheckpointsName) {
   EXPECT_EQ(StepOfCheckpoint("/run/ps-0-of-2/model.ckpt-300"), 300);
   EXPECT_EQ(StepOfCheckpoint("/run/ps-0-of-2/model.ckpt-300.damaged"), std::nullopt);
 }

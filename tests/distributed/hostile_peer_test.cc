@@ -132,8 +132,8 @@ TEST_F(HostilePeerTest, EachRoleIsRefusedWhatItMayNotDoAndNothingChanges) {
   Message init = Request(MessageType::kRegister, "evaluator", 0);
   init.tensors.push_back({"fc/weights", Tensor::Filled(Shape{2, 4}, 9.0f)});
   evaluator_may_not.push_back(init);
-  Message restore = Request(MessageType::kRegister, "evaluator", 0);
-  restore.text = "restore";  // roll every shard back to an old checkpoint
+  Message restore = Request(MessageType::kRestore, "evaluator", 0);
+  restore.step = 1;  // roll every shard back to an old checkpoint
   evaluator_may_not.push_back(restore);
   for (const Message& m : evaluator_may_not) {
     auto r = evaluator->Call(m, milliseconds(5000));

@@ -72,9 +72,7 @@ class ServerCheckpointTest : public ::testing::Test {
     return m;
   }
   static Message Restore(int64_t step) {
-    Message m = Chief(MessageType::kRegister, step);
-    m.text = kRestoreRequest;
-    return m;
+    return Chief(MessageType::kRestore, step);
   }
   // Handles `m`, expecting exactly one OK reply.
   static Message Ok(ParameterServer* server, const Message& m) {
@@ -192,8 +190,8 @@ TEST_F(ServerCheckpointTest, ShardsRestoreTheNewestStepBothHoldNeverEachItsOwnNe
   const Message held1 = Ok(ps1.get(), Chief(MessageType::kRegister));
   EXPECT_EQ(held0.value, 0);  // restarted: holds nothing until the chief decides
   EXPECT_EQ(held1.value, 1);
-  const std::vector<int64_t> whole0 = StepsFromNames(held0.names).value();
-  const std::vector<int64_t> whole1 = StepsFromNames(held1.names).value();
+  const std::vector<int64_t> whole0 = held0.steps;
+  const std::vector<int64_t> whole1 = held1.steps;
   EXPECT_EQ(whole0, (std::vector<int64_t>{100, 200}));
   EXPECT_EQ(whole1, (std::vector<int64_t>{100}));
   std::optional<int64_t> step =
@@ -209,7 +207,7 @@ TEST_F(ServerCheckpointTest, ShardsRestoreTheNewestStepBothHoldNeverEachItsOwnNe
   EXPECT_EQ(Of(*ps1, "w"), at100_1);
   // ps 0's step 200 belongs to the abandoned run: gone, so a later 200 is not mistaken for it.
   EXPECT_FALSE(std::filesystem::exists(ShardFile(0, 2, 200)));
-  EXPECT_EQ(StepsFromNames(Ok(ps0.get(), Chief(MessageType::kRegister)).names).value(),
+  EXPECT_EQ(Ok(ps0.get(), Chief(MessageType::kRegister)).steps,
             (std::vector<int64_t>{100}));
 }
 
@@ -236,7 +234,7 @@ TEST_F(ServerCheckpointTest, ADamagedNewestShardFileIsSetAsideWithAWarningNaming
 
   testing::CapturedLog log;
   const Message held = Ok(server.get(), Chief(MessageType::kRegister));
-  EXPECT_EQ(StepsFromNames(held.names).value(), (std::vector<int64_t>{100}));
+  EXPECT_EQ(held.steps, (std::vector<int64_t>{100}));
   EXPECT_NE(log.Find({"WARNING", "skipping damaged checkpoint " + ShardFile(0, 1, 200),
                       "checksum mismatch"}),
             "")

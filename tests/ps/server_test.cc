@@ -123,7 +123,7 @@ TEST(ServerTest, BarrierReleasesEveryoneWhenTheLastArrives) {
 TEST(ServerTest, StateTensorsNamedInThePushAreAssignedNotApplied) {
   auto server = MakeServer(UpdateMode::kAsync, 1);
   Message m = Push(0, 4.0f, 1);
-  m.names = {"w"};  // e.g. batch-norm moving statistics
+  m.assigns = {"w"};  // e.g. batch-norm moving statistics
   Send(server.get(), 0, m);
   auto out = Send(server.get(), 0, Pull(2));
   EXPECT_FLOAT_EQ(out[0].message.tensors[0].tensor[0], 4.0f);
