@@ -1,5 +1,7 @@
 #include "ps/permissions.h"
 
+#include <algorithm>
+
 namespace pstrain {
 namespace ps {
 
@@ -26,7 +28,8 @@ bool IsRole(const std::string& role) {
 
 }  // namespace
 
-Result<Sender> IdentifySender(const std::string& identity, const wire::Message& request) {
+Result<Sender> IdentifySender(const std::string& identity, const wire::Message& request,
+                              const ClusterSize& cluster) {
   const std::string claim = "'" + request.role + "' task " + std::to_string(request.task_index);
   if (!IsRole(request.role) || request.task_index < 0) {
     return PermissionDenied(
@@ -36,6 +39,15 @@ Result<Sender> IdentifySender(const std::string& identity, const wire::Message& 
   }
   if (request.role == "chief" && request.task_index != 0) {
     return PermissionDenied("only worker 0 is the chief; this request claims " + claim);
+  }
+  if (cluster.workers > 0) {
+    const bool evaluator = request.role == "evaluator";
+    const int tasks = evaluator ? std::max(1, cluster.evaluators) : cluster.workers;
+    if (request.task_index >= tasks) {
+      return PermissionDenied("the request claims " + claim + ", but the cluster has " +
+                              std::to_string(tasks) + (evaluator ? " evaluator" : " worker") +
+                              " task(s) (--worker_hosts, --evaluators)");
+    }
   }
   Sender sender{request.role, request.task_index, !identity.empty()};
   if (identity.empty()) return sender;

@@ -31,10 +31,18 @@ struct Sender {
   std::string Name() const { return role + " " + std::to_string(task); }
 };
 
+// How many tasks of each role the cluster has, so that a sender's task index is one of them (in
+// plaintext nothing else bounds it). 0 workers: unknown, not checked.
+struct ClusterSize {
+  int workers = 0;
+  int evaluators = 0;  // --evaluators; one evaluator is always allowed
+};
+
 // The sender of `request`, which arrived on a connection authenticated as `identity` (the
 // ZAP User-Id, e.g. "worker-1"; empty in plaintext). PermissionDenied when the header claims a
-// role or task that is not the key's, or no role at all.
-Result<Sender> IdentifySender(const std::string& identity, const wire::Message& request);
+// role or task that is not the key's, a task the cluster does not have, or no role at all.
+Result<Sender> IdentifySender(const std::string& identity, const wire::Message& request,
+                              const ClusterSize& cluster = {});
 
 // OK when `sender` may make `request`; PermissionDenied naming the role and the request if not.
 Status Authorize(const Sender& sender, const wire::Message& request);

@@ -121,7 +121,7 @@ Message ParameterServer::Refuse(const Message& request, const Status& why,
 std::vector<ParameterServer::Outgoing> ParameterServer::Handle(const std::string& peer,
                                                                const Message& request,
                                                                const std::string& identity) {
-  Result<Sender> sender = IdentifySender(identity, request);
+  Result<Sender> sender = IdentifySender(identity, request, options_.cluster);
   Status allowed = sender.ok() ? Authorize(*sender, request) : sender.status();
   if (allowed.ok()) allowed = NotePeer(sender->Name(), request, std::chrono::steady_clock::now());
   if (!allowed.ok()) return {{peer, Refuse(request, allowed, identity)}};
@@ -224,6 +224,12 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandlePull(const std::st
     // In lockstep a pull that follows its sender's own push waits for that update.
     for (const Waiting& w : waiting_pushes_) {
       if (w.peer == peer) {
+        // One pull waits per sender (a worker pulls once per step): a newer one replaces it.
+        waiting_pulls_.erase(std::remove_if(waiting_pulls_.begin(), waiting_pulls_.end(),
+                                            [&](const Waiting& p) {
+                                              return Who(p.request) == Who(request);
+                                            }),
+                             waiting_pulls_.end());
         waiting_pulls_.push_back({peer, request});
         return {};
       }
@@ -384,16 +390,24 @@ void ParameterServer::RememberPush(const Message& request, const Message& reply)
   it->second.last_push_reply = reply;
 }
 
+size_t ParameterServer::pending_requests() const {
+  size_t n = waiting_pushes_.size() + waiting_pulls_.size();
+  for (const auto& [name, waiting] : barriers_) n += waiting.size();
+  return n;
+}
+
 std::vector<ParameterServer::Outgoing> ParameterServer::HandleBarrier(const std::string& peer,
                                                                       const Message& request) {
+  // A participant that asks again (a retry, or a restarted process) counts once, and waits at
+  // one barrier at a time: a sender's earlier wait, at this barrier or another, is dropped, so
+  // the server holds at most one waiting barrier request per sender of the cluster.
+  auto same = [&](const Waiting& w) { return Who(w.request) == Who(request); };
+  for (auto it = barriers_.begin(); it != barriers_.end();) {
+    auto& others = it->second;
+    others.erase(std::remove_if(others.begin(), others.end(), same), others.end());
+    it = others.empty() ? barriers_.erase(it) : std::next(it);
+  }
   auto& waiting = barriers_[request.text];
-  // A participant that asks again (a retry, or a restarted process) counts once; senders that
-  // do not name themselves are told apart by connection.
-  auto same = [&](const Waiting& w) {
-    if (request.role.empty() || request.task_index < 0) return w.peer == peer;
-    return Who(w.request) == Who(request);
-  };
-  waiting.erase(std::remove_if(waiting.begin(), waiting.end(), same), waiting.end());
   waiting.push_back({peer, request});
   std::vector<Outgoing> out;
   if (static_cast<int64_t>(waiting.size()) >= request.value) {

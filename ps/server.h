@@ -34,6 +34,7 @@
 #include "common/wire/message.h"
 #include "common/wire/transport.h"
 #include "ps/gradient_accumulator.h"
+#include "ps/permissions.h"
 #include "ps/shard_checkpoints.h"
 #include "ps/variable_store.h"
 
@@ -46,7 +47,10 @@ Result<UpdateMode> ParseUpdateMode(const std::string& name);
 struct ServerOptions {
   int task_index = 0;
   int num_ps = 1;
-  int num_workers = 1;
+  int num_workers = 1;          // workers that push (one per host with intra-node sync)
+  // The cluster's worker and evaluator tasks, bounding the task indices senders may claim
+  // (0 workers: not checked).
+  ClusterSize cluster;
   UpdateMode mode = UpdateMode::kAsync;
   int accumulate_n = 0;       // accumulate: pushes per update (0: the number of workers)
   int64_t max_staleness = 0;  // accumulate and sync
@@ -116,6 +120,9 @@ class ParameterServer {
   int64_t global_step() const { return global_step_; }
   const ServerStats& stats() const { return stats_; }
   const std::map<std::string, PeerState>& peers() const { return peers_; }
+  // Requests held for a later reply (barrier waits, sync-mode pushes and pulls): at most a few
+  // per sender of the cluster, whatever a sender sends.
+  size_t pending_requests() const;
   const VariableStore& store() const { return *store_; }
   std::string ShardDir() const;
 

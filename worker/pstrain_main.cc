@@ -193,6 +193,7 @@ int main(int argc, char** argv) {
     // Workers that push: one per host when they sync within hosts.
     o.server.num_workers = pstrain::worker::NumPushers(
         workers, pstrain::worker::ParseIntraNodeSync(FLAGS_intra_node_sync).value());
+    o.server.cluster = {static_cast<int>(workers.size()), FLAGS_evaluators};
     o.server.mode = mode.value();
     o.server.accumulate_n = FLAGS_accumulate_n;
     o.server.max_staleness = FLAGS_max_staleness;

@@ -81,6 +81,34 @@ TEST(HostHubTest, ARequestNamingARankThatIsNotItsKeysIsRefused) {
   EXPECT_EQ(out[0].message.type, MessageType::kOk);
 }
 
+TEST(HostHubTest, CallsAndStoreKeysAreBoundedWhateverARankSends) {
+  HostHubOptions options;
+  options.size = 2;  // rank 1 never comes, so every call of rank 0 waits
+  HubState state(options);
+  const auto now = HubState::Clock::now();
+  size_t refused = 0;
+  for (int64_t number = 0; number < 1000; ++number) {
+    Message call = RawCall(0, "AllReduceAverage", 1, number, 5, 1, 1);
+    call.request_id = static_cast<uint64_t>(number) + 1;
+    for (const auto& o : state.Handle("p", call, now)) {
+      refused += o.message.type == MessageType::kError &&
+                 o.message.error_code == StatusCode::kResourceExhausted;
+    }
+  }
+  EXPECT_EQ(refused, 1000 - HubState::kMaxPendingCalls);
+  Message set;
+  set.type = MessageType::kStoreSet;
+  set.role = "rank";
+  set.task_index = 0;
+  set.text = "00";
+  size_t stored = 0;
+  for (int k = 0; k < 5000; ++k) {
+    set.names = {"key" + std::to_string(k)};
+    stored += state.Handle("p", set, now).at(0).message.type == MessageType::kOk;
+  }
+  EXPECT_EQ(stored, HubState::kMaxStoreKeys);
+}
+
 TEST(HostHubTest, ARankThatNeverJoinsFailsTheOthersNamingIt) {
   auto hub = StartHub(3, milliseconds(300));
   std::vector<Status> statuses(2);

@@ -119,6 +119,43 @@ TEST(ServerFaultsTest, ABarrierCountsAParticipantThatAsksTwiceOnce) {
   EXPECT_EQ(out[0].peer, "w1-restarted");  // the live connection gets the answer
 }
 
+TEST(ServerFaultsTest, ASenderWaitsAtOneBarrierAtATimeWhateverItSends) {
+  auto server = MakeServer(UpdateMode::kAsync, 2);
+  Message b;
+  b.type = MessageType::kBarrier;
+  b.value = 2;
+  b.role = "worker";
+  b.task_index = 1;
+  for (int i = 0; i < 1000; ++i) {  // a flood of barriers under new names
+    b.text = "flood-" + std::to_string(i);
+    EXPECT_TRUE(server->Handle("w1", b).empty());
+  }
+  EXPECT_EQ(server->pending_requests(), 1u) << "the server holds every barrier it was sent";
+  b.text = "done";
+  EXPECT_TRUE(server->Handle("w1", b).empty());
+  b.task_index = 0;
+  EXPECT_EQ(server->Handle("w0", b).size(), 2u);  // worker 1 and worker 0, nobody else
+  EXPECT_EQ(server->pending_requests(), 0u);
+}
+
+TEST(ServerFaultsTest, InSyncModeOnePullWaitsPerSender) {
+  auto server = MakeServer(UpdateMode::kSync, 2);
+  EXPECT_TRUE(server->Handle("w1", Push(1, 100, 1, 1.0f, 1)).empty());  // waits for worker 0
+  Message pull;
+  pull.type = MessageType::kPull;
+  pull.role = "worker";
+  pull.task_index = 1;
+  pull.incarnation = 100;
+  for (uint64_t id = 2; id < 500; ++id) {
+    pull.request_id = id;
+    EXPECT_TRUE(server->Handle("w1", pull).empty());
+  }
+  EXPECT_EQ(server->pending_requests(), 2u);  // its push and its newest pull
+  auto out = server->Handle("w0", Push(0, 200, 1, 3.0f, 1));
+  ASSERT_EQ(out.size(), 3u);  // both pushes and worker 1's newest pull
+  EXPECT_EQ(out[2].message.request_id, 499u);
+}
+
 TEST(ServerFaultsTest, ASilentPeerIsFoundMissingOnceAndNotAfterGoodbye) {
   auto server = MakeServer(UpdateMode::kAsync, 2);
   Message hb;

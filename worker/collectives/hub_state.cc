@@ -88,6 +88,15 @@ Message HubState::AnswerStore(const Message& m) {
   reply.type = MessageType::kOk;
   reply.request_id = m.request_id;
   if (m.type == MessageType::kStoreSet) {
+    size_t keys = 0;
+    {
+      std::lock_guard<std::mutex> lock(table_->mutex);
+      keys = table_->values.count(m.names[0]) ? 0 : table_->values.size();
+    }
+    if (keys >= kMaxStoreKeys) {
+      return wire::ErrorReply(m, ResourceExhausted("the host hub's store holds " +
+                                                   std::to_string(keys) + " keys, its limit"));
+    }
     Status s = store_.Set(m.names[0], m.text);
     if (!s.ok()) return wire::ErrorReply(m, s);
     return reply;
@@ -145,6 +154,13 @@ void HubState::Collect(const std::string& peer, Message m, Clock::time_point now
   }
   NoteIncarnation(rank, m.incarnation);
   if (!broken_.ok()) return ReplyTo(peer, wire::ErrorReply(m, broken_));
+  if (!pending_.count(number) && pending_.size() >= kMaxPendingCalls) {
+    return ReplyTo(
+        peer,
+        wire::ErrorReply(m, ResourceExhausted(who + " began collective #" + std::to_string(number) +
+                                              " while " + std::to_string(pending_.size()) +
+                                              " others wait for ranks, the hub's limit")));
+  }
   Pending& p = pending_[number];
   if (p.ranks.empty()) {
     p.ranks.resize(options_.size);

@@ -33,6 +33,11 @@ struct HostHubOptions {
 
 class HubState {
  public:
+  // What one group may hold at once, whatever its ranks send: ranks call collectives in order,
+  // so a few are pending at a time, and the rendezvous needs a handful of keys.
+  static constexpr size_t kMaxPendingCalls = 64;
+  static constexpr size_t kMaxStoreKeys = 4096;
+
   using Clock = std::chrono::steady_clock;
   struct Outgoing {
     std::string peer;  // the routing id to reply to
