@@ -17,6 +17,7 @@ import re
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -131,9 +132,12 @@ def reap_after(test_pid, tmp):
 
 
 class SlurmCluster:
-    def __init__(self, nodes=3, cpus_per_node=1):
+    def __init__(self, nodes=3, cpus_per_node=1, gpus_per_node=0):
         self.node_names = [f"node{i + 1}" for i in range(nodes)]
         self.cpus_per_node = cpus_per_node
+        # GPUs as Slurm GRES on stand-in character devices (/dev/null's numbers): Slurm
+        # allocates them and sets CUDA_VISIBLE_DEVICES per step as for real ones.
+        self.gpus_per_node = gpus_per_node
         self.tmp = None
         self.daemons = []  # (name, Popen, log path)
 
@@ -194,8 +198,17 @@ class SlurmCluster:
             "AccountingStorageType=accounting_storage/none", "JobCompType=jobcomp/none", "ReturnToService=2", "KillWait=5", "MinJobAge=600",
             "InactiveLimit=0", "MessageTimeout=20", "SlurmctldDebug=info", "SlurmdDebug=info",
             f"NodeName=node[1-{n}] NodeHostname=localhost NodeAddr=127.0.0.1 "
-            f"Port={','.join(map(str, ports[1:]))} CPUs={self.cpus_per_node} State=UNKNOWN",
+            f"Port={','.join(map(str, ports[1:]))} CPUs={self.cpus_per_node} State=UNKNOWN"
+            + (f" Gres=gpu:{self.gpus_per_node}" if self.gpus_per_node else ""),
             f"PartitionName=test Nodes=node[1-{n}] Default=YES MaxTime=INFINITE State=UP", ""]
+        if self.gpus_per_node:
+            lines.insert(0, "GresTypes=gpu")
+            devices = [os.path.join(tmp, f"gpu{i}") for i in range(self.gpus_per_node)]
+            for device in devices:
+                os.mknod(device, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+            with open(os.path.join(tmp, "gres.conf"), "w") as f:
+                f.write(f"NodeName=node[1-{n}] Name=gpu File={tmp}/gpu[0-"
+                        f"{self.gpus_per_node - 1}]\n")
         os.makedirs(os.path.join(tmp, "state"))
         with open(self.conf, "w") as f:
             f.write("\n".join(lines))

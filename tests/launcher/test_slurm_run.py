@@ -1,6 +1,7 @@
 """pstrain-launch --slurm against a real Slurm (slurm_testlib: munged, slurmctld and three slurmd
-on this machine, nodes node1..node3 with one CPU each): a failing role is named with its node,
-and a cancelled job leaves no pstrain process behind. Skipped without root or Slurm."""
+on this machine, nodes node1..node3 with one CPU and two stand-in GPUs each): a worker per GPU
+sees its own, a failing role is named with its node, and a cancelled job leaves no pstrain
+process behind. Skipped without root or Slurm."""
 
 import os
 import re
@@ -10,7 +11,7 @@ import tempfile
 import time
 import unittest
 
-from launcher_testlib import FAKE, KEYGEN, LAUNCHER, PSTRAIN, REPO, wait_for
+from launcher_testlib import FAKE, KEYGEN, LAUNCHER, PSTRAIN, REPO, records, wait_for
 from slurm_testlib import (FASHION_MNIST, SlurmCluster, free_ports, processes_mentioning, read,
                            skip_reason)
 
@@ -22,7 +23,7 @@ SKIP_REASON = skip_reason()
 class SlurmRunTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.slurm = SlurmCluster(nodes=3).start()
+        cls.slurm = SlurmCluster(nodes=3, gpus_per_node=2).start()
         cls.addClassCleanup(cls.slurm.stop)
 
     def setUp(self):
@@ -31,15 +32,15 @@ class SlurmRunTest(unittest.TestCase):
         self.train_dir = os.path.join(self.tmp, "run")
         self.addCleanup(self._tmp.cleanup)
 
-    def submit(self, binary, *flags, config=None, nodes=3):
+    def submit(self, binary, *flags, sbatch=("--nodes=3",), launcher_options=("--ps", "1")):
         launcher = [sys.executable, LAUNCHER, "--slurm", "--config",
-                    config or os.path.join(REPO, "configs", "refnet.yaml"),
+                    os.path.join(REPO, "configs", "refnet.yaml"),
                     "--train_dir", self.train_dir, "--binary", binary, "--keygen", KEYGEN,
-                    "--ps", "1", "--port", str(free_ports(4)), "--progress_interval", "1",
-                    "--grace_period", "3", "--"] + list(flags)
+                    "--port", str(free_ports(8)), "--progress_interval", "1",
+                    "--grace_period", "3"] + list(launcher_options) + ["--"] + list(flags)
         self.out = os.path.join(self.tmp, "job.out")
-        return self.slurm.sbatch(f"--nodes={nodes}", f"--output={self.out}",
-                                 f"--chdir={self.tmp}", "--time=10",
+        return self.slurm.sbatch(*sbatch, f"--output={self.out}", f"--chdir={self.tmp}",
+                                 "--time=10",
                                  "--wrap", "exec " + " ".join(shlex.quote(a) for a in launcher))
 
     def role_log(self, name):
@@ -49,6 +50,25 @@ class SlurmRunTest(unittest.TestCase):
         logs = "".join(f"--- {n}.log\n{self.role_log(n)[-2000:]}" for n in
                        ("ps-0", "worker-0", "worker-1", "worker-2", "evaluator-0"))
         return f"--- job output\n{read(self.out)}\n{logs}\n{self.slurm.logs()}"
+
+    def test_a_worker_per_gpu_each_sees_only_its_own_among_those_slurm_gave_the_job(self):
+        job = self.submit(FAKE, "--fake_steps=3", sbatch=("--nodes=2", "--gpus-per-node=2"),
+                          launcher_options=())
+        state, code = self.slurm.wait_job(job, timeout=90)
+        self.assertEqual((state, code), ("COMPLETED", "0:0"), self.explain())
+        out = read(self.out)
+        self.assertIn("2 node(s) node1, node2; 1 CPU(s) and 2 GPU(s) per node "
+                      "(SLURM_GPUS_ON_NODE)", out)
+        got = records(self.train_dir)
+        seen = {name: (r["env"]["SLURMD_NODENAME"], r["env"]["CUDA_VISIBLE_DEVICES"])
+                for name, r in got.items()}
+        self.assertEqual(seen, {"ps0": ("node1", ""), "ps1": ("node2", ""),
+                                "worker0": ("node1", "0"), "worker1": ("node1", "1"),
+                                "worker2": ("node2", "0"), "worker3": ("node2", "1"),
+                                "evaluator0": ("node2", "")}, self.explain())
+        for name, record in got.items():  # a host's workers average over NCCL, as locally
+            self.assertIn("--intra_node_sync=nccl", record["argv"], name)
+            self.assertEqual(record["env"]["SLURM_JOB_ID"], job, name)
 
     def test_a_failing_role_is_named_with_its_node_and_the_job_fails_with_its_code(self):
         job = self.submit(FAKE, "--fake_fail=worker:1:3", "--fake_steps=50", "--fake_step_s=0.1")
