@@ -161,7 +161,9 @@ def read_allocation(env: Mapping[str, str],
         raise SlurmError("--slurm: not inside a Slurm allocation (SLURM_JOB_ID and "
                          "SLURM_JOB_NODELIST are not set); run it from an sbatch script or "
                          "under salloc")
-    if env.get("SLURM_STEP_ID") not in (None, "", "batch", "4294967294"):
+    # The batch script has no step id; salloc's shell may run in the interactive step.
+    if env.get("SLURM_STEP_ID") not in (None, "", "batch", "4294967294", "interactive",
+                                        "4294967290"):
         raise SlurmError(f"--slurm: running inside step {job_id}.{env['SLURM_STEP_ID']} (under "
                          "srun); run pstrain-launch once from the batch script or salloc's "
                          "shell: it starts an srun step for every role itself")

@@ -87,6 +87,7 @@ class AllocationTest(unittest.TestCase):
         with self.assertRaisesRegex(slurm.SlurmError, r"inside step 4242\.0 \(under srun\)"):
             allocation(SLURM_STEP_ID="0")
         allocation(SLURM_STEP_ID="batch")  # the batch script itself is fine
+        allocation(SLURM_STEP_ID="4294967290")  # and salloc's shell in its interactive step
 
 
 class LayoutTest(unittest.TestCase):
