@@ -159,7 +159,7 @@ TEST(TrainerTest, PartialRestoreLeavesExcludedVariablesAtTheirInitialValues) {
   for (float b : fine_tuned.at("fc/bias")) EXPECT_EQ(b, 0.0f);  // initial biases are zero
 }
 
-TEST(TrainerTest, CorruptLatestCheckpointIsNamedAndAnEarlierOneCanBeChosen) {
+TEST(TrainerTest, ADamagedLatestCheckpointIsSkippedNamingItButANamedOneIsStrict) {
   if (!HaveData()) GTEST_SKIP() << "Fashion-MNIST is not installed (dataset-fashion-mnist)";
   const std::string dir = FreshDir("corrupt");
   std::string out;
@@ -170,11 +170,13 @@ TEST(TrainerTest, CorruptLatestCheckpointIsNamedAndAnEarlierOneCanBeChosen) {
     f.seekp(300);
     f.put('\x5a');
   }
-  EXPECT_EQ(RunTrainer(Common(dir) + " --max_steps=40", &out), 1) << out;
-  EXPECT_NE(out.find("model.ckpt-30"), std::string::npos) << out;
-  EXPECT_NE(out.find("--checkpoint_path="), std::string::npos) << out;
-  ASSERT_EQ(RunTrainer(Common(dir) + " --max_steps=20 --checkpoint_path=model.ckpt-20", &out), 0)
+  // Named with --checkpoint_path, the damaged file is an error naming it.
+  EXPECT_EQ(RunTrainer(Common(dir) + " --max_steps=40 --checkpoint_path=model.ckpt-30", &out), 1)
       << out;
+  EXPECT_NE(out.find("model.ckpt-30: "), std::string::npos) << out;
+  // The latest is skipped with a warning naming it, and the run resumes from the one before.
+  ASSERT_EQ(RunTrainer(Common(dir) + " --max_steps=40", &out), 0) << out;
+  EXPECT_NE(out.find("skipping checkpoint " + dir + "/model.ckpt-30"), std::string::npos) << out;
   EXPECT_NE(out.find("at global step 20"), std::string::npos) << out;
 }
 
