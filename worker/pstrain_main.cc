@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "common/flags.h"
 #include "common/tf_config.h"
 #include "ps/ps_role.h"
 #include "worker/device_flags.h"
@@ -159,7 +160,7 @@ int main(int argc, char** argv) {
   gflags::SetUsageMessage(
       "one role of a pstrain cluster.\n  pstrain --job_name=ps|worker|evaluator --task_index=N "
       "--ps_hosts=h:p,... --worker_hosts=h:p,... --config=FILE --train_dir=DIR");
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  pstrain::ParseFlags(&argc, &argv, {"worker/pstrain_main.cc", "worker/device_flags.cc"});
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
   if (argc > 1) {

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "common/flags.h"
 #include "worker/device_flags.h"
 #include "worker/trainer.h"
 
@@ -35,7 +36,7 @@ int main(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) command_line += (i ? " " : "") + std::string(argv[i]);
   gflags::SetUsageMessage("Trains a model from a config in one process.\n  " +
                           std::string(argv[0]) + " --config=configs/refnet.yaml --train_dir=DIR");
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  pstrain::ParseFlags(&argc, &argv, {"worker/train_main.cc", "worker/device_flags.cc"});
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
   if (argc > 1) {

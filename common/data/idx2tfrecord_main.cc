@@ -6,6 +6,7 @@
 
 #include "common/data/idx.h"
 #include "common/data/image_shards.h"
+#include "common/flags.h"
 
 DEFINE_string(data_dir, "/usr/share/datasets/fashion-mnist",
               "Directory with {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]");
@@ -33,7 +34,7 @@ Status Convert() {
 int main(int argc, char** argv) {
   gflags::SetUsageMessage("Converts Fashion-MNIST IDX files to sharded TFRecord files");
   FLAGS_logtostderr = true;  // a command-line tool: progress goes to the terminal
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  pstrain::ParseFlags(&argc, &argv, {"common/data/idx2tfrecord_main.cc"});
   google::InitGoogleLogging(argv[0]);
   pstrain::Status s = pstrain::Convert();
   if (!s.ok()) {

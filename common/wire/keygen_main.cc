@@ -7,6 +7,7 @@
 
 #include <cstdio>
 
+#include "common/flags.h"
 #include "common/wire/curve.h"
 
 DEFINE_string(out_dir, "", "new directory for the keys (created with mode 0700)");
@@ -18,7 +19,7 @@ int main(int argc, char** argv) {
   gflags::SetUsageMessage(
       "writes CURVE keys for a pstrain cluster.\n  pstrain-keygen --out_dir=DIR --ps=N "
       "--worker=N [--evaluator=N]");
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  pstrain::ParseFlags(&argc, &argv, {"common/wire/keygen_main.cc"});
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
   if (argc > 1 || FLAGS_out_dir.empty()) {
