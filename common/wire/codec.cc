@@ -49,6 +49,38 @@ bool ValidName(const std::string& name) {
   return !name.empty() && name.find('\0') == std::string::npos;
 }
 
+// A list of variable names (`what`: "name", "assign"), each checked with ValidName.
+Result<std::vector<std::string>> NamesOf(capnp::List<capnp::Text>::Reader list,
+                                         const std::string& what, MessageType type,
+                                         const std::string& sender) {
+  std::vector<std::string> names;
+  names.reserve(list.size());
+  for (uint32_t i = 0; i < list.size(); ++i) {
+    std::string name = TextOf(list[i]);
+    if (!ValidName(name)) {
+      return InvalidArgument(StrCat(what, " ", i, " of ", list.size(), " in the ",
+                                    MessageTypeName(type), " from ", sender,
+                                    " is empty or holds a NUL byte; variable names must be "
+                                    "non-empty, without NUL"));
+    }
+    names.push_back(std::move(name));
+  }
+  return names;
+}
+
+Status SetNames(const std::vector<std::string>& names, const std::string& what, MessageType type,
+                capnp::List<capnp::Text>::Builder list) {
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (!ValidName(names[i])) {
+      return InvalidArgument(StrCat(what, " ", i, " of the ", MessageTypeName(type),
+                                    " is empty or holds a NUL byte; variable names must be "
+                                    "non-empty, without NUL"));
+    }
+    list.set(i, AsText(names[i]));
+  }
+  return Status::OK();
+}
+
 // Number of float32 elements in `dims`, or an error if a dim is negative or the tensor would be
 // larger than `max_tensor_bytes` (checked before multiplying, so it cannot overflow).
 Result<int64_t> CheckedElements(const std::string& tensor, const std::vector<int64_t>& dims,
@@ -114,31 +146,8 @@ Result<Message> DecodeHeader(schema::Header::Reader header, const std::vector<Fr
   m.sequence = header.getSequence();
   m.text = TextOf(header.getText());
 
-  const auto names = header.getNames();
-  m.names.reserve(names.size());
-  for (uint32_t i = 0; i < names.size(); ++i) {
-    std::string name = TextOf(names[i]);
-    if (!ValidName(name)) {
-      return InvalidArgument(StrCat("name ", i, " of ", names.size(), " in the ",
-                                    MessageTypeName(m.type), " from ", sender,
-                                    " is empty or holds a NUL byte; variable names must be "
-                                    "non-empty, without NUL"));
-    }
-    m.names.push_back(std::move(name));
-  }
-
-  const auto assigns = header.getAssigns();
-  m.assigns.reserve(assigns.size());
-  for (uint32_t i = 0; i < assigns.size(); ++i) {
-    std::string name = TextOf(assigns[i]);
-    if (!ValidName(name)) {
-      return InvalidArgument(StrCat("assign ", i, " of ", assigns.size(), " in the ",
-                                    MessageTypeName(m.type), " from ", sender,
-                                    " is empty or holds a NUL byte; variable names must be "
-                                    "non-empty, without NUL"));
-    }
-    m.assigns.push_back(std::move(name));
-  }
+  ASSIGN_OR_RETURN(m.names, NamesOf(header.getNames(), "name", m.type, sender));
+  ASSIGN_OR_RETURN(m.assigns, NamesOf(header.getAssigns(), "assign", m.type, sender));
   m.root = header.getRoot();
   const auto steps = header.getSteps();
   m.steps.reserve(steps.size());
@@ -217,24 +226,10 @@ Result<EncodedMessage> Encode(const Message& message) {
   header.setSequence(message.sequence);
   header.setText(AsText(message.text));
   header.setErrorCode(static_cast<uint16_t>(message.error_code));
-  auto names = header.initNames(message.names.size());
-  for (size_t i = 0; i < message.names.size(); ++i) {
-    if (!ValidName(message.names[i])) {
-      return InvalidArgument(StrCat("name ", i, " of the ", MessageTypeName(message.type),
-                                    " is empty or holds a NUL byte; variable names must be "
-                                    "non-empty, without NUL"));
-    }
-    names.set(i, AsText(message.names[i]));
-  }
-  auto assigns = header.initAssigns(message.assigns.size());
-  for (size_t i = 0; i < message.assigns.size(); ++i) {
-    if (!ValidName(message.assigns[i])) {
-      return InvalidArgument(StrCat("assign ", i, " of the ", MessageTypeName(message.type),
-                                    " is empty or holds a NUL byte; variable names must be "
-                                    "non-empty, without NUL"));
-    }
-    assigns.set(i, AsText(message.assigns[i]));
-  }
+  RETURN_IF_ERROR(
+      SetNames(message.names, "name", message.type, header.initNames(message.names.size())));
+  RETURN_IF_ERROR(SetNames(message.assigns, "assign", message.type,
+                           header.initAssigns(message.assigns.size())));
   header.setRoot(message.root);
   auto steps = header.initSteps(message.steps.size());
   for (size_t i = 0; i < message.steps.size(); ++i) steps.set(i, message.steps[i]);
