@@ -4,6 +4,8 @@
 //                                       ps-*-of-* shard directories, or any directory) is read
 //                                       whole and its CRCs checked; exit 1 if any fails
 //   pstrain-checkpoint list PATH...     the same, printing each tensor's name and shape
+//   pstrain-checkpoint print PATH NAME  one variable's shape, statistics (min, max, mean, NaN
+//                                       count, ...) and values (variable_summary.h)
 //
 // A checkpoint file is one whose name contains ".ckpt-" and that is not a temporary file of an
 // interrupted save (".tmp" suffix); the TF-style `checkpoint` index must name existing files.
@@ -20,6 +22,7 @@
 #include "common/checkpoint/checkpoint.h"
 #include "common/checkpoint/checkpoint_manager.h"
 #include "common/checkpoint/cluster_checkpoint.h"
+#include "common/checkpoint/variable_summary.h"
 
 namespace fs = std::filesystem;
 
@@ -87,7 +90,21 @@ void Collect(const fs::path& path, std::vector<fs::path>* files, std::vector<fs:
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string usage = "usage: pstrain-checkpoint verify|list PATH...";
+  const std::string usage =
+      "usage: pstrain-checkpoint verify|list PATH...\n       pstrain-checkpoint print PATH NAME";
+  if (argc >= 2 && std::string(argv[1]) == "print") {
+    if (argc != 4) {
+      std::fprintf(stderr, "%s\n", usage.c_str());
+      return 2;
+    }
+    auto summary = pstrain::SummarizeVariable(argv[2], argv[3]);
+    if (!summary.ok()) {
+      std::fprintf(stderr, "pstrain-checkpoint print: %s\n", summary.status().ToString().c_str());
+      return 1;
+    }
+    std::printf("%s", pstrain::FormatVariableSummary(summary.value()).c_str());
+    return 0;
+  }
   if (argc < 3 || (std::string(argv[1]) != "verify" && std::string(argv[1]) != "list")) {
     std::fprintf(stderr, "%s\n", usage.c_str());
     return 2;
