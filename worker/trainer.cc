@@ -18,6 +18,7 @@
 #include "ps/variable_store.h"
 #include "worker/input/input_pipeline.h"
 #include "worker/model.h"
+#include "worker/progress_line.h"
 #include "worker/training_setup.h"
 
 namespace pstrain {
@@ -162,10 +163,14 @@ Result<TrainResult> Train(const TrainerOptions& o) {
     if (now_step % o.log_every_n_steps == 0 || now_step == max_steps) {
       const ProgressWindow::Report r = window.Take();
       const float lr = store->learning_rate();
-      LOG(INFO) << "trainer: step " << now_step << "/" << max_steps << " (epoch " << std::fixed
-                << std::setprecision(2) << static_cast<double>(now_step) / steps_per_epoch
-                << ") loss " << std::setprecision(4) << r.mean_loss << " lr " << lr << " "
-                << std::setprecision(1) << r.examples_per_sec << " examples/s";
+      ProgressLine line;
+      line.step = now_step;
+      line.max_steps = max_steps;
+      line.epoch = static_cast<double>(now_step) / steps_per_epoch;
+      line.loss = r.mean_loss;
+      line.learning_rate = lr;
+      line.examples_per_sec = r.examples_per_sec;
+      LOG(INFO) << "trainer: " << FormatProgressLine(line);
       if (train_log) WriteProgressScalars(train_log.get(), now_step, lr, r);
       ReportDeviceMemory(*device, "trainer", now_step, train_log.get());
     }

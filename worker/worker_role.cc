@@ -12,6 +12,7 @@
 #include "ps/learning_rate.h"
 #include "worker/input/input_pipeline.h"
 #include "worker/intra_node.h"
+#include "worker/progress_line.h"
 #include "worker/ps_client.h"
 #include "worker/training_setup.h"
 
@@ -228,11 +229,16 @@ Status RunWorker(const RoleOptions& o) {
     if (local_steps % o.log_every_n_steps == 0 || step >= s.max_steps) {
       const ProgressWindow::Report r = window.Take();
       const double mean_staleness = static_cast<double>(staleness) / r.steps;
-      LOG(INFO) << who << ": step " << step << "/" << s.max_steps << " (epoch " << std::fixed
-                << std::setprecision(2) << static_cast<double>(step) / s.steps_per_epoch
-                << ") loss " << std::setprecision(4) << r.mean_loss << " lr " << schedule.At(step)
-                << " " << std::setprecision(1) << r.examples_per_sec << " examples/s staleness "
-                << std::setprecision(2) << mean_staleness << " dropped " << dropped;
+      ProgressLine line;
+      line.step = step;
+      line.max_steps = s.max_steps;
+      line.epoch = static_cast<double>(step) / s.steps_per_epoch;
+      line.loss = r.mean_loss;
+      line.learning_rate = schedule.At(step);
+      line.examples_per_sec = r.examples_per_sec;
+      line.staleness = mean_staleness;
+      line.dropped = dropped;
+      LOG(INFO) << who << ": " << FormatProgressLine(line);
       if (log) {
         WriteProgressScalars(log.get(), step, schedule.At(step), r);
         log->AddScalar("staleness", step, static_cast<float>(mean_staleness));

@@ -209,9 +209,13 @@ def main(argv: Optional[List[str]] = None, repo_root: Optional[str] = None) -> i
     srun_env = slurm.srun_env(os.environ) if mode == "slurm" else None
     processes = [RoleProcess(r, a, mode == "ssh", env=srun_env) for r, a in zip(roles, argvs)]
     ended = (lambda: slurm.job_ended(job_id)) if mode == "slurm" else None
+    outputs = [("TensorBoard", f"tensorboard --logdir {opts.logdir}"),
+               ("checkpoints", os.path.join(args.train_dir, "ps-*-of-*") +
+                f" (committed steps: {os.path.join(args.train_dir, 'committed_checkpoints')})"),
+               ("model", os.path.join(args.train_dir, "model.safetensors"))]
     return Supervisor(processes, log_dir, args.grace_period, args.shutdown_timeout,
                       args.progress_interval, restart=cluster.restart,
-                      ended_outside=ended).run()
+                      ended_outside=ended, outputs=outputs).run()
 
 
 def _role_argv(role, cluster: Cluster, binary: str, grace_period: float) -> List[str]:

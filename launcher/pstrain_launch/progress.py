@@ -7,9 +7,12 @@ import re
 from collections import deque
 from typing import List, Optional
 
-# `... trainer: step 300/1872 (epoch 0.64) loss 0.3671 lr 0.0010 1649.3 examples/s`
+# `worker 1: step 300/1872 (epoch 0.64) loss 0.3671 lr 0.0010 1649.3 examples/s ...`, as the
+# roles write it with FormatProgressLine (worker/progress_line.h): change both ends together.
+# tests/launcher/test_progress_contract.py feeds this the real pstrain-train's output.
 _STEP = re.compile(
-    r"\bstep (\d+)/(\d+)\b(?:.*?\bloss ([-+]?(?:[0-9.]+(?:[eE][-+]?\d+)?|nan|inf)))?")
+    r"\bstep (\d+)/(\d+)\b(?:.*?\bloss ([-+]?(?:[0-9.]+(?:[eE][-+]?\d+)?|nan|inf)))?"
+    r"(?:.*? ([0-9.]+) examples/s)?")
 # `done: global step 1872, test accuracy 0.9102, ...` (chief) and `test accuracy 0.9012` (evaluator)
 _DONE = re.compile(r"\bdone: global step (\d+)")
 _ACCURACY = re.compile(r"\btest accuracy ([0-9.]+)")
@@ -50,19 +53,33 @@ class RoleProgress:
         self.step: Optional[str] = None
         self.loss: Optional[str] = None
         self.accuracy: Optional[str] = None
+        self.examples_per_sec: Optional[float] = None
+        self.done = False  # the chief's "done:" line came
+
+    def global_step(self) -> Optional[int]:
+        return int(self.step.split("/")[0]) if self.step else None
+
+    def total_steps(self) -> Optional[int]:
+        return int(self.step.split("/")[1]) if self.step and "/" in self.step else None
 
     def update(self) -> None:
         for line in self._log.new_lines():
             done = _DONE.search(line)
             if done:
-                total = self.step.split("/")[1] if self.step and "/" in self.step else None
-                self.step = f"{done.group(1)}/{total}" if total else done.group(1)
+                total = self.total_steps()
+                # Async updates in flight may take the global step past the total.
+                step = min(int(done.group(1)), total) if total else int(done.group(1))
+                self.step = f"{step}/{total}" if total else str(step)
+                self.done = True
             else:
                 step = _STEP.search(line)
                 if step:
-                    self.step = f"{step.group(1)}/{step.group(2)}"
+                    total = int(step.group(2))
+                    self.step = f"{min(int(step.group(1)), total)}/{total}"
                     if step.group(3):
                         self.loss = step.group(3)
+                    if step.group(4):
+                        self.examples_per_sec = float(step.group(4))
             accuracy = _ACCURACY.search(line)
             if accuracy:
                 self.accuracy = accuracy.group(1)
@@ -79,6 +96,47 @@ class RoleProgress:
         if self.accuracy:
             parts.append(f"acc {self.accuracy}")
         return " ".join(parts)
+
+
+class ClusterProgress:
+    """What a user asks first of a running cluster: how far (the chief's global step), how fast
+    (the workers' examples/s summed), how good (the evaluator's latest accuracy, or the chief's)
+    and how long still (an ETA from the step rate over the last minutes)."""
+
+    WINDOW_S = 120.0
+
+    def __init__(self):
+        self._history: List[tuple] = []  # (time, global step)
+
+    def line(self, now: float, chief: Optional[RoleProgress], workers: List[RoleProgress],
+             evaluators: List[RoleProgress]) -> str:
+        if chief is None or chief.global_step() is None:
+            return ""
+        step, total = chief.global_step(), chief.total_steps()
+        self._history.append((now, step))
+        while len(self._history) > 2 and now - self._history[0][0] > self.WINDOW_S:
+            self._history.pop(0)
+        parts = [f"step {chief.step}"]
+        rates = [w.examples_per_sec for w in workers if w.examples_per_sec is not None]
+        if rates:
+            parts.append(f"{sum(rates):.0f} examples/s")
+        # The chief's final evaluation once it is done; the evaluator's latest before.
+        accuracy = chief.accuracy if chief.done else next(
+            (e.accuracy for e in reversed(evaluators) if e.accuracy), chief.accuracy)
+        if accuracy:
+            parts.append(f"accuracy {accuracy}")
+        eta = self.eta(step, total)
+        if eta is not None:
+            parts.append(f"ETA {format_elapsed(eta)}")
+        return ", ".join(parts)
+
+    def eta(self, step: int, total: Optional[int]) -> Optional[float]:
+        if not total or step >= total or len(self._history) < 2:
+            return None
+        (t0, s0), (t1, s1) = self._history[0], self._history[-1]
+        if s1 <= s0 or t1 <= t0:
+            return None
+        return (total - step) * (t1 - t0) / (s1 - s0)
 
 
 def format_elapsed(seconds: float) -> str:

@@ -11,7 +11,7 @@ import time
 from typing import Callable, Dict, List, Optional
 
 from .cluster import RestartPolicy
-from .progress import RoleProgress, format_elapsed, tail
+from .progress import ClusterProgress, RoleProgress, format_elapsed, tail
 from .roles import Role
 
 POLL_S = 0.2
@@ -140,8 +140,12 @@ class Supervisor:
     def __init__(self, processes: List[RoleProcess], log_dir: str, grace_period: float,
                  shutdown_timeout: float, progress_interval: float,
                  restart: Optional[RestartPolicy] = None,
-                 ended_outside: Optional[Callable[[], Optional[str]]] = None):
+                 ended_outside: Optional[Callable[[], Optional[str]]] = None,
+                 outputs: Optional[List[tuple]] = None):
         self.procs = processes
+        # Where a run's results are, for the final table: (what, path) pairs.
+        self.outputs = outputs or []
+        self.cluster = ClusterProgress()
         # Why the roles may be ending from outside, e.g. "Slurm job 12 is CANCELLED"; None while
         # nothing outside is stopping them. Asked when a role fails or a signal comes.
         self.ended_outside = ended_outside
@@ -169,6 +173,16 @@ class Supervisor:
         except BrokenPipeError:
             pass
 
+    def _of(self, job: str) -> List[RoleProcess]:
+        return [p for p in self.procs if p.role.job == job]
+
+    def cluster_line(self) -> str:
+        """Step, examples/s of all workers, accuracy and ETA; "" before the chief's first line."""
+        workers = self._of("worker")
+        return self.cluster.line(time.monotonic(), workers[0].progress if workers else None,
+                                 [w.progress for w in workers],
+                                 [e.progress for e in self._of("evaluator")])
+
     def summary(self) -> str:
         parts = []
         for p in self.procs:
@@ -181,7 +195,8 @@ class Supervisor:
             else:
                 state = f"{info} {describe_exit(p.returncode)}".strip()
             parts.append(f"{p.role.name} {state}")
-        return "  ".join(parts)
+        cluster = self.cluster_line()
+        return (f"{cluster} | " if cluster else "") + "  ".join(parts)
 
     def _print_progress(self, force: bool = False) -> None:
         if self.progress_interval <= 0 and not force:
@@ -193,6 +208,40 @@ class Supervisor:
                 since >= max(60.0, self.progress_interval):
             self.say(f"{format_elapsed(now - self.start_time)}  {text}")
             self._last_summary, self._last_print = text, now
+
+    def _print_table(self, code: int) -> None:
+        """One table at the end: how it went, and where everything is."""
+        workers = self._of("worker")
+        chief = workers[0].progress if workers else None
+        rates = [w.progress.examples_per_sec for w in workers
+                 if w.progress.examples_per_sec is not None]
+        evaluators = [e.progress.accuracy for e in self._of("evaluator") if e.progress.accuracy]
+        if code == 0:
+            result = "done"
+        elif self.outside is not None:
+            result = f"ended from outside (exit {code}): {self.outside}"
+        elif self.failure is None and self.signal is not None:
+            result = f"stopped by signal {self.signal} (exit {code})"
+        else:
+            result = f"failed (exit {code})"
+        rows = [("result", result),
+                ("time", format_elapsed(time.monotonic() - self.start_time)),
+                ("global step", chief.step if chief and chief.step else "-"),
+                ("test accuracy", (chief.accuracy if chief and chief.accuracy else None)
+                 or (evaluators[-1] if evaluators else "-")),
+                ("throughput", f"{sum(rates):.0f} examples/s (last, all workers)" if rates
+                 else "-"),
+                ("restarts", ", ".join(f"{p.role.name} {p.restarts}" for p in self.procs
+                                       if p.restarts) or "none"),
+                ("role logs", self.log_dir)]
+        rows += [(what, path) for what, path in self.outputs]
+        width = max(len(what) for what, _ in rows)
+        self.say("summary:")
+        for what, value in rows:
+            try:
+                print(f"  {what.ljust(width)}  {value}", flush=True)
+            except BrokenPipeError:
+                pass
 
     # ---- signals ----
     def _on_signal(self, signum: int, _frame) -> None:
@@ -358,6 +407,7 @@ class Supervisor:
             code = self.failure_code if self.failure else self._signal_exit()
         self._stop_all()
         self._print_progress(force=True)
+        self._print_table(code)
         self.say("exit codes: " + ", ".join(
             f"{p.role.name} {short_exit(p.returncode)}"
             + (" (stopped)" if p.stopped_by_launcher else "") for p in self.procs))

@@ -63,9 +63,21 @@ class LocalRunTest(unittest.TestCase):
         self.assertIn("test accuracy 0.9012", self.log("evaluator-0.log"))
         self.assertIn(f"logs: {self.train_dir}/launcher/ (ps-0.log, ps-1.log, worker-0.log, "
                       "worker-1.log, evaluator-0.log)", result.stdout)
-        self.assertRegex(result.stdout, r"\[launcher\] \d+s  ps0 up  ps1 up  worker0 step \d+/25 "
+        # The cluster first (the chief's step, all workers' examples/s, the evaluator's accuracy,
+        # an ETA once the step has moved), then each role.
+        self.assertRegex(result.stdout, r"\[launcher\] \d+s  step \d+/25, 3299 examples/s, "
+                         r"accuracy 0\.8621(, ETA \d+s)? \| ps0 up  ps1 up  worker0 step \d+/25 "
                          r"loss \d\.\d{3}  worker1 step \d+/25 loss \d\.\d{3}  evaluator0 acc "
                          r"0\.8621")
+        self.assertRegex(result.stdout, r", ETA \d+s \|")
+        # One table at the end: the chief's result, and where everything is.
+        table = result.stdout[result.stdout.index("[launcher] summary:"):]
+        for row in ("result         done", "global step    25/25", "test accuracy  0.9102",
+                    "throughput     3299 examples/s", "restarts       none",
+                    f"role logs      {self.train_dir}/launcher",
+                    f"TensorBoard    tensorboard --logdir {self.train_dir}/logs",
+                    f"model          {self.train_dir}/model.safetensors"):
+            self.assertIn(row, table)
         self.assertRegex(result.stdout, r"worker0 step 25/25 loss 0\.077 acc 0\.9102 exit 0")
         self.assertIn("exit codes: ps0 0, ps1 0, worker0 0, worker1 0, evaluator0 0",
                       result.stdout)
@@ -155,7 +167,7 @@ class LocalRunTest(unittest.TestCase):
         self.assertIn("ps1 still running 0.5 s after the workers finished; expected the servers "
                       "to exit after the chief's shutdown", result.stderr)
         # --progress_interval 0: one summary line, at the end.
-        self.assertEqual(len(re.findall(r"\[launcher\] \d+s  ps0", result.stdout)), 1)
+        self.assertEqual(len(re.findall(r"\[launcher\] \d+s  (?:[^|\n]*\| )?ps0", result.stdout)), 1)
         self.assert_all_gone()
 
 

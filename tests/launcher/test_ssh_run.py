@@ -112,7 +112,7 @@ class SshRunTest(unittest.TestCase):
                 self.assertIn(f"fake {job}:{index}: started", f.read())
         with open(os.path.join(self.train_dir, "launcher", "worker-0.log")) as f:
             self.assertIn("done: global step 20, test accuracy 0.9102", f.read())
-        self.assertRegex(result.stdout, r"\d+s  ps0 up  worker0 step \d+/20 loss")
+        self.assertRegex(result.stdout, r"\d+s  (?:[^|\n]*\| )?ps0 up  worker0 step \d+/20 loss")
         self.assertIn("exit codes: ps0 0, worker0 0, worker1 0, evaluator0 0", result.stdout)
         self.assert_all_gone()  # ps0's child included
 
