@@ -32,7 +32,7 @@ void ParseFlags(int* argc, char*** argv, const std::vector<std::string>& flag_fi
       }
     }
     std::fflush(stdout);
-    std::exit(0);
+    std::exit(1);  // as gflags' own --help and --helpshort do
   }
   gflags::ParseCommandLineFlags(argc, argv, true);
 }
