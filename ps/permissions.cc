@@ -30,21 +30,22 @@ bool IsRole(const std::string& role) {
 
 Result<Sender> IdentifySender(const std::string& identity, const wire::Message& request,
                               const ClusterSize& cluster) {
-  const std::string claim = "'" + request.role + "' task " + std::to_string(request.task_index);
+  // Built only for a refusal: this runs on every request.
+  auto claim = [&] { return "'" + request.role + "' task " + std::to_string(request.task_index); };
   if (!IsRole(request.role) || request.task_index < 0) {
     return PermissionDenied(
         "a request must name its sender (worker, chief or evaluator, and a "
         "task index >= 0); this one names " +
-        claim);
+        claim());
   }
   if (request.role == "chief" && request.task_index != 0) {
-    return PermissionDenied("only worker 0 is the chief; this request claims " + claim);
+    return PermissionDenied("only worker 0 is the chief; this request claims " + claim());
   }
   if (cluster.workers > 0) {
     const bool evaluator = request.role == "evaluator";
     const int tasks = evaluator ? std::max(1, cluster.evaluators) : cluster.workers;
     if (request.task_index >= tasks) {
-      return PermissionDenied("the request claims " + claim + ", but the cluster has " +
+      return PermissionDenied("the request claims " + claim() + ", but the cluster has " +
                               std::to_string(tasks) + (evaluator ? " evaluator" : " worker") +
                               " task(s) (--worker_hosts, --evaluators)");
     }
@@ -59,7 +60,7 @@ Result<Sender> IdentifySender(const std::string& identity, const wire::Message& 
   }
   const std::string key_job = request.role == "chief" ? "worker" : request.role;
   if (job != key_job || task != request.task_index) {
-    return PermissionDenied("the request claims to come from " + claim + " but its key is " +
+    return PermissionDenied("the request claims to come from " + claim() + " but its key is " +
                             identity + "'s");
   }
   return sender;

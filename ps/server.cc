@@ -396,12 +396,57 @@ size_t ParameterServer::pending_requests() const {
   return n;
 }
 
+// A barrier waits for the whole cluster: every worker (the chief is worker 0) and every
+// evaluator, each once. The count is the server's own (--worker_hosts, --evaluators), never the
+// request's: a sender that could name it would release the final barrier while others still
+// train. A request's `value` must agree with it (roles started with different flags).
+Status ParameterServer::CheckBarrier(const Message& request) const {
+  const ClusterSize& c = options_.cluster;
+  if (c.workers == 0) {  // cluster unknown (servers built in-process): the first count holds
+    auto it = barriers_.find(request.text);
+    if (it == barriers_.end() || it->second.empty() ||
+        it->second.front().request.value == request.value) {
+      return Status::OK();
+    }
+    return InvalidArgument("barrier '" + request.text + "' waits for " +
+                           std::to_string(it->second.front().request.value) +
+                           " participants, but this request counts " +
+                           std::to_string(request.value));
+  }
+  const int64_t expected = int64_t{c.workers} + c.evaluators;
+  const std::string cluster = std::to_string(c.workers) + " worker(s) and " +
+                              std::to_string(c.evaluators) +
+                              " evaluator(s) (--worker_hosts, --evaluators)";
+  if (request.role == "evaluator" && request.task_index >= c.evaluators) {
+    return PermissionDenied("barrier '" + request.text + "' waits for the cluster's " + cluster +
+                            "; evaluator " + std::to_string(request.task_index) +
+                            " is not one of them");
+  }
+  if (request.value != expected) {
+    return InvalidArgument("barrier '" + request.text + "' waits for the cluster's " +
+                           std::to_string(expected) + " tasks, " + cluster +
+                           ", but this request counts " + std::to_string(request.value) +
+                           ": do all roles have the same --worker_hosts and --evaluators?");
+  }
+  return Status::OK();
+}
+
+// "worker 0" for the chief too: one process, whichever role its header names.
+std::string ParameterServer::BarrierParticipant(const Message& m) {
+  return (m.role == "evaluator" ? "evaluator " : "worker ") + std::to_string(m.task_index);
+}
+
 std::vector<ParameterServer::Outgoing> ParameterServer::HandleBarrier(const std::string& peer,
                                                                       const Message& request) {
+  if (Status s = CheckBarrier(request); !s.ok()) {
+    ++stats_.rejected;
+    return {{peer, Error(request, s.message(), s.code())}};
+  }
   // A participant that asks again (a retry, or a restarted process) counts once, and waits at
   // one barrier at a time: a sender's earlier wait, at this barrier or another, is dropped, so
   // the server holds at most one waiting barrier request per sender of the cluster.
-  auto same = [&](const Waiting& w) { return Who(w.request) == Who(request); };
+  const std::string me = BarrierParticipant(request);
+  auto same = [&](const Waiting& w) { return BarrierParticipant(w.request) == me; };
   for (auto it = barriers_.begin(); it != barriers_.end();) {
     auto& others = it->second;
     others.erase(std::remove_if(others.begin(), others.end(), same), others.end());
@@ -409,8 +454,11 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandleBarrier(const std:
   }
   auto& waiting = barriers_[request.text];
   waiting.push_back({peer, request});
+  const int64_t expected = options_.cluster.workers > 0
+                               ? int64_t{options_.cluster.workers} + options_.cluster.evaluators
+                               : waiting.front().request.value;
   std::vector<Outgoing> out;
-  if (static_cast<int64_t>(waiting.size()) >= request.value) {
+  if (static_cast<int64_t>(waiting.size()) >= expected) {
     for (Waiting& w : waiting) out.push_back({w.peer, Reply(w.request, MessageType::kOk)});
     barriers_.erase(request.text);
   }

@@ -48,8 +48,9 @@ struct ServerOptions {
   int task_index = 0;
   int num_ps = 1;
   int num_workers = 1;          // workers that push (one per host with intra-node sync)
-  // The cluster's worker and evaluator tasks, bounding the task indices senders may claim
-  // (0 workers: not checked).
+  // The cluster's worker and evaluator tasks, bounding the task indices senders may claim and
+  // counting who a barrier waits for (0 workers: unknown, in-process tests; not checked, and a
+  // barrier waits for the count its first participant names).
   ClusterSize cluster;
   UpdateMode mode = UpdateMode::kAsync;
   int accumulate_n = 0;       // accumulate: pushes per update (0: the number of workers)
@@ -149,6 +150,10 @@ class ParameterServer {
   wire::Message PullReply(const wire::Message& request);
   std::vector<Outgoing> HandlePush(const std::string& peer, const wire::Message& request);
   std::vector<Outgoing> HandleBarrier(const std::string& peer, const wire::Message& request);
+  // Whether `request` may wait at its barrier: a participant of the cluster, counting the
+  // cluster's tasks (ServerOptions::cluster) as the server does.
+  Status CheckBarrier(const wire::Message& request) const;
+  static std::string BarrierParticipant(const wire::Message& m);
   std::vector<Outgoing> HandleCheckpoint(const std::string& peer, const wire::Message& request);
   // Defined in ps/server_checkpoints.cc, with the checkpoint requests.
   wire::Message HandleRestore(const wire::Message& request);

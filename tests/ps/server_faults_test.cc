@@ -138,6 +138,72 @@ TEST(ServerFaultsTest, ASenderWaitsAtOneBarrierAtATimeWhateverItSends) {
   EXPECT_EQ(server->pending_requests(), 0u);
 }
 
+// A barrier request from `role` `task` that names `count` participants.
+Message BarrierRequest(const std::string& role, int task, int64_t count) {
+  Message b;
+  b.type = MessageType::kBarrier;
+  b.text = "done";
+  b.value = count;
+  b.role = role;
+  b.task_index = task;
+  return b;
+}
+
+std::unique_ptr<ParameterServer> MakeClusterServer(int workers, int evaluators) {
+  auto config = ConfigNode::Parse("{optimizer: {type: sgd}, learning_rate: {initial: 1.0}}", "t");
+  ServerOptions o;
+  o.num_workers = workers;
+  o.cluster = {workers, evaluators};
+  return std::make_unique<ParameterServer>(o, VariableStore::FromConfig(*config).value());
+}
+
+TEST(ServerFaultsTest, ABarrierWaitsForTheWholeClusterWhateverCountARequestNames) {
+  auto server = MakeClusterServer(2, 1);
+  // Worker 1 says the barrier is for one participant: it would be released at once, before
+  // worker 0 (the chief) has finished, which then finds its servers shut down.
+  auto out = server->Handle("w1", BarrierRequest("worker", 1, 1));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].message.type, MessageType::kError);
+  EXPECT_EQ(out[0].message.error_code, StatusCode::kInvalidArgument);
+  EXPECT_NE(out[0].message.text.find("waits for the cluster's 3 tasks, 2 worker(s) and 1 "
+                                     "evaluator(s)"),
+            std::string::npos)
+      << out[0].message.text;
+  EXPECT_NE(out[0].message.text.find("this request counts 1"), std::string::npos);
+  EXPECT_EQ(server->pending_requests(), 0u);
+  // Two of the three, with the right count, wait; the third releases all three.
+  EXPECT_TRUE(server->Handle("w1", BarrierRequest("worker", 1, 3)).empty());
+  EXPECT_TRUE(server->Handle("e0", BarrierRequest("evaluator", 0, 3)).empty());
+  EXPECT_EQ(server->Handle("c0", BarrierRequest("chief", 0, 3)).size(), 3u);
+  EXPECT_EQ(server->pending_requests(), 0u);
+}
+
+TEST(ServerFaultsTest, TheChiefAndWorkerZeroAreOneParticipantAtABarrier) {
+  auto server = MakeClusterServer(2, 0);
+  // Worker 0's key may name itself "chief 0" or "worker 0": still one process.
+  EXPECT_TRUE(server->Handle("c0", BarrierRequest("chief", 0, 2)).empty());
+  EXPECT_TRUE(server->Handle("w0", BarrierRequest("worker", 0, 2)).empty())
+      << "worker 0 counted twice released the barrier without worker 1";
+  auto out = server->Handle("w1", BarrierRequest("worker", 1, 2));
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].peer, "w0");
+  EXPECT_EQ(out[1].peer, "w1");
+}
+
+TEST(ServerFaultsTest, AnEvaluatorTheClusterDoesNotCountCannotReleaseABarrier) {
+  auto server = MakeClusterServer(2, 0);
+  EXPECT_TRUE(server->Handle("w0", BarrierRequest("chief", 0, 2)).empty());
+  // One evaluator may always connect (to pull), but with --evaluators=0 none is waited for.
+  auto out = server->Handle("e0", BarrierRequest("evaluator", 0, 2));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].peer, "e0");
+  EXPECT_EQ(out[0].message.error_code, StatusCode::kPermissionDenied);
+  EXPECT_NE(out[0].message.text.find("evaluator 0 is not one of them"), std::string::npos)
+      << out[0].message.text;
+  EXPECT_EQ(server->pending_requests(), 1u);
+  EXPECT_EQ(server->Handle("w1", BarrierRequest("worker", 1, 2)).size(), 2u);
+}
+
 TEST(ServerFaultsTest, InSyncModeOnePullWaitsPerSender) {
   auto server = MakeServer(UpdateMode::kSync, 2);
   EXPECT_TRUE(server->Handle("w1", Push(1, 100, 1, 1.0f, 1)).empty());  // waits for worker 0
