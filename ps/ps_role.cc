@@ -2,6 +2,9 @@
 
 #include <glog/logging.h>
 
+#include <chrono>
+#include <memory>
+
 #include "common/config.h"
 #include "common/wire/listen_address.h"
 #include "common/wire/transport.h"
@@ -28,7 +31,16 @@ Status RunParameterServer(const PsRoleOptions& o) {
               << ": plaintext, no authentication (no --curve_keys) on " << listen
               << ": any process that reaches it is believed about who it is";
   }
-  return server.Serve(socket.get());
+  std::unique_ptr<ServerSummary> summary;
+  if (!o.logdir.empty() && o.summary_secs > 0) {
+    auto opened = ServerSummary::Open(o.logdir, o.server.task_index, o.summary_secs,
+                                      std::chrono::steady_clock::now());
+    if (!opened.ok()) return opened.status().WithContext(who + ": --logdir");
+    summary = std::move(opened).value();
+    LOG(INFO) << who << ": TensorBoard scalars every " << o.summary_secs << " s in "
+              << summary->path();
+  }
+  return server.Serve(socket.get(), summary.get());
 }
 
 }  // namespace ps

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include "common/checkpoint/cluster_checkpoint.h"
 #include "common/wire/message_fields.h"
@@ -121,6 +122,22 @@ Message ParameterServer::Refuse(const Message& request, const Status& why,
 std::vector<ParameterServer::Outgoing> ParameterServer::Handle(const std::string& peer,
                                                                const Message& request,
                                                                const std::string& identity) {
+  for (const auto& t : request.tensors) stats_.bytes_in += static_cast<int64_t>(t.tensor.bytes());
+  std::vector<Outgoing> out = Dispatch(peer, request, identity);
+  for (const Outgoing& o : out) {
+    for (const auto& t : o.message.tensors) {
+      stats_.bytes_out += static_cast<int64_t>(t.tensor.bytes());
+    }
+  }
+  highs_.pending = std::max(highs_.pending, pending_requests());
+  return out;
+}
+
+ServerHighs ParameterServer::TakeHighs() { return std::exchange(highs_, ServerHighs{}); }
+
+std::vector<ParameterServer::Outgoing> ParameterServer::Dispatch(const std::string& peer,
+                                                                 const Message& request,
+                                                                 const std::string& identity) {
   Result<Sender> sender = IdentifySender(identity, request, options_.cluster);
   Status allowed = sender.ok() ? Authorize(*sender, request) : sender.status();
   if (allowed.ok()) allowed = NotePeer(sender->Name(), request, std::chrono::steady_clock::now());
@@ -283,8 +300,8 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandlePush(const std::st
     dst.CopyFrom(value);
   }
   if (options_.mode == UpdateMode::kAsync) {
-    for (const auto& g : grads) store_->DetachIfShared(g.first);
-    Status s = store_->ApplyGradientsAt(request.step, grads);
+    NoteStaleness(request.step);
+    Status s = Apply(request.step, grads);
     if (!s.ok()) return {{peer, Error(request, s.message())}};
     ++global_step_;
     ++stats_.updates;
@@ -304,6 +321,7 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandlePush(const std::st
     RememberPush(request, m);
     return {{peer, m}};
   }
+  NoteStaleness(request.step);
   for (const auto& g : grads) {
     accumulators_.at(g.first).Add(g.second, request.step, global_step_);
   }
@@ -318,8 +336,7 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandlePush(const std::st
     for (auto& [name, acc] : accumulators_) {
       if (acc.count() > 0) means.emplace_back(name, acc.TakeAverage());
     }
-    for (const auto& g : means) store_->DetachIfShared(g.first);
-    Status s = store_->ApplyGradientsAt(global_step_, means);
+    Status s = Apply(global_step_, means);
     if (!s.ok()) LOG(ERROR) << "ps " << options_.task_index << ": " << s.ToString();
     pushes_in_window_ = 0;
     ++global_step_;
@@ -330,6 +347,26 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandlePush(const std::st
     waiting_pulls_.clear();
   }
   return out;
+}
+
+Status ParameterServer::Apply(int64_t step,
+                              const std::vector<std::pair<std::string, Tensor>>& grads) {
+  const auto start = std::chrono::steady_clock::now();
+  for (const auto& g : grads) store_->DetachIfShared(g.first);
+  Status s = store_->ApplyGradientsAt(step, grads);
+  const int64_t nanos =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+          .count();
+  stats_.apply_nanos += nanos;
+  highs_.apply_nanos = std::max(highs_.apply_nanos, nanos);
+  return s;
+}
+
+void ParameterServer::NoteStaleness(int64_t computed_at) {
+  const int64_t staleness = std::max<int64_t>(0, global_step_ - computed_at);
+  stats_.staleness_sum += staleness;
+  ++stats_.staleness_samples;
+  highs_.staleness = std::max(highs_.staleness, staleness);
 }
 
 Status ParameterServer::CheckPushFields(const Message& request) const {
@@ -465,7 +502,7 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandleBarrier(const std:
   return out;
 }
 
-Status ParameterServer::Serve(wire::ServerSocket* socket) {
+Status ParameterServer::Serve(wire::ServerSocket* socket, ServerSummary* summary) {
   LOG(INFO) << "ps " << options_.task_index << ": serving on " << socket->endpoint();
   auto next_peer_check = std::chrono::steady_clock::now();
   while (!shutdown_) {
@@ -474,6 +511,9 @@ Status ParameterServer::Serve(wire::ServerSocket* socket) {
     if (now >= next_peer_check) {
       CheckPeers(now);
       next_peer_check = now + std::chrono::milliseconds(500);
+    }
+    if (summary != nullptr && summary->Due(now)) {
+      summary->Write(stats_, TakeHighs(), global_step_, pending_requests(), now);
     }
     Result<wire::Incoming> in = socket->Receive(std::chrono::milliseconds(200));
     if (!in.ok()) {
@@ -515,6 +555,13 @@ Status ParameterServer::Serve(wire::ServerSocket* socket) {
             << " updates, " << stats_.dropped_stale << " stale dropped, " << stats_.rejected
             << " rejected, " << stats_.refused << " refused to their senders' roles, "
             << stats_.duplicates << " retried pushes answered once)";
+  if (summary != nullptr) {  // the last interval, up to the shutdown
+    summary->Write(stats_, TakeHighs(), global_step_, pending_requests(),
+                   std::chrono::steady_clock::now());
+    if (Status s = summary->Close(); !s.ok()) {
+      LOG(WARNING) << "ps " << options_.task_index << ": summaries: " << s.ToString();
+    }
+  }
   return Status::OK();
 }
 

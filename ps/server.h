@@ -35,6 +35,8 @@
 #include "common/wire/transport.h"
 #include "ps/gradient_accumulator.h"
 #include "ps/permissions.h"
+#include "ps/server_stats.h"
+#include "ps/server_summary.h"
 #include "ps/shard_checkpoints.h"
 #include "ps/variable_store.h"
 
@@ -63,11 +65,6 @@ struct ServerOptions {
   // Runs on the checkpoint writer's thread before each shard file is written (tests hold a save
   // open with it).
   std::function<void(int64_t step)> before_checkpoint_write;
-};
-
-struct ServerStats {
-  int64_t pushes = 0, pulls = 0, updates = 0, dropped_stale = 0, rejected = 0, duplicates = 0;
-  int64_t refused = 0;  // not the sender's to make (its key, role or incarnation)
 };
 
 // What a server knows of one peer (a worker, the chief or an evaluator): when it last heard from
@@ -113,13 +110,16 @@ class ParameterServer {
   // Serve calls it between requests; returns how many were newly found missing.
   int CheckPeers(std::chrono::steady_clock::time_point now);
 
-  // Serves on `socket` until the chief's shutdown.
-  Status Serve(wire::ServerSocket* socket);
+  // Serves on `socket` until the chief's shutdown; writes `summary` (if any) on its interval
+  // and once more at the end.
+  Status Serve(wire::ServerSocket* socket, ServerSummary* summary = nullptr);
 
   bool initialized() const { return initialized_; }
   bool shutdown_requested() const { return shutdown_; }
   int64_t global_step() const { return global_step_; }
   const ServerStats& stats() const { return stats_; }
+  // The highs since the last call, which starts a new interval.
+  ServerHighs TakeHighs();
   const std::map<std::string, PeerState>& peers() const { return peers_; }
   // Requests held for a later reply (barrier waits, sync-mode pushes and pulls): at most a few
   // per sender of the cluster, whatever a sender sends.
@@ -128,6 +128,12 @@ class ParameterServer {
   std::string ShardDir() const;
 
  private:
+  // Handle without the traffic counts.
+  std::vector<Outgoing> Dispatch(const std::string& peer, const wire::Message& request,
+                                 const std::string& identity);
+  // Applies `grads` as the update of `step`, timed.
+  Status Apply(int64_t step, const std::vector<std::pair<std::string, Tensor>>& grads);
+  void NoteStaleness(int64_t computed_at);
   wire::Message Reply(const wire::Message& request, wire::MessageType type) const;
   wire::Message Error(const wire::Message& request, const std::string& what,
                       StatusCode code = StatusCode::kInvalidArgument);
@@ -178,6 +184,7 @@ class ParameterServer {
   std::map<std::string, std::vector<Waiting>> barriers_;  // by barrier name
   std::map<std::string, PeerState> peers_;  // by Who(): "worker 1"
   ServerStats stats_;
+  ServerHighs highs_;
   std::unique_ptr<ShardCheckpoints> checkpoints_;
   std::map<uint64_t, Waiting> saving_;  // checkpoint requests by their save's ticket
 };

@@ -1,0 +1,30 @@
+// What a parameter server counts about its traffic and work: the totals its log prints at the
+// end and its TensorBoard scalars are made of (ps/server_summary.h).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace pstrain {
+namespace ps {
+
+// Counted on the server's thread as requests are handled (plain integers: one thread writes
+// them); ps/server_summary.h turns their growth over an interval into TensorBoard scalars.
+struct ServerStats {
+  int64_t pushes = 0, pulls = 0, updates = 0, dropped_stale = 0, rejected = 0, duplicates = 0;
+  int64_t refused = 0;                  // not the sender's to make (its key, role or incarnation)
+  int64_t bytes_in = 0, bytes_out = 0;  // tensor bytes received in requests and sent in replies
+  int64_t apply_nanos = 0;              // in the optimizer (and copy-on-write), all updates
+  // Updates between the step a taken push was computed from and its arrival, summed.
+  int64_t staleness_sum = 0, staleness_samples = 0;
+};
+
+// The highest values since the summary last took them (ParameterServer::TakeHighs).
+struct ServerHighs {
+  int64_t apply_nanos = 0;  // one update's
+  int64_t staleness = 0;    // one taken push's
+  size_t pending = 0;       // requests held for a later reply, after any request
+};
+
+}  // namespace ps
+}  // namespace pstrain
