@@ -13,6 +13,7 @@
 #include "common/summary/histogram.h"
 #include "common/summary/image_encoding.h"
 #include "common/summary/proto/event.pb.h"
+#include "common/summary/proto/graph.pb.h"
 
 namespace pstrain {
 namespace {
@@ -172,6 +173,13 @@ void SummaryWriter::AddText(const std::string& tag, int64_t step, const std::str
   tensor->mutable_tensor_shape();  // no dims: a scalar
   tensor->add_string_val(text);
   Enqueue(SerializeEvent(step, std::move(summary)));
+}
+
+void SummaryWriter::AddGraph(const tensorflow::GraphDef& graph) {
+  tensorflow::Event event;
+  event.set_wall_time(WallTime());
+  event.set_graph_def(graph.SerializeAsString());
+  Enqueue(event.SerializeAsString());
 }
 
 void SummaryWriter::Enqueue(std::string event) {

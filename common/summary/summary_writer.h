@@ -18,6 +18,10 @@
 #include "common/status.h"
 #include "common/tensor.h"
 
+namespace tensorflow {
+class GraphDef;
+}
+
 namespace pstrain {
 
 struct SummaryWriterOptions {
@@ -50,6 +54,10 @@ class SummaryWriter {
   void AddImages(const std::string& tag, int64_t step, const Tensor& images, int max_images = 3);
   // A DT_STRING scalar tensor for TensorBoard's text plugin, which renders it as markdown.
   void AddText(const std::string& tag, int64_t step, const std::string& text);
+  // The model's graph for the Graphs tab (graph_def.h), as tf.summary.FileWriter(logdir, graph)
+  // writes it: an Event whose graph_def holds the serialized GraphDef. Write it once per run;
+  // TensorBoard shows the last one it reads.
+  void AddGraph(const tensorflow::GraphDef& graph);
 
   // Writes queued events to the file and the file to the OS. Returns the first write error
   // this writer met (after which it drops events), or OK.
