@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "bench/raw_tcp.h"
-#include "worker/collectives/host_hub.h"
-#include "worker/collectives/hub_collectives.h"
+#include "worker/distributed/collectives/host_hub.h"
+#include "worker/distributed/collectives/hub_collectives.h"
 
 DEFINE_int32(mib, 16, "floats per rank, in MiB (RefNet's gradients are about 13 MiB)");
 DEFINE_int32(ranks, 2, "ranks (workers on the host)");

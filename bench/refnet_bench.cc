@@ -12,8 +12,8 @@
 
 #include "common/config.h"
 #include "ps/optimizer.h"
-#include "worker/device_flags.h"
-#include "worker/model.h"
+#include "tools/device_flags.h"
+#include "worker/network/model.h"
 
 DEFINE_string(config, "configs/refnet.yaml", "model config (its `model:` section is used)");
 DEFINE_int32(batch, 128, "batch size");
@@ -36,7 +36,7 @@ int Run() {
   CHECK(model_or.ok()) << model_or.status().ToString();
   auto& model = model_or.value();
   model->InitVariables(1);
-  // --device=auto|cpu|gpu and the other TensorFlow-style device flags (worker/device_flags.h).
+  // --device=auto|cpu|gpu and the other TensorFlow-style device flags (tools/device_flags.h).
   auto device = worker::ComputeDevice::Open(worker::DeviceOptionsFromFlags(), "bench");
   CHECK(device.ok()) << device.status().ToString();
   Status placed = device.value()->Place(model.get());

@@ -11,7 +11,7 @@ namespace pstrain {
 
 // gflags::ParseCommandLineFlags(argc, argv, true), except that --helpshort prints the usage
 // message and the flags defined in `flag_files` (paths relative to the repository,
-// "worker/train_main.cc"), then exits 1 as gflags' own help flags do.
+// "tools/train_main.cc"), then exits 1 as gflags' own help flags do.
 void ParseFlags(int* argc, char*** argv, const std::vector<std::string>& flag_files);
 
 }  // namespace pstrain

@@ -16,7 +16,7 @@
 #include "fuzz/fuzz_input.h"
 #include "fuzz/fuzz_setup.h"
 #include "fuzz/through_the_wire.h"
-#include "worker/collectives/hub_state.h"
+#include "worker/distributed/collectives/hub_state.h"
 
 namespace pstrain {
 namespace {

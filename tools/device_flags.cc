@@ -1,4 +1,4 @@
-#include "worker/device_flags.h"
+#include "tools/device_flags.h"
 
 #include <gflags/gflags.h>
 

@@ -3,7 +3,7 @@
 // --gpu_memory_fraction.
 #pragma once
 
-#include "worker/device_placement.h"
+#include "worker/network/device_placement.h"
 
 namespace pstrain {
 namespace worker {

@@ -34,7 +34,7 @@ Status Convert() {
 int main(int argc, char** argv) {
   gflags::SetUsageMessage("Converts Fashion-MNIST IDX files to sharded TFRecord files");
   FLAGS_logtostderr = true;  // a command-line tool: progress goes to the terminal
-  pstrain::ParseFlags(&argc, &argv, {"common/data/idx2tfrecord_main.cc"});
+  pstrain::ParseFlags(&argc, &argv, {"tools/idx2tfrecord_main.cc"});
   google::InitGoogleLogging(argv[0]);
   pstrain::Status s = pstrain::Convert();
   if (!s.ok()) {

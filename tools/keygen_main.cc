@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
   gflags::SetUsageMessage(
       "writes CURVE keys for a pstrain cluster.\n  pstrain-keygen --out_dir=DIR --ps=N "
       "--worker=N [--evaluator=N]");
-  pstrain::ParseFlags(&argc, &argv, {"common/wire/keygen_main.cc"});
+  pstrain::ParseFlags(&argc, &argv, {"tools/keygen_main.cc"});
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
   if (argc > 1 || FLAGS_out_dir.empty()) {

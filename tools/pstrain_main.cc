@@ -15,9 +15,9 @@
 #include "common/flags.h"
 #include "common/tf_config.h"
 #include "ps/ps_role.h"
-#include "worker/device_flags.h"
-#include "worker/intra_node.h"
-#include "worker/worker_role.h"
+#include "tools/device_flags.h"
+#include "worker/distributed/intra_node.h"
+#include "worker/distributed/worker_role.h"
 
 DEFINE_string(job_name, "", "this process's role: ps, worker or evaluator");
 DEFINE_int32(task_index, 0, "index of this task within its job");
@@ -53,6 +53,9 @@ DEFINE_int64(max_message_mb, 4096,
              "ps: the largest request accepted, in MiB (all tensors together); a larger one is "
              "refused before it is buffered whole (a single larger tensor frame drops the "
              "connection)");
+DEFINE_double(ps_summary_secs, 10,
+              "ps: seconds between each server's TensorBoard scalars (traffic, apply latency, "
+              "pending requests, staleness, refusals) in <logdir>/ps-<task_index>; 0: none");
 DEFINE_int32(ps_unavailable_timeout_secs, 600,
              "worker/evaluator: how long to keep retrying a parameter server that is down "
              "(e.g. being restarted) before failing");
@@ -117,6 +120,7 @@ bool Validate(const std::vector<std::string>& ps, const std::vector<std::string>
                 std::to_string(pushers) + ") and needs --update_mode=sync");
   }
   if (FLAGS_max_staleness < 0) return Fail("--max_staleness must be >= 0");
+  if (!(FLAGS_ps_summary_secs >= 0)) return Fail("--ps_summary_secs must be >= 0 (0: none)");
   return true;
 }
 
@@ -160,7 +164,7 @@ int main(int argc, char** argv) {
   gflags::SetUsageMessage(
       "one role of a pstrain cluster.\n  pstrain --job_name=ps|worker|evaluator --task_index=N "
       "--ps_hosts=h:p,... --worker_hosts=h:p,... --config=FILE --train_dir=DIR");
-  pstrain::ParseFlags(&argc, &argv, {"worker/pstrain_main.cc", "worker/device_flags.cc"});
+  pstrain::ParseFlags(&argc, &argv, {"tools/pstrain_main.cc", "tools/device_flags.cc"});
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
   if (argc > 1) {
@@ -201,6 +205,8 @@ int main(int argc, char** argv) {
     o.server.backup_workers = FLAGS_backup_workers;
     o.server.train_dir = FLAGS_train_dir;
     o.server.max_to_keep = FLAGS_max_to_keep;
+    o.logdir = logdir;
+    o.summary_secs = FLAGS_ps_summary_secs;
     o.config_path = FLAGS_config;
     o.bind_host_port = ps[FLAGS_task_index];
     o.curve = curve;

@@ -7,8 +7,8 @@
 #include <filesystem>
 
 #include "common/flags.h"
-#include "worker/device_flags.h"
-#include "worker/trainer.h"
+#include "tools/device_flags.h"
+#include "worker/training/trainer.h"
 
 DEFINE_string(config, "configs/refnet.yaml", "model and training config (YAML)");
 DEFINE_string(train_dir, "", "directory for checkpoints; a run resumes from its latest one");
@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) command_line += (i ? " " : "") + std::string(argv[i]);
   gflags::SetUsageMessage("Trains a model from a config in one process.\n  " +
                           std::string(argv[0]) + " --config=configs/refnet.yaml --train_dir=DIR");
-  pstrain::ParseFlags(&argc, &argv, {"worker/train_main.cc", "worker/device_flags.cc"});
+  pstrain::ParseFlags(&argc, &argv, {"tools/train_main.cc", "tools/device_flags.cc"});
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
   if (argc > 1) {

@@ -13,7 +13,7 @@
 // A restore takes the newest committed step that every shard holds whole, so shards are never
 // restored from different steps: a step one shard wrote and another did not (a kill between
 // their saves) was never committed, and a damaged shard file of a committed step makes the
-// whole cluster fall back to an older step. The chief decides (worker/ps_client.h); servers only
+// whole cluster fall back to an older step. The chief decides (worker/distributed/ps_client.h); servers only
 // report which steps they hold whole and restore the one they are told.
 #pragma once
 

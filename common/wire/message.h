@@ -31,11 +31,11 @@ enum class MessageType {
   kShutdown,    // chief -> server: training is over, exit cleanly
   kOk,          // a reply with nothing more to say (or with tensors/step for a pull)
   kError,       // a reply naming what was wrong (`text`); the request changed nothing
-  // Rendezvous of the workers on one host (worker/collectives/zmq_store.h): set names[0] to
+  // Rendezvous of the workers on one host (worker/distributed/collectives/zmq_store.h): set names[0] to
   // `text` once; get names[0] (reply: value 1 and the text once set, value 0 before).
   kStoreSet,
   kStoreGet,
-  // A rank's part of a collective over the host's hub (worker/collectives/host_hub.h): `text`
+  // A rank's part of a collective over the host's hub (worker/distributed/collectives/host_hub.h): `text`
   // the operation, `value` n, `step` the call's number within the group, `root` the broadcast
   // root, tensors[0] the rank's input; the reply carries its output in tensors[0].
   kCollective,

@@ -8,7 +8,7 @@ from collections import deque
 from typing import List, Optional
 
 # `worker 1: step 300/1872 (epoch 0.64) loss 0.3671 lr 0.0010 1649.3 examples/s ...`, as the
-# roles write it with FormatProgressLine (worker/progress_line.h): change both ends together.
+# roles write it with FormatProgressLine (worker/training/progress_line.h): change both ends together.
 # tests/launcher/test_progress_contract.py feeds this the real pstrain-train's output.
 _STEP = re.compile(
     r"\bstep (\d+)/(\d+)\b(?:.*?\bloss ([-+]?(?:[0-9.]+(?:[eE][-+]?\d+)?|nan|inf)))?"

@@ -1,4 +1,4 @@
-#include "worker/collectives/bucketing.h"
+#include "worker/distributed/collectives/bucketing.h"
 
 #include <gtest/gtest.h>
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "tests/collectives/rank_threads.h"
-#include "worker/collectives/cpu_collectives.h"
+#include "worker/distributed/collectives/cpu_collectives.h"
 
 namespace pstrain {
 namespace {

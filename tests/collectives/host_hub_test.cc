@@ -2,14 +2,14 @@
 // malformed or inconsistent request gets an error naming what was wrong and leaves the hub
 // serving; a rank that restarts (a new process) fails the group instead of mixing its calls
 // with the old ones.
-#include "worker/collectives/host_hub.h"
+#include "worker/distributed/collectives/host_hub.h"
 
 #include <gtest/gtest.h>
 
 #include <thread>
 
-#include "worker/collectives/hub_collectives.h"
-#include "worker/collectives/hub_state.h"
+#include "worker/distributed/collectives/hub_collectives.h"
+#include "worker/distributed/collectives/hub_state.h"
 
 namespace pstrain {
 namespace {

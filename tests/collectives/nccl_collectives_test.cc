@@ -7,7 +7,7 @@
 #ifdef PSTRAIN_HAVE_NCCL
 #include <cuda_runtime.h>
 
-#include "worker/collectives/nccl_collectives.h"
+#include "worker/distributed/collectives/nccl_collectives.h"
 #endif
 
 namespace pstrain {

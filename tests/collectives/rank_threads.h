@@ -9,9 +9,9 @@
 #include <thread>
 #include <vector>
 
-#include "worker/collectives/cpu_collectives.h"
-#include "worker/collectives/host_hub.h"
-#include "worker/collectives/hub_collectives.h"
+#include "worker/distributed/collectives/cpu_collectives.h"
+#include "worker/distributed/collectives/host_hub.h"
+#include "worker/distributed/collectives/hub_collectives.h"
 
 namespace pstrain {
 

@@ -1,4 +1,4 @@
-#include "worker/collectives/rendezvous_store.h"
+#include "worker/distributed/collectives/rendezvous_store.h"
 
 #include <gtest/gtest.h>
 

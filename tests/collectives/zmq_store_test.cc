@@ -1,6 +1,6 @@
 // The rendezvous store across processes: ranks reach the leader's table over loopback TCP (here
 // from threads; the transport is the same as between processes).
-#include "worker/collectives/zmq_store.h"
+#include "worker/distributed/collectives/zmq_store.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "tests/distributed/ports.h"
-#include "worker/collectives/host_hub.h"
+#include "worker/distributed/collectives/host_hub.h"
 
 namespace pstrain {
 namespace {

@@ -1,4 +1,4 @@
-#include "worker/input/input_options.h"
+#include "worker/training/input/input_options.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "worker/input/preprocess.h"
+#include "worker/training/input/preprocess.h"
 
 #include <gtest/gtest.h>
 

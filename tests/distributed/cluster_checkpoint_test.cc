@@ -14,7 +14,7 @@
 #include "tests/distributed/ports.h"
 #include "tests/distributed/role_process.h"
 #include "tests/distributed/sgd_variables.h"
-#include "worker/ps_client.h"
+#include "worker/distributed/ps_client.h"
 
 namespace pstrain {
 namespace {

@@ -1,7 +1,7 @@
 // Intra-node sync against a real parameter-server process: two workers of one host, as rank
 // threads over the CPU collectives, average their gradients; only the leader pushes (once) and
 // pulls, and both ranks end with the servers' values. NCCL runs the same code on GPUs.
-#include "worker/host_sync.h"
+#include "worker/distributed/host_sync.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 #include "tests/distributed/ports.h"
 #include "tests/distributed/role_process.h"
 #include "tests/distributed/sgd_variables.h"
-#include "worker/intra_node.h"
+#include "worker/distributed/intra_node.h"
 
 namespace pstrain {
 namespace worker {

@@ -16,7 +16,7 @@
 #include "tests/distributed/role_process.h"
 #include "tests/distributed/sgd_variables.h"
 #include "tests/test_env.h"
-#include "worker/ps_client.h"
+#include "worker/distributed/ps_client.h"
 
 namespace pstrain {
 namespace {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "worker/layer.h"
+#include "worker/network/layer.h"
 
 namespace pstrain {
 namespace testing {

@@ -1,11 +1,11 @@
-#include "worker/gpu/cuda_backing.h"
+#include "worker/memory/cuda_backing.h"
 
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <vector>
 
-#include "worker/gpu/growth_allocator.h"
+#include "worker/memory/growth_allocator.h"
 
 namespace pstrain {
 namespace {

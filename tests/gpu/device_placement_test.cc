@@ -1,6 +1,6 @@
 // Device choice from the flags, tested on any machine: the decision is a function of the options
 // and of what the CUDA runtime reports, so every GPU situation is simulated here.
-#include "worker/device_placement.h"
+#include "worker/network/device_placement.h"
 
 #include <gtest/gtest.h>
 

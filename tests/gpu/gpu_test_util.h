@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "worker/cuda/gpu_context.h"
-#include "worker/device_placement.h"
+#include "worker/network/cuda/gpu_context.h"
+#include "worker/network/device_placement.h"
 
 namespace pstrain {
 namespace worker {

@@ -9,8 +9,8 @@
 #include <thread>
 #include <vector>
 
-#include "worker/gpu/growth_allocator.h"
-#include "worker/gpu/host_backing.h"
+#include "worker/memory/growth_allocator.h"
+#include "worker/memory/host_backing.h"
 
 namespace pstrain {
 namespace {

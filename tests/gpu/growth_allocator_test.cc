@@ -1,4 +1,4 @@
-#include "worker/gpu/growth_allocator.h"
+#include "worker/memory/growth_allocator.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <cstring>
 #include <vector>
 
-#include "worker/gpu/host_backing.h"
+#include "worker/memory/host_backing.h"
 
 namespace pstrain {
 namespace {

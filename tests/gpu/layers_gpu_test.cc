@@ -8,7 +8,7 @@
 
 #include "tests/gpu/gpu_test_util.h"
 #include "tests/worker/gradient_checker.h"
-#include "worker/cuda/layer_placement.h"
+#include "worker/network/cuda/layer_placement.h"
 
 namespace pstrain {
 namespace worker {

@@ -8,7 +8,7 @@
 #include "tests/gpu/gpu_test_util.h"
 #include "tests/test_env.h"
 #include "tests/worker/gradient_checker.h"
-#include "worker/model.h"
+#include "worker/network/model.h"
 
 namespace pstrain {
 namespace worker {

@@ -1,4 +1,4 @@
-"""The progress line is a contract between worker/progress_line.h (FormatProgressLine, which
+"""The progress line is a contract between worker/training/progress_line.h (FormatProgressLine, which
 every trainer logs) and the launcher's reader (launcher/pstrain_launch/progress.py). This feeds
 the reader the real pstrain-train's output, not a hand-copied line: the step, total, loss and
 examples/s it reads must be the ones the binary printed."""

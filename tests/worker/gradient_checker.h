@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "common/config.h"
-#include "worker/layer.h"
+#include "worker/network/layer.h"
 
 namespace pstrain {
 namespace worker {

@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "common/tensor.h"
-#include "worker/layers/window.h"
+#include "worker/network/layers/window.h"
 
 namespace pstrain {
 namespace worker {

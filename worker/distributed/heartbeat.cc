@@ -1,4 +1,4 @@
-#include "worker/heartbeat.h"
+#include "worker/distributed/heartbeat.h"
 
 #include <glog/logging.h>
 

@@ -1,4 +1,4 @@
-#include "worker/host_sync.h"
+#include "worker/distributed/host_sync.h"
 
 #include <cstring>
 #include <map>

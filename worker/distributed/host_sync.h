@@ -17,10 +17,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "worker/collectives/bucketing.h"
-#include "worker/collectives/collectives.h"
-#include "worker/layer.h"
-#include "worker/ps_client.h"
+#include "worker/distributed/collectives/bucketing.h"
+#include "worker/distributed/collectives/collectives.h"
+#include "worker/network/layer.h"
+#include "worker/distributed/ps_client.h"
 
 namespace pstrain {
 namespace worker {

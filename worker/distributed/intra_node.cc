@@ -1,4 +1,4 @@
-#include "worker/intra_node.h"
+#include "worker/distributed/intra_node.h"
 
 #include <glog/logging.h>
 
@@ -6,9 +6,9 @@
 #include <set>
 
 #include "common/wire/listen_address.h"
-#include "worker/collectives/hub_collectives.h"
+#include "worker/distributed/collectives/hub_collectives.h"
 #if PSTRAIN_HAVE_NCCL
-#include "worker/collectives/nccl_collectives.h"
+#include "worker/distributed/collectives/nccl_collectives.h"
 #endif
 
 namespace pstrain {

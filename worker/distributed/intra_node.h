@@ -16,11 +16,11 @@
 
 #include "common/status.h"
 #include "common/wire/curve.h"
-#include "worker/collectives/collectives.h"
-#include "worker/collectives/host_hub.h"
-#include "worker/collectives/zmq_store.h"
-#include "worker/host_sync.h"
-#include "worker/layer.h"
+#include "worker/distributed/collectives/collectives.h"
+#include "worker/distributed/collectives/host_hub.h"
+#include "worker/distributed/collectives/zmq_store.h"
+#include "worker/distributed/host_sync.h"
+#include "worker/network/layer.h"
 
 namespace pstrain {
 namespace worker {

@@ -1,4 +1,4 @@
-#include "worker/ps_client.h"
+#include "worker/distributed/ps_client.h"
 
 #include <cstring>
 #include <map>

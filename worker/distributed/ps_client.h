@@ -21,8 +21,8 @@
 
 #include "common/wire/transport.h"
 #include "ps/placement.h"
-#include "worker/heartbeat.h"
-#include "worker/layer.h"
+#include "worker/distributed/heartbeat.h"
+#include "worker/network/layer.h"
 
 namespace pstrain {
 namespace worker {

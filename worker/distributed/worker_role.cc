@@ -1,4 +1,4 @@
-#include "worker/worker_role.h"
+#include "worker/distributed/worker_role.h"
 
 #include <chrono>
 #include <cmath>
@@ -10,11 +10,11 @@
 #include "common/checkpoint/save_trigger.h"
 #include "common/summary/summary_writer.h"
 #include "ps/learning_rate.h"
-#include "worker/input/input_pipeline.h"
-#include "worker/intra_node.h"
-#include "worker/progress_line.h"
-#include "worker/ps_client.h"
-#include "worker/training_setup.h"
+#include "worker/training/input/input_pipeline.h"
+#include "worker/distributed/intra_node.h"
+#include "worker/training/progress_line.h"
+#include "worker/distributed/ps_client.h"
+#include "worker/training/training_setup.h"
 
 namespace pstrain {
 namespace worker {

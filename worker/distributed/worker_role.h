@@ -9,7 +9,7 @@
 
 #include "common/status.h"
 #include "common/wire/curve.h"
-#include "worker/device_placement.h"
+#include "worker/network/device_placement.h"
 
 namespace pstrain {
 namespace worker {
@@ -32,7 +32,7 @@ struct RoleOptions {
   int unavailable_timeout_secs = 600;  // a server down this long fails the role
   // Where the model computes: --device, --allow_soft_placement, ...
   DeviceOptions device;
-  // --intra_node_sync: off, cpu or nccl (worker/intra_node.h).
+  // --intra_node_sync: off, cpu or nccl (worker/distributed/intra_node.h).
   std::string intra_node_sync = "off";
 };
 

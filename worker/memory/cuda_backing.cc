@@ -1,4 +1,4 @@
-#include "worker/gpu/cuda_backing.h"
+#include "worker/memory/cuda_backing.h"
 
 #include <cuda_runtime_api.h>
 

@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "worker/gpu/memory_backing.h"
+#include "worker/memory/memory_backing.h"
 
 namespace pstrain {
 

@@ -1,4 +1,4 @@
-#include "worker/gpu/growth_allocator.h"
+#include "worker/memory/growth_allocator.h"
 
 #include <algorithm>
 #include <cinttypes>

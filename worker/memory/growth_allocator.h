@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "worker/gpu/memory_backing.h"
+#include "worker/memory/memory_backing.h"
 
 namespace pstrain {
 

@@ -1,4 +1,4 @@
-#include "worker/gpu/host_backing.h"
+#include "worker/memory/host_backing.h"
 
 #include <unistd.h>
 

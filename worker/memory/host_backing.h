@@ -6,7 +6,7 @@
 #include <mutex>
 #include <string>
 
-#include "worker/gpu/memory_backing.h"
+#include "worker/memory/memory_backing.h"
 
 namespace pstrain {
 

@@ -1,12 +1,12 @@
-#include "worker/device_placement.h"
+#include "worker/network/device_placement.h"
 
 #include <omp.h>
 
 #include <cstdlib>
 
-#include "worker/gpu/growth_allocator.h"
+#include "worker/memory/growth_allocator.h"
 #if PSTRAIN_HAVE_GPU_BACKEND
-#include "worker/cuda/gpu_context.h"
+#include "worker/network/cuda/gpu_context.h"
 #endif
 
 namespace pstrain {

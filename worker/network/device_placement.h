@@ -9,8 +9,8 @@
 #include <string>
 
 #include "common/status.h"
-#include "worker/layer.h"
-#include "worker/model.h"
+#include "worker/network/layer.h"
+#include "worker/network/model.h"
 
 namespace pstrain {
 

@@ -1,14 +1,14 @@
-#include "worker/model.h"
+#include "worker/network/model.h"
 
 #include <chrono>
 #include <cstdio>
 #include <map>
 #include <sstream>
 
-#include "worker/layers/batch_norm.h"
+#include "worker/network/layers/batch_norm.h"
 #if PSTRAIN_HAVE_GPU_BACKEND
-#include "worker/cuda/gpu_context.h"
-#include "worker/cuda/layer_placement.h"
+#include "worker/network/cuda/gpu_context.h"
+#include "worker/network/cuda/layer_placement.h"
 #endif
 
 namespace pstrain {

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "common/config.h"
-#include "worker/layer.h"
+#include "worker/network/layer.h"
 
 namespace pstrain {
 namespace worker {
@@ -86,7 +86,7 @@ class Model {
     bool needs_grad = false;  // some trainable variable is at or before this node
   };
   void Allocate(int64_t batch);
-  // The device halves of Allocate, Forward and Backward (worker/cuda/model_gpu.cc).
+  // The device halves of Allocate, Forward and Backward (worker/network/cuda/model_gpu.cc).
   void AllocateGpu(int64_t batch);
   void UploadBatchGpu(const Tensor& images, const std::vector<int32_t>& labels);
   float FinishForwardGpu();

@@ -1,4 +1,4 @@
-#include "worker/progress_line.h"
+#include "worker/training/progress_line.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "worker/trainer.h"
+#include "worker/training/trainer.h"
 
 #include <unistd.h>
 
@@ -16,10 +16,10 @@
 #include "common/checkpoint/save_trigger.h"
 #include "common/summary/summary_writer.h"
 #include "ps/variable_store.h"
-#include "worker/input/input_pipeline.h"
-#include "worker/model.h"
-#include "worker/progress_line.h"
-#include "worker/training_setup.h"
+#include "worker/training/input/input_pipeline.h"
+#include "worker/network/model.h"
+#include "worker/training/progress_line.h"
+#include "worker/training/training_setup.h"
 
 namespace pstrain {
 namespace worker {

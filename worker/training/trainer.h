@@ -9,7 +9,7 @@
 
 #include "common/config.h"
 #include "common/status.h"
-#include "worker/device_placement.h"
+#include "worker/network/device_placement.h"
 
 namespace pstrain {
 namespace worker {

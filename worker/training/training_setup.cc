@@ -1,9 +1,9 @@
-#include "worker/training_setup.h"
+#include "worker/training/training_setup.h"
 
 #include "common/data/idx.h"
-#include "worker/gpu/growth_allocator.h"
-#include "worker/input/input_pipeline.h"
-#include "worker/input/preprocess.h"
+#include "worker/memory/growth_allocator.h"
+#include "worker/training/input/input_pipeline.h"
+#include "worker/training/input/preprocess.h"
 
 namespace pstrain {
 namespace worker {

@@ -11,9 +11,9 @@
 #include "common/status.h"
 #include "common/summary/summary_writer.h"
 #include "ps/clipping.h"
-#include "worker/device_placement.h"
-#include "worker/input/input_options.h"
-#include "worker/model.h"
+#include "worker/network/device_placement.h"
+#include "worker/training/input/input_options.h"
+#include "worker/network/model.h"
 
 namespace pstrain {
 namespace worker {

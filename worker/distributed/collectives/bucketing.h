@@ -8,7 +8,7 @@
 
 #include "common/status.h"
 #include "common/tensor.h"
-#include "worker/collectives/collectives.h"
+#include "worker/distributed/collectives/collectives.h"
 
 namespace pstrain {
 

@@ -1,4 +1,4 @@
-#include "worker/collectives/collectives.h"
+#include "worker/distributed/collectives/collectives.h"
 
 #include <string>
 

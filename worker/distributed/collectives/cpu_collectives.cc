@@ -1,4 +1,4 @@
-#include "worker/collectives/cpu_collectives.h"
+#include "worker/distributed/collectives/cpu_collectives.h"
 
 #include <algorithm>
 #include <string>

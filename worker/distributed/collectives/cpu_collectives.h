@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "worker/collectives/collectives.h"
+#include "worker/distributed/collectives/collectives.h"
 
 namespace pstrain {
 

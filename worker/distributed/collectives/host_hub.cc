@@ -1,4 +1,4 @@
-#include "worker/collectives/host_hub.h"
+#include "worker/distributed/collectives/host_hub.h"
 
 #include <glog/logging.h>
 

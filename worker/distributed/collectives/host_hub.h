@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "common/wire/transport.h"
-#include "worker/collectives/hub_state.h"
+#include "worker/distributed/collectives/hub_state.h"
 
 namespace pstrain {
 

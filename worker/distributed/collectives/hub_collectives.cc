@@ -1,4 +1,4 @@
-#include "worker/collectives/hub_collectives.h"
+#include "worker/distributed/collectives/hub_collectives.h"
 
 #include <cstring>
 

@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "common/wire/transport.h"
-#include "worker/collectives/collectives.h"
+#include "worker/distributed/collectives/collectives.h"
 
 namespace pstrain {
 

@@ -1,4 +1,4 @@
-#include "worker/collectives/hub_state.h"
+#include "worker/distributed/collectives/hub_state.h"
 
 #include <glog/logging.h>
 

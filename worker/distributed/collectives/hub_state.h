@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "common/wire/message.h"
-#include "worker/collectives/collectives.h"
-#include "worker/collectives/rendezvous_store.h"
+#include "worker/distributed/collectives/collectives.h"
+#include "worker/distributed/collectives/rendezvous_store.h"
 
 namespace pstrain {
 

@@ -1,4 +1,4 @@
-#include "worker/collectives/nccl_collectives.h"
+#include "worker/distributed/collectives/nccl_collectives.h"
 
 #include <cstring>
 #include <utility>

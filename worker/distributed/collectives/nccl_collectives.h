@@ -11,8 +11,8 @@
 #include <string>
 
 #include "common/status.h"
-#include "worker/collectives/collectives.h"
-#include "worker/collectives/rendezvous_store.h"
+#include "worker/distributed/collectives/collectives.h"
+#include "worker/distributed/collectives/rendezvous_store.h"
 
 namespace pstrain {
 

@@ -1,4 +1,4 @@
-#include "worker/collectives/zmq_store.h"
+#include "worker/distributed/collectives/zmq_store.h"
 
 #include <glog/logging.h>
 

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "common/wire/transport.h"
-#include "worker/collectives/rendezvous_store.h"
+#include "worker/distributed/collectives/rendezvous_store.h"
 
 namespace pstrain {
 

@@ -1,4 +1,4 @@
-#include "worker/cpu/dnnl_context.h"
+#include "worker/network/cpu/dnnl_context.h"
 
 #include <glog/logging.h>
 

@@ -1,10 +1,10 @@
-#include "worker/cuda/gpu_context.h"
+#include "worker/network/cuda/gpu_context.h"
 
 #include <cstring>
 #include <sstream>
 
-#include "worker/cuda/check.h"
-#include "worker/cuda/kernels.h"
+#include "worker/network/cuda/check.h"
+#include "worker/network/cuda/kernels.h"
 
 namespace pstrain {
 namespace worker {

@@ -18,8 +18,8 @@
 
 #include "common/status.h"
 #include "common/tensor.h"
-#include "worker/gpu/cuda_backing.h"
-#include "worker/gpu/growth_allocator.h"
+#include "worker/memory/cuda_backing.h"
+#include "worker/memory/growth_allocator.h"
 
 namespace pstrain {
 namespace worker {

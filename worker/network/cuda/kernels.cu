@@ -1,7 +1,7 @@
 #include <cfloat>
 
-#include "worker/cuda/check.h"
-#include "worker/cuda/kernels.h"
+#include "worker/network/cuda/check.h"
+#include "worker/network/cuda/kernels.h"
 
 namespace pstrain {
 namespace worker {

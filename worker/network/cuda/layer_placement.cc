@@ -1,4 +1,4 @@
-#include "worker/cuda/layer_placement.h"
+#include "worker/network/cuda/layer_placement.h"
 
 namespace pstrain {
 namespace worker {

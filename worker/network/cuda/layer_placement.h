@@ -3,8 +3,8 @@
 #pragma once
 
 #include "common/status.h"
-#include "worker/cuda/gpu_context.h"
-#include "worker/layer.h"
+#include "worker/network/cuda/gpu_context.h"
+#include "worker/network/layer.h"
 
 namespace pstrain {
 namespace worker {

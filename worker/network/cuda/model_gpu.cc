@@ -1,8 +1,8 @@
 // The device halves of Model: activations and gradients in device memory, the batch uploaded
 // through the context's pinned staging buffer, the losses and logits downloaded the same way.
-#include "worker/cuda/gpu_context.h"
-#include "worker/cuda/kernels.h"
-#include "worker/model.h"
+#include "worker/network/cuda/gpu_context.h"
+#include "worker/network/cuda/kernels.h"
+#include "worker/network/model.h"
 
 namespace pstrain {
 namespace worker {

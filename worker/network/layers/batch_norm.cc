@@ -1,4 +1,4 @@
-#include "worker/layers/batch_norm.h"
+#include "worker/network/layers/batch_norm.h"
 
 namespace pstrain {
 namespace worker {

@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "worker/layer.h"
+#include "worker/network/layer.h"
 
 namespace pstrain {
 namespace worker {
@@ -27,7 +27,7 @@ class BatchNorm : public Layer {
   PSTRAIN_DECLARE_GPU_KERNELS()
 
  private:
-  struct GpuPlan;  // cuDNN descriptors and the saved statistics (worker/cuda/batch_norm.cc)
+  struct GpuPlan;  // cuDNN descriptors and the saved statistics (worker/network/layers/batch_norm_cuda.cc)
   std::shared_ptr<GpuPlan> gpu_plan_;
   float momentum_ = 0.99f, epsilon_ = 1e-3f;
   int64_t channels_ = 0, spatial_ = 1;  // values per channel per example
@@ -55,7 +55,7 @@ class SoftmaxCrossEntropy : public Layer {
   PSTRAIN_DECLARE_GPU_KERNELS()
 
  private:
-  struct GpuPlan;  // probabilities in device memory (worker/cuda/batch_norm.cc)
+  struct GpuPlan;  // probabilities in device memory (worker/network/layers/batch_norm_cuda.cc)
   std::shared_ptr<GpuPlan> gpu_plan_;
   int64_t classes_ = 0;
   std::vector<float> probs_;

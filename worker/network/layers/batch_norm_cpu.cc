@@ -1,6 +1,6 @@
 // Batch norm and softmax cross-entropy on the CPU. Statistics accumulate in double so that
 // 100K values per channel do not lose precision; channels are split across cores.
-#include "worker/layers/batch_norm.h"
+#include "worker/network/layers/batch_norm.h"
 
 #include <cmath>
 

@@ -3,11 +3,11 @@
 // with factor = 1 - momentum, and it keeps the variance Bessel-corrected as the CPU layer does.
 // The backward pass after an evaluation-mode forward pass (moving statistics as constants) has
 // no cuDNN call, so it is our kernel; so is the loss.
-#include "worker/layers/batch_norm.h"
+#include "worker/network/layers/batch_norm.h"
 
-#include "worker/cuda/check.h"
-#include "worker/cuda/gpu_context.h"
-#include "worker/cuda/kernels.h"
+#include "worker/network/cuda/check.h"
+#include "worker/network/cuda/gpu_context.h"
+#include "worker/network/cuda/kernels.h"
 
 namespace pstrain {
 namespace worker {

@@ -1,4 +1,4 @@
-#include "worker/layers/conv2d.h"
+#include "worker/network/layers/conv2d.h"
 
 namespace pstrain {
 namespace worker {

@@ -4,9 +4,9 @@
 #include <map>
 #include <memory>
 
-#include "worker/layer.h"
-#include "worker/layers/init.h"
-#include "worker/layers/window.h"
+#include "worker/network/layer.h"
+#include "worker/network/layers/init.h"
+#include "worker/network/layers/window.h"
 
 namespace pstrain {
 namespace worker {
@@ -34,7 +34,7 @@ class Conv2D : public Layer {
 
  private:
   struct CpuPlan;
-  struct GpuPlan;  // cuDNN descriptors, algorithms and workspace (worker/cuda/conv2d.cc)
+  struct GpuPlan;  // cuDNN descriptors, algorithms and workspace (worker/network/layers/conv2d_cuda.cc)
   GpuPlan& GetGpuPlan(int64_t batch, const LayerContext& ctx);
   CpuPlan& GetCpuPlan(int64_t batch, bool need_input_grad);
 

@@ -1,4 +1,4 @@
-#include "worker/layers/dense.h"
+#include "worker/network/layers/fully_connected.h"
 
 namespace pstrain {
 namespace worker {

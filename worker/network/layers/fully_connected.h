@@ -2,8 +2,8 @@
 // weights load into torch.nn.Linear unchanged). Expects a flat input: put a flatten before it.
 #pragma once
 
-#include "worker/layer.h"
-#include "worker/layers/init.h"
+#include "worker/network/layer.h"
+#include "worker/network/layers/init.h"
 
 namespace pstrain {
 namespace worker {

@@ -1,7 +1,7 @@
 // Fully connected layer on the CPU: three GEMMs through oneDNN's multi-threaded sgemm.
-#include "worker/layers/dense.h"
+#include "worker/network/layers/fully_connected.h"
 
-#include "worker/cpu/dnnl_context.h"
+#include "worker/network/cpu/dnnl_context.h"
 
 namespace pstrain {
 namespace worker {

@@ -1,4 +1,4 @@
-#include "worker/layers/init.h"
+#include "worker/network/layers/init.h"
 
 #include <cmath>
 

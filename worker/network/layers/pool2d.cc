@@ -1,4 +1,4 @@
-#include "worker/layers/pool2d.h"
+#include "worker/network/layers/pool2d.h"
 
 namespace pstrain {
 namespace worker {

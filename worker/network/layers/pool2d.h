@@ -5,8 +5,8 @@
 #include <map>
 #include <memory>
 
-#include "worker/layer.h"
-#include "worker/layers/window.h"
+#include "worker/network/layer.h"
+#include "worker/network/layers/window.h"
 
 namespace pstrain {
 namespace worker {
@@ -28,7 +28,7 @@ class Pool2D : public Layer {
 
  private:
   struct CpuPlan;
-  struct GpuPlan;  // cuDNN descriptors (worker/cuda/pool2d.cc)
+  struct GpuPlan;  // cuDNN descriptors (worker/network/layers/pool2d_cuda.cc)
   GpuPlan& GetGpuPlan(int64_t batch, const LayerContext& ctx);
   CpuPlan& GetCpuPlan(int64_t batch, bool training);
 

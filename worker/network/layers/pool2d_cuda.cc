@@ -1,11 +1,11 @@
 // Pooling on the GPU: cuDNN when the padding is symmetric (VALID, or SAME with an even total),
 // our own kernels for TensorFlow's asymmetric SAME (cuDNN pads both sides alike, and padding
 // the input explicitly would change average pooling's divisor).
-#include "worker/layers/pool2d.h"
+#include "worker/network/layers/pool2d.h"
 
-#include "worker/cuda/check.h"
-#include "worker/cuda/gpu_context.h"
-#include "worker/cuda/kernels.h"
+#include "worker/network/cuda/check.h"
+#include "worker/network/cuda/gpu_context.h"
+#include "worker/network/cuda/kernels.h"
 
 namespace pstrain {
 namespace worker {

@@ -1,4 +1,4 @@
-#include "worker/layers/simple.h"
+#include "worker/network/layers/simple.h"
 
 namespace pstrain {
 namespace worker {

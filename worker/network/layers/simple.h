@@ -3,7 +3,7 @@
 
 #include <memory>
 
-#include "worker/layer.h"
+#include "worker/network/layer.h"
 
 namespace pstrain {
 namespace worker {
@@ -55,7 +55,7 @@ class Dropout : public Layer {
   PSTRAIN_DECLARE_GPU_KERNELS()
 
  private:
-  struct GpuPlan;  // the mask in device memory (worker/cuda/simple.cc)
+  struct GpuPlan;  // the mask in device memory (worker/network/layers/simple_cuda.cc)
   std::shared_ptr<GpuPlan> gpu_plan_;
   float keep_prob_ = 0.5f;
   std::vector<uint8_t> mask_;

@@ -1,5 +1,5 @@
 // Elementwise layers on the CPU: memory-bound loops, vectorised and split across cores.
-#include "worker/layers/simple.h"
+#include "worker/network/layers/simple.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,10 +1,10 @@
 // ReLU, flatten, dropout and add on the GPU: our elementwise kernels and device-to-device
 // copies on the compute stream.
-#include "worker/layers/simple.h"
+#include "worker/network/layers/simple.h"
 
-#include "worker/cuda/check.h"
-#include "worker/cuda/gpu_context.h"
-#include "worker/cuda/kernels.h"
+#include "worker/network/cuda/check.h"
+#include "worker/network/cuda/gpu_context.h"
+#include "worker/network/cuda/kernels.h"
 
 namespace pstrain {
 namespace worker {

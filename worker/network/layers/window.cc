@@ -1,8 +1,8 @@
-#include "worker/layers/window.h"
+#include "worker/network/layers/window.h"
 
 #include <algorithm>
 
-#include "worker/layer.h"
+#include "worker/network/layer.h"
 
 namespace pstrain {
 namespace worker {

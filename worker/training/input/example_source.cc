@@ -1,4 +1,4 @@
-#include "worker/input/example_source.h"
+#include "worker/training/input/example_source.h"
 
 #include <algorithm>
 #include <numeric>

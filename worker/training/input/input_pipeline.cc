@@ -1,4 +1,4 @@
-#include "worker/input/input_pipeline.h"
+#include "worker/training/input/input_pipeline.h"
 
 #include <glog/logging.h>
 

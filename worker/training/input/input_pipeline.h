@@ -18,11 +18,11 @@
 
 #include "common/status.h"
 #include "common/tensor.h"
-#include "worker/input/example_source.h"
-#include "worker/input/input_options.h"
-#include "worker/input/ordered_queue.h"
-#include "worker/input/preprocess.h"
-#include "worker/input/shuffle_buffer.h"
+#include "worker/training/input/example_source.h"
+#include "worker/training/input/input_options.h"
+#include "worker/training/input/ordered_queue.h"
+#include "worker/training/input/preprocess.h"
+#include "worker/training/input/shuffle_buffer.h"
 
 namespace pstrain {
 

@@ -1,4 +1,4 @@
-#include "worker/input/shuffle_buffer.h"
+#include "worker/training/input/shuffle_buffer.h"
 
 #include <glog/logging.h>
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "worker/input/example_source.h"
+#include "worker/training/input/example_source.h"
 
 namespace pstrain {
 
