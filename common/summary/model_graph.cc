@@ -1,0 +1,106 @@
+#include "common/summary/model_graph.h"
+
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "ps/placement.h"
+#include "worker/network/layer.h"
+
+namespace pstrain {
+namespace {
+
+// A layer's inputs as Model::FromConfig reads them: `inputs:` (a name or a list of names), else
+// the previous layer, or "input" for the first.
+Result<std::vector<std::string>> LayerInputs(const ConfigNode& spec, const std::string& previous) {
+  if (!spec.Has("inputs")) return std::vector<std::string>{previous};
+  ASSIGN_OR_RETURN(ConfigNode in, spec.Child("inputs"));
+  if (!in.IsSequence()) {
+    ASSIGN_OR_RETURN(std::string name, spec.GetString("inputs"));
+    return std::vector<std::string>{name};
+  }
+  std::vector<std::string> names;
+  for (size_t k = 0; k < in.size(); ++k) {
+    const ConfigNode item = in.At(k);
+    auto wrapper = ConfigNode::Parse("v: " + item.ToYaml(), item.Where());
+    auto name = wrapper.ok() ? wrapper->GetString("v") : Result<std::string>(wrapper.status());
+    if (!name.ok()) return item.Error("must be the name of an earlier layer or 'input'");
+    names.push_back(*name);
+  }
+  return names;
+}
+
+}  // namespace
+
+std::string PsDevice(int task) { return "/job:ps/task:" + std::to_string(task); }
+
+Result<GraphModel> DescribeModel(const ConfigNode& model_node, const ModelGraphOptions& options) {
+  GraphModel graph;
+  graph.worker_device = options.worker_device;
+  ASSIGN_OR_RETURN(graph.input_shape, model_node.GetIntList("input"));
+  ASSIGN_OR_RETURN(ConfigNode layers, model_node.Child("layers"));
+  if (!layers.IsSequence()) return layers.Error("must be a list of layers");
+
+  std::map<std::string, Shape> shapes = {{"input", Shape(graph.input_shape)}};
+  std::vector<ps::VariableSpec> specs;  // in model order, as the PS client lists them
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const ConfigNode spec = layers.At(i);
+    GraphLayer layer;
+    ASSIGN_OR_RETURN(layer.name, spec.GetString("name"));
+    ASSIGN_OR_RETURN(layer.type, spec.GetString("type"));
+    // The layer itself decides its shapes and variables; it lives only for this iteration.
+    auto created = worker::LayerRegistry::Global().Create(layer.type, layer.name);
+    if (!created.ok()) return created.status().WithContext(spec.Where());
+    std::unique_ptr<worker::Layer> l = std::move(created).value();
+    RETURN_IF_ERROR(l->Configure(spec).WithContext(l->Describe()));
+    ASSIGN_OR_RETURN(layer.inputs, LayerInputs(spec, i == 0 ? "input" : graph.layers.back().name));
+    std::vector<Shape> in_shapes;
+    for (const std::string& in : layer.inputs) {
+      auto it = shapes.find(in);
+      if (it == shapes.end()) {
+        return spec.Error(l->Describe() + ": input '" + in + "' is not a layer defined before it");
+      }
+      in_shapes.push_back(it->second);
+    }
+    if (static_cast<int>(in_shapes.size()) != l->num_inputs()) {
+      return spec.Error(l->Describe() + " takes " + std::to_string(l->num_inputs()) +
+                        " input(s), got " + std::to_string(in_shapes.size()));
+    }
+    auto out = l->Setup(in_shapes);
+    if (!out.ok()) return out.status().WithContext(spec.Where());
+    layer.output_shape = out->dims();
+    shapes[layer.name] = *out;
+    for (const worker::Variable& v : l->variables()) {
+      layer.variables.push_back({v.name, v.value.shape().dims(), {}});
+      specs.push_back({v.name, v.value.shape()});
+    }
+    graph.layers.push_back(std::move(layer));
+  }
+
+  std::map<std::string, std::vector<GraphVariable>> parts;  // variable -> its partitions
+  if (options.num_ps > 0) {
+    ASSIGN_OR_RETURN(ps::Placement placement,
+                     ps::Placement::Compute(specs, options.num_ps, options.partition_bytes));
+    for (const ps::Partition& p : placement.partitions()) {
+      parts[p.variable].push_back({p.key, p.shape.dims(), PsDevice(p.task)});
+    }
+  }
+  for (GraphLayer& layer : graph.layers) {
+    for (GraphLayer::Variable& v : layer.variables) {
+      auto it = parts.find(v.name);
+      v.partitions = it != parts.end()
+                         ? it->second
+                         : std::vector<GraphVariable>{{v.name, v.shape, options.worker_device}};
+    }
+  }
+  return graph;
+}
+
+Result<tensorflow::GraphDef> ModelGraphDef(const ConfigNode& model_node,
+                                           const ModelGraphOptions& options) {
+  ASSIGN_OR_RETURN(GraphModel graph, DescribeModel(model_node, options));
+  return BuildGraphDef(graph);
+}
+
+}  // namespace pstrain

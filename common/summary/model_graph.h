@@ -1,0 +1,38 @@
+// The GraphDef of a model config as a cluster runs it (graph_def.h): each layer's output shape
+// from the layer's own Setup, each variable on the parameter-server task that ps::Placement
+// (the function the servers and the PS client use) gives it, split variables as their parts.
+//
+// Unlike the rest of common/, this reads worker/ (layers) and ps/ (placement), so it is its own
+// library (pstrain_model_graph) that only the chief links; pstrain_summary stays free of both.
+// It belongs beside the trainer in worker/ once that folder's layout settles.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/config.h"
+#include "common/status.h"
+#include "common/summary/graph_def.h"
+
+namespace pstrain {
+
+struct ModelGraphOptions {
+  // Parameter servers; 0 (one process) places the variables beside the layers.
+  int num_ps = 0;
+  // As the servers split variables (--partition_bytes).
+  int64_t partition_bytes = int64_t{8} << 20;
+  // Where the layers run, as TensorFlow writes it.
+  std::string worker_device = "/job:worker/task:0";
+};
+
+// "/job:ps/task:<task>"
+std::string PsDevice(int task);
+
+// The layers, their wiring and shapes and the placed variables of `model_node` (a config's
+// "model:"). Errors name the config path, as Model::FromConfig's do.
+Result<GraphModel> DescribeModel(const ConfigNode& model_node, const ModelGraphOptions& options);
+// BuildGraphDef(DescribeModel(...)).
+Result<tensorflow::GraphDef> ModelGraphDef(const ConfigNode& model_node,
+                                           const ModelGraphOptions& options);
+
+}  // namespace pstrain
