@@ -8,6 +8,7 @@
 
 #include "common/checkpoint/safetensors.h"
 #include "common/checkpoint/save_trigger.h"
+#include "common/summary/model_graph.h"
 #include "common/summary/summary_writer.h"
 #include "ps/learning_rate.h"
 #include "worker/training/input/input_pipeline.h"
@@ -194,6 +195,18 @@ Status RunWorker(const RoleOptions& o) {
                  "```\n" + s.config.ToYaml() +
                      "\n```\n\ncluster: " + std::to_string(o.ps_hosts.size()) + " ps, " +
                      std::to_string(num_workers) + " workers");
+    // The Graphs tab, as tf.summary.FileWriter(logdir, sess.graph); a diagnostic, never fatal.
+    auto model_node = s.config.Child("model");
+    auto graph =
+        model_node.ok()
+            ? ModelGraphDef(*model_node, {static_cast<int>(o.ps_hosts.size()), o.partition_bytes,
+                                          "/job:worker/task:" + std::to_string(o.task_index)})
+            : Result<tensorflow::GraphDef>(model_node.status());
+    if (graph.ok()) {
+      log->AddGraph(*graph);
+    } else {
+      LOG(WARNING) << who << ": no graph for TensorBoard: " << graph.status().ToString();
+    }
   }
   SaveTrigger trigger(SavePolicy{o.save_checkpoints_steps, o.save_checkpoints_secs}, step,
                       Clock::now());
