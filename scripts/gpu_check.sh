@@ -3,7 +3,7 @@
 # and packed on a build machine (CUDA, cuDNN and NCCL found there), from the repository root:
 #   cmake --build build
 #   ../shared/device/pack.sh .devpack build/tests/gpu/gpu_*_test \
-#     build/tests/collectives/collectives_nccl_test build/worker/pstrain-train \
+#     build/tests/collectives/collectives_nccl_test build/pstrain-train \
 #     build/bench/pstrain-bench-train
 #   mkdir -p .devdata && cp /usr/share/datasets/fashion-mnist/*.gz .devdata/
 #   printf '/.devpack/\n/.devdata/\n' >> .git/info/exclude

@@ -31,7 +31,8 @@ void Layer::Backward(const std::vector<const Tensor*>& in, const Tensor& out,
 
 Status Layer::GpuSupport() const {
 #if PSTRAIN_HAVE_GPU_BACKEND
-  return FailedPrecondition(Describe() + " is not implemented on GPU (no kernels in worker/cuda/)");
+  return FailedPrecondition(
+      Describe() + " is not implemented on GPU (no <name>_cuda file in worker/network/layers/)");
 #else
   return FailedPrecondition(Describe() +
                             " cannot run on a GPU: this binary was built without the CUDA backend");

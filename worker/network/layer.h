@@ -2,8 +2,10 @@
 // then run forward and backward on batches. Layers register themselves by type name
 // (PSTRAIN_REGISTER_LAYER), so adding one touches no central file.
 //
-// Device dispatch happens in exactly one place, Layer::Forward/Backward: each layer implements
-// ForwardCpu/BackwardCpu in worker/cpu/ (and, with CUDA, ForwardGpu/BackwardGpu in worker/cuda/).
+// Device dispatch happens in exactly one place, Layer::Forward/Backward. A layer's files sit side
+// by side in worker/network/layers/: <name>.h and <name>.cc (config, shapes, registration),
+// <name>_cpu.cc (ForwardCpu/BackwardCpu) and, with CUDA, <name>_cuda.cc or <name>_cuda.cu
+// (ForwardGpu/BackwardGpu; .cu when the layer has kernels of its own).
 #pragma once
 
 #include <cstdint>
@@ -108,7 +110,7 @@ class Layer {
   virtual void BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& out,
                            const Tensor& out_grad, const std::vector<Tensor*>& in_grads,
                            const LayerContext& ctx) = 0;
-  // Implemented in worker/cuda/ by the layers that declare PSTRAIN_DECLARE_GPU_KERNELS; the
+  // Implemented in <name>_cuda.cc|.cu by the layers that declare PSTRAIN_DECLARE_GPU_KERNELS; the
   // defaults stop naming the layer (Model::SetDevice refuses such layers before they run).
   virtual void ForwardGpu(const std::vector<const Tensor*>& in, Tensor* out,
                           const LayerContext& ctx);
@@ -145,7 +147,7 @@ class LayerRegistry {
   std::map<std::string, Factory> factories_;
 };
 
-// Declares a layer's GPU kernels (defined in worker/cuda/<layer>.cc) in builds with the GPU
+// Declares a layer's GPU kernels (defined in layers/<name>_cuda.cc|.cu) in builds with the GPU
 // backend; in other builds the layer keeps the base class's refusing defaults.
 #if PSTRAIN_HAVE_GPU_BACKEND
 #define PSTRAIN_DECLARE_GPU_KERNELS()                                                         \

@@ -5,7 +5,7 @@
 #include <map>
 #include <sstream>
 
-#include "worker/network/layers/batch_norm.h"
+#include "worker/network/layers/softmax_cross_entropy.h"
 #if PSTRAIN_HAVE_GPU_BACKEND
 #include "worker/network/cuda/gpu_context.h"
 #include "worker/network/cuda/layer_placement.h"

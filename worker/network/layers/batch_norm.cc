@@ -42,20 +42,7 @@ void BatchNorm::InitVariables(std::mt19937_64*) {
   moving_var_.Fill(1.0f);
 }
 
-Status SoftmaxCrossEntropy::Configure(const ConfigNode& node) {
-  return node.CheckKeys({"name", "type", "inputs"});
-}
-
-Result<Shape> SoftmaxCrossEntropy::Setup(const std::vector<Shape>& inputs) {
-  if (inputs[0].rank() != 1) {
-    return ShapeError("expects logits [classes], got " + inputs[0].ToString());
-  }
-  classes_ = inputs[0].dim(0);
-  return Shape{};
-}
-
 PSTRAIN_REGISTER_LAYER("batch_norm", BatchNorm);
-PSTRAIN_REGISTER_LAYER("softmax_cross_entropy", SoftmaxCrossEntropy);
 
 }  // namespace worker
 }  // namespace pstrain

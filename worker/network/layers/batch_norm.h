@@ -27,7 +27,8 @@ class BatchNorm : public Layer {
   PSTRAIN_DECLARE_GPU_KERNELS()
 
  private:
-  struct GpuPlan;  // cuDNN descriptors and the saved statistics (worker/network/layers/batch_norm_cuda.cc)
+  struct GpuPlan;  // cuDNN descriptors and the saved statistics
+                   // (worker/network/layers/batch_norm_cuda.cc)
   std::shared_ptr<GpuPlan> gpu_plan_;
   float momentum_ = 0.99f, epsilon_ = 1e-3f;
   int64_t channels_ = 0, spatial_ = 1;  // values per channel per example
@@ -35,31 +36,6 @@ class BatchNorm : public Layer {
   // Statistics the last forward pass normalised with, for the backward pass.
   std::vector<float> mean_, inv_std_;
   bool used_batch_stats_ = false;
-};
-
-// Softmax cross-entropy with integer labels: [classes] logits in, one loss per example out.
-// The model averages the per-example losses over the batch.
-class SoftmaxCrossEntropy : public Layer {
- public:
-  explicit SoftmaxCrossEntropy(const std::string& name) : Layer(name, "softmax_cross_entropy") {}
-  Status Configure(const ConfigNode& node) override;
-  Result<Shape> Setup(const std::vector<Shape>& inputs) override;
-  // Softmax probabilities of the last forward pass, [N, classes].
-  const std::vector<float>& probabilities() const { return probs_; }
-
- protected:
-  void ForwardCpu(const std::vector<const Tensor*>& in, Tensor* out,
-                  const LayerContext& ctx) override;
-  void BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& out_grad,
-                   const std::vector<Tensor*>& in_grads, const LayerContext& ctx) override;
-  PSTRAIN_DECLARE_GPU_KERNELS()
-
- private:
-  struct GpuPlan;  // probabilities in device memory (worker/network/layers/batch_norm_cuda.cc)
-  std::shared_ptr<GpuPlan> gpu_plan_;
-  int64_t classes_ = 0;
-  std::vector<float> probs_;
-  std::vector<int32_t> labels_;
 };
 
 }  // namespace worker

@@ -34,7 +34,8 @@ class Conv2D : public Layer {
 
  private:
   struct CpuPlan;
-  struct GpuPlan;  // cuDNN descriptors, algorithms and workspace (worker/network/layers/conv2d_cuda.cc)
+  struct GpuPlan;  // cuDNN descriptors, algorithms and workspace
+                   // (worker/network/layers/conv2d_cuda.cc)
   GpuPlan& GetGpuPlan(int64_t batch, const LayerContext& ctx);
   CpuPlan& GetCpuPlan(int64_t batch, bool need_input_grad);
 

@@ -1,9 +1,8 @@
 // Conv2D on the CPU with oneDNN: primitives are created once per batch size and cached; the
 // layouts are left to oneDNN ("any") and reordered from/to our NCHW tensors only when they
 // differ. The input gradient is skipped when nothing upstream needs it (the first layer).
-#include "worker/network/layers/conv2d.h"
-
 #include "worker/network/cpu/dnnl_context.h"
+#include "worker/network/layers/conv2d.h"
 
 namespace pstrain {
 namespace worker {

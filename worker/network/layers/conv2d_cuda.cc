@@ -3,13 +3,12 @@
 // context's, shared by every layer. cuDNN pads symmetrically only; TensorFlow's SAME puts the odd
 // pixel after, so such inputs are padded explicitly (zeros) and convolved without padding, and the
 // input gradient is cropped back.
-#include "worker/network/layers/conv2d.h"
-
 #include <string>
 
 #include "worker/network/cuda/check.h"
 #include "worker/network/cuda/gpu_context.h"
 #include "worker/network/cuda/kernels.h"
+#include "worker/network/layers/conv2d.h"
 
 namespace pstrain {
 namespace worker {

@@ -1,7 +1,6 @@
 // Fully connected layer on the CPU: three GEMMs through oneDNN's multi-threaded sgemm.
-#include "worker/network/layers/fully_connected.h"
-
 #include "worker/network/cpu/dnnl_context.h"
+#include "worker/network/layers/fully_connected.h"
 
 namespace pstrain {
 namespace worker {

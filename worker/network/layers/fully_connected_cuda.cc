@@ -1,11 +1,10 @@
 // Fully connected layer on the GPU with cuBLAS. cuBLAS is column-major: a row-major [r, c]
 // matrix is its column-major [c, r] transpose, so each product below is the CPU's with the
 // operands swapped (C^T = B^T A^T).
-#include "worker/network/layers/fully_connected.h"
-
 #include "worker/network/cuda/check.h"
 #include "worker/network/cuda/gpu_context.h"
 #include "worker/network/cuda/kernels.h"
+#include "worker/network/layers/fully_connected.h"
 
 namespace pstrain {
 namespace worker {

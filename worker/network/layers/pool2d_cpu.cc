@@ -1,8 +1,7 @@
 // Pooling on the CPU with oneDNN, primitives cached per (batch size, training). Max pooling in
 // training keeps oneDNN's workspace (argmax positions) for the backward pass.
-#include "worker/network/layers/pool2d.h"
-
 #include "worker/network/cpu/dnnl_context.h"
+#include "worker/network/layers/pool2d.h"
 
 namespace pstrain {
 namespace worker {

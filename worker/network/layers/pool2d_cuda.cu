@@ -1,14 +1,108 @@
 // Pooling on the GPU: cuDNN when the padding is symmetric (VALID, or SAME with an even total),
 // our own kernels for TensorFlow's asymmetric SAME (cuDNN pads both sides alike, and padding
 // the input explicitly would change average pooling's divisor).
-#include "worker/network/layers/pool2d.h"
+#include <cfloat>
 
 #include "worker/network/cuda/check.h"
 #include "worker/network/cuda/gpu_context.h"
 #include "worker/network/cuda/kernels.h"
+#include "worker/network/cuda/launch.cuh"
+#include "worker/network/layers/pool2d.h"
 
 namespace pstrain {
 namespace worker {
+
+namespace cuda {
+namespace {
+
+// Pooling over planes [planes, h, w] with TensorFlow's windows (pad_top/pad_left before, the
+// rest after); average pooling divides by the real pixels in each window, max pooling routes
+// the gradient to the first maximum of each window.
+struct PoolGeometry {
+  int64_t planes, h, w, out_h, out_w, kh, kw, sh, sw, pad_top, pad_left;
+  bool max;
+};
+
+// The first maximum of output (oh, ow)'s window in row-major order, as a plane offset.
+__device__ int64_t ArgMax(const float* plane, const PoolGeometry& g, int64_t oh, int64_t ow) {
+  const int64_t h0 = oh * g.sh - g.pad_top, w0 = ow * g.sw - g.pad_left;
+  int64_t best = -1;
+  float best_v = -FLT_MAX;
+  for (int64_t ih = max(h0, int64_t{0}); ih < min(h0 + g.kh, g.h); ++ih) {
+    for (int64_t iw = max(w0, int64_t{0}); iw < min(w0 + g.kw, g.w); ++iw) {
+      const float v = plane[ih * g.w + iw];
+      if (best < 0 || v > best_v) {
+        best = ih * g.w + iw;
+        best_v = v;
+      }
+    }
+  }
+  return best;
+}
+
+__device__ int64_t RealPixels(const PoolGeometry& g, int64_t oh, int64_t ow) {
+  const int64_t h0 = oh * g.sh - g.pad_top, w0 = ow * g.sw - g.pad_left;
+  const int64_t rows = min(h0 + g.kh, g.h) - max(h0, int64_t{0});
+  const int64_t cols = min(w0 + g.kw, g.w) - max(w0, int64_t{0});
+  return rows * cols;
+}
+
+__global__ void PoolForwardKernel(const float* x, PoolGeometry g, float* y) {
+  PSTRAIN_FOR_EACH(e, g.planes * g.out_h * g.out_w) {
+    const int64_t ow = e % g.out_w, oh = (e / g.out_w) % g.out_h, plane = e / (g.out_w * g.out_h);
+    const float* p = x + plane * g.h * g.w;
+    if (g.max) {
+      y[e] = p[ArgMax(p, g, oh, ow)];
+      continue;
+    }
+    const int64_t h0 = oh * g.sh - g.pad_top, w0 = ow * g.sw - g.pad_left;
+    float sum = 0.0f;
+    for (int64_t ih = max(h0, int64_t{0}); ih < min(h0 + g.kh, g.h); ++ih) {
+      for (int64_t iw = max(w0, int64_t{0}); iw < min(w0 + g.kw, g.w); ++iw)
+        sum += p[ih * g.w + iw];
+    }
+    y[e] = sum / static_cast<float>(RealPixels(g, oh, ow));
+  }
+}
+
+// One thread per input pixel gathers from the outputs whose windows hold it (no atomics).
+__global__ void PoolBackwardKernel(const float* x, const float* dy, PoolGeometry g, float* dx) {
+  PSTRAIN_FOR_EACH(e, g.planes * g.h * g.w) {
+    const int64_t iw = e % g.w, ih = (e / g.w) % g.h, plane = e / (g.w * g.h);
+    const float* p = x + plane * g.h * g.w;
+    const float* d = dy + plane * g.out_h * g.out_w;
+    // Outputs o with o * s - pad <= i < o * s - pad + k.
+    const int64_t oh0 = max(int64_t{0}, (ih + g.pad_top - g.kh + g.sh) / g.sh);
+    const int64_t oh1 = min(g.out_h - 1, (ih + g.pad_top) / g.sh);
+    const int64_t ow0 = max(int64_t{0}, (iw + g.pad_left - g.kw + g.sw) / g.sw);
+    const int64_t ow1 = min(g.out_w - 1, (iw + g.pad_left) / g.sw);
+    float sum = 0.0f;
+    for (int64_t oh = oh0; oh <= oh1; ++oh) {
+      for (int64_t ow = ow0; ow <= ow1; ++ow) {
+        if (g.max) {
+          if (ArgMax(p, g, oh, ow) == ih * g.w + iw) sum += d[oh * g.out_w + ow];
+        } else {
+          sum += d[oh * g.out_w + ow] / static_cast<float>(RealPixels(g, oh, ow));
+        }
+      }
+    }
+    dx[e] = sum;
+  }
+}
+
+void PoolForward(const float* x, const PoolGeometry& g, float* y, cudaStream_t s) {
+  PoolForwardKernel<<<Blocks(g.planes * g.out_h * g.out_w), kThreads, 0, s>>>(x, g, y);
+  PSTRAIN_CUDA_CHECK_LAUNCH();
+}
+
+void PoolBackward(const float* x, const float* dy, const PoolGeometry& g, float* dx,
+                  cudaStream_t s) {
+  PoolBackwardKernel<<<Blocks(g.planes * g.h * g.w), kThreads, 0, s>>>(x, dy, g, dx);
+  PSTRAIN_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+}  // namespace cuda
 
 struct Pool2D::GpuPlan {
   ~GpuPlan() {

@@ -1,16 +1,71 @@
-// Batch norm and softmax cross-entropy on the GPU. Batch norm uses cuDNN (spatial mode over
+// Batch norm on the GPU with cuDNN (spatial mode over
 // [N, C, H*W, 1], which is per feature for [N, F, 1, 1]); cuDNN's running averages are ours
 // with factor = 1 - momentum, and it keeps the variance Bessel-corrected as the CPU layer does.
 // The backward pass after an evaluation-mode forward pass (moving statistics as constants) has
-// no cuDNN call, so it is our kernel; so is the loss.
-#include "worker/network/layers/batch_norm.h"
-
+// no cuDNN call, so it is our kernel.
 #include "worker/network/cuda/check.h"
 #include "worker/network/cuda/gpu_context.h"
 #include "worker/network/cuda/kernels.h"
+#include "worker/network/cuda/launch.cuh"
+#include "worker/network/layers/batch_norm.h"
 
 namespace pstrain {
 namespace worker {
+
+namespace cuda {
+namespace {
+
+// One block per channel: reduce, then write dx.
+__global__ void BatchNormBackwardMovingKernel(const float* x, const float* dy, const float* gamma,
+                                              const float* mean, const float* var, float epsilon,
+                                              int64_t n, int64_t channels, int64_t spatial,
+                                              float* dx, float* dgamma, float* dbeta) {
+  const int64_t c = blockIdx.x;
+  const float inv = rsqrtf(var[c] + epsilon), m = mean[c];
+  const int64_t count = n * spatial;
+  float s1 = 0.0f, s2 = 0.0f;
+  for (int64_t e = threadIdx.x; e < count; e += blockDim.x) {
+    const int64_t idx = ((e / spatial) * channels + c) * spatial + e % spatial;
+    s1 += dy[idx];
+    s2 += dy[idx] * (x[idx] - m) * inv;
+  }
+  __shared__ float sh1[kThreads], sh2[kThreads];
+  sh1[threadIdx.x] = s1;
+  sh2[threadIdx.x] = s2;
+  __syncthreads();
+  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride) {
+      sh1[threadIdx.x] += sh1[threadIdx.x + stride];
+      sh2[threadIdx.x] += sh2[threadIdx.x + stride];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    dbeta[c] = sh1[0];
+    dgamma[c] = sh2[0];
+  }
+  if (!dx) return;
+  const float scale = gamma[c] * inv;
+  for (int64_t e = threadIdx.x; e < count; e += blockDim.x) {
+    const int64_t idx = ((e / spatial) * channels + c) * spatial + e % spatial;
+    dx[idx] = scale * dy[idx];
+  }
+}
+
+// Batch norm's backward pass when the forward pass normalised with the moving statistics
+// (constants): dgamma = sum(dy * xhat), dbeta = sum(dy), dx = dy * gamma / sqrt(var + eps).
+// x and dy are [n, channels, spatial]; dx may be null.
+void BatchNormBackwardWithMovingStats(const float* x, const float* dy, const float* gamma,
+                                      const float* mean, const float* var, float epsilon, int64_t n,
+                                      int64_t channels, int64_t spatial, float* dx, float* dgamma,
+                                      float* dbeta, cudaStream_t s) {
+  BatchNormBackwardMovingKernel<<<static_cast<unsigned>(channels), kThreads, 0, s>>>(
+      x, dy, gamma, mean, var, epsilon, n, channels, spatial, dx, dgamma, dbeta);
+  PSTRAIN_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+}  // namespace cuda
 
 // Variable order, as Setup adds them.
 enum BatchNormVariable { kGamma = 0, kBeta = 1, kMovingMean = 2, kMovingVar = 3 };
@@ -95,39 +150,6 @@ void BatchNorm::BackwardGpu(const std::vector<const Tensor*>& in, const Tensor&,
       ctx.gpu->cudnn(), CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, p.x, in[0]->data(), p.x,
       out_grad.data(), p.x, dx, p.params, v(kGamma), g(kGamma), g(kBeta), epsilon_,
       p.saved_mean.data(), p.saved_inv_var.data()));
-}
-
-struct SoftmaxCrossEntropy::GpuPlan {
-  int64_t batch = -1;
-  cuda::DeviceBuffer probs;
-};
-
-Status SoftmaxCrossEntropy::GpuSupport() const { return Status::OK(); }
-
-void SoftmaxCrossEntropy::ForwardGpu(const std::vector<const Tensor*>& in, Tensor* out,
-                                     const LayerContext& ctx) {
-  CHECK(ctx.gpu) << Describe() << ": no GPU context";
-  CHECK(ctx.device_labels) << Describe() << ": needs the labels in device memory";
-  const int64_t n = in[0]->dim(0);
-  if (!gpu_plan_ || gpu_plan_->batch != n) {
-    auto p = std::make_shared<GpuPlan>();
-    p->batch = n;
-    p->probs = ctx.gpu->AllocateOrDie(static_cast<size_t>(n * classes_) * sizeof(float),
-                                      Describe() + " probabilities");
-    gpu_plan_ = p;
-  }
-  cuda::SoftmaxCrossEntropyForward(in[0]->data(), ctx.device_labels, n, classes_,
-                                   gpu_plan_->probs.as<float>(), out->data(), ctx.gpu->stream());
-}
-
-void SoftmaxCrossEntropy::BackwardGpu(const std::vector<const Tensor*>& in, const Tensor&,
-                                      const Tensor& out_grad, const std::vector<Tensor*>& in_grads,
-                                      const LayerContext& ctx) {
-  if (!in_grads[0]) return;
-  CHECK(gpu_plan_ && ctx.device_labels) << Describe() << ": backward before forward";
-  cuda::SoftmaxCrossEntropyBackward(gpu_plan_->probs.as<float>(), ctx.device_labels,
-                                    out_grad.data(), in[0]->dim(0), classes_, in_grads[0]->data(),
-                                    ctx.gpu->stream());
 }
 
 }  // namespace worker

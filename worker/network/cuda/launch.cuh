@@ -1,0 +1,24 @@
+// What every file of CUDA kernels shares: the block size and grid-stride loops.
+#pragma once
+
+#include <cstdint>
+
+namespace pstrain {
+namespace worker {
+namespace cuda {
+
+constexpr int kThreads = 256;
+
+// Enough blocks to fill the GPU; the kernels loop over the rest (grid-stride loops).
+inline unsigned Blocks(int64_t n) {
+  const int64_t blocks = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(blocks < 65535 ? (blocks > 0 ? blocks : 1) : 65535);
+}
+
+}  // namespace cuda
+}  // namespace worker
+}  // namespace pstrain
+
+#define PSTRAIN_FOR_EACH(i, n)                                                           \
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); \
+       i += static_cast<int64_t>(blockDim.x) * gridDim.x)

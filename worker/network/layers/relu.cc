@@ -1,0 +1,13 @@
+#include "worker/network/layers/relu.h"
+
+namespace pstrain {
+namespace worker {
+
+Status Relu::Configure(const ConfigNode& node) {
+  return node.CheckKeys({"name", "type", "inputs"});
+}
+
+PSTRAIN_REGISTER_LAYER("relu", Relu);
+
+}  // namespace worker
+}  // namespace pstrain
