@@ -1,6 +1,6 @@
 // The chief's graph of a model config (model_graph.h), checked against the config, the model the
 // worker builds from it and the placement the servers use; then read back by TensorBoard itself.
-#include "common/summary/model_graph.h"
+#include "worker/training/model_graph.h"
 
 #include <gtest/gtest.h>
 

@@ -8,11 +8,11 @@
 
 #include "common/checkpoint/safetensors.h"
 #include "common/checkpoint/save_trigger.h"
-#include "common/summary/model_graph.h"
 #include "common/summary/summary_writer.h"
 #include "ps/learning_rate.h"
 #include "worker/training/input/input_pipeline.h"
 #include "worker/distributed/intra_node.h"
+#include "worker/training/model_graph.h"
 #include "worker/training/progress_line.h"
 #include "worker/distributed/ps_client.h"
 #include "worker/training/training_setup.h"

@@ -2,9 +2,9 @@
 // from the layer's own Setup, each variable on the parameter-server task that ps::Placement
 // (the function the servers and the PS client use) gives it, split variables as their parts.
 //
-// Unlike the rest of common/, this reads worker/ (layers) and ps/ (placement), so it is its own
-// library (pstrain_model_graph) that only the chief links; pstrain_summary stays free of both.
-// It belongs beside the trainer in worker/ once that folder's layout settles.
+// It reads the worker's layers and ps/placement, so it lives here beside the trainer and not in
+// common/summary (which keeps only TensorFlow's format, graph_def.h): arrows point from worker/
+// to common/, never back. Its own library (pstrain_model_graph), linked by whatever writes a graph.
 #pragma once
 
 #include <cstdint>

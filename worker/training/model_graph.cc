@@ -1,4 +1,4 @@
-#include "common/summary/model_graph.h"
+#include "worker/training/model_graph.h"
 
 #include <map>
 #include <memory>
