@@ -25,9 +25,10 @@ Loss: nftables in the host's namespace drops `percent`% of packets at random in 
 (`numgen random mod 100`); needs `nft` (Debian: nftables).
 
 Teardown (kill every process in the namespaces, delete them) runs on leaving the `with`, at
-exit (atexit) and on SIGTERM/SIGINT/SIGHUP, whichever comes first; if this process is killed
-outright, the daemons it started die with it (die_with_parent) and the next run deletes the
-namespaces.
+exit (atexit) and on SIGTERM/SIGINT/SIGHUP, whichever comes first. If this process is killed
+outright (a ctest timeout), a watchdog it started (`netns_hosts.py --reap TAG`, its own session)
+sees its pipe close and does the same: a host whose link was down holds roles no ssh can stop.
+A later run deletes whatever is still left.
 """
 
 import atexit
@@ -37,6 +38,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import time
 
 PREFIX = "pstmh-"
@@ -57,7 +59,29 @@ def missing_tools():
             missing.append(f"{tool} ({package})")
     if not os.path.exists(SSHD):
         missing.append(f"{SSHD} (openssh-server)")
+    if not missing:
+        missing += _kernel_missing()
     return missing
+
+
+def _kernel_missing():
+    """What the kernel (or the container) refuses of what NetnsHosts uses, tried in a probe."""
+    ns = f"{PREFIX}{os.getpid()}-probe"
+    steps = [["ip", "netns", "add", ns],
+             ["ip", "-n", ns, "link", "add", "br0", "type", "bridge"],
+             ["ip", "-n", ns, "link", "add", "name", "probe0", "type", "veth", "peer", "name",
+              "probe1"],
+             ["tc", "-n", ns, "qdisc", "add", "dev", "probe0", "root", "tbf", "rate", "1gbit",
+              "burst", "1mb", "latency", "100ms"]]
+    try:
+        for argv in steps:
+            result = run(*argv, check=False)
+            if result.returncode != 0:
+                return [f"network namespaces with a bridge, veth and tc tbf (`{' '.join(argv)}`: "
+                        f"{result.stdout.strip()})"]
+        return []
+    finally:
+        run("ip", "netns", "del", ns, check=False)
 
 
 def nft_path():
@@ -118,6 +142,16 @@ def kill_namespace(ns, timeout=5.0):
 def delete_namespace(ns):
     kill_namespace(ns)
     run("ip", "netns", "del", ns, check=False)
+
+
+def delete_namespaces(tag):
+    try:
+        names = os.listdir(NETNS_DIR)
+    except OSError:
+        return
+    for name in names:
+        if name.startswith(tag + "-"):
+            delete_namespace(name)
 
 
 def clean_leftovers():
@@ -182,6 +216,10 @@ class NetnsHosts:
 
     def start(self):
         self.cleaned = clean_leftovers()
+        self.reaper = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--reap",
+                                        self.tag], stdin=subprocess.PIPE,
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                       start_new_session=True)
         atexit.register(self.teardown)
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             self._old_handlers[sig] = signal.signal(sig, self._on_signal)
@@ -217,6 +255,8 @@ class NetnsHosts:
         delete_namespace(self.net)  # the bridge and every port with it
         for proc in self.sshd.values():
             proc.poll()
+        self.reaper.stdin.close()  # nothing left for it
+        self.reaper.wait()
 
     # ---- hosts ----
     def _host_key(self, host):
@@ -319,3 +359,12 @@ class NetnsHosts:
         counts = [int(n) for n in re.findall(r"counter packets (\d+)", out)]
         # Per chain: the drop rule's counter, then the counter of what went on.
         return counts[0] + counts[2], counts[1] + counts[3]
+
+
+if __name__ == "__main__":
+    # The watchdog: `netns_hosts.py --reap TAG` deletes TAG's namespaces once its stdin closes.
+    if len(sys.argv) == 3 and sys.argv[1] == "--reap":
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        sys.stdin.read()
+        delete_namespaces(sys.argv[2])
