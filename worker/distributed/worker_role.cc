@@ -10,11 +10,12 @@
 #include "common/checkpoint/save_trigger.h"
 #include "common/summary/summary_writer.h"
 #include "ps/learning_rate.h"
-#include "worker/training/input/input_pipeline.h"
 #include "worker/distributed/intra_node.h"
+#include "worker/distributed/ps_client.h"
+#include "worker/distributed/training_step.h"
+#include "worker/training/input/input_pipeline.h"
 #include "worker/training/model_graph.h"
 #include "worker/training/progress_line.h"
-#include "worker/distributed/ps_client.h"
 #include "worker/training/training_setup.h"
 
 namespace pstrain {
@@ -52,91 +53,6 @@ Result<Setup> Load(const RoleOptions& o) {
   s.model->InitVariables(s.train.seed);
   return s;
 }
-
-// How a worker exchanges with the servers: on its own, or within its host's sync group, where
-// the leader pushes the host's average (in host memory with cpu, on the devices with nccl).
-class Exchange {
- public:
-  Exchange(Model* model, const TrainConfig& train, PsClient* client, IntraNodeGroup* group)
-      : model_(model), train_(train), client_(client), group_(group) {}
-
-  // Before training: puts the model on `device` with the servers' current values.
-  Result<int64_t> PullAndPlace(const ComputeDevice& device) {
-    if (group_ == nullptr) {
-      ASSIGN_OR_RETURN(int64_t step, client_->Pull());
-      RETURN_IF_ERROR(device.Place(model_));  // uploads the pulled values on a GPU
-      return step;
-    }
-    if (!on_devices()) {
-      sync_ =
-          std::make_unique<HostSync>(group_->collectives.get(), HostTensorsOf(model_->variables()));
-      ASSIGN_OR_RETURN(int64_t step, sync_->Pull([&] { return client_->Pull(); }));
-      RETURN_IF_ERROR(device.Place(model_));
-      return step;
-    }
-    RETURN_IF_ERROR(device.Place(model_));  // the device mirrors exist from here on
-    model_->Synchronize();  // the upload is done before NCCL's stream writes the same memory
-    sync_ =
-        std::make_unique<HostSync>(group_->collectives.get(), DeviceTensorsOf(model_->variables()));
-    return sync_->Pull([&]() -> Result<int64_t> {
-      ASSIGN_OR_RETURN(int64_t step, client_->Pull());
-      model_->UploadVariables();
-      model_->Synchronize();  // NCCL's stream reads the uploaded values next
-      return step;
-    });
-  }
-
-  // The step's backward, with the host's averaging overlapping it where the averaged tensors
-  // are where backward writes them (CPU workers through the hub, GPU workers over NCCL).
-  void Backward() {
-    if (!overlaps()) {
-      // Gradients bound for the host (a GPU worker without NCCL) start as each layer has them.
-      if (group_ != nullptr && on_devices()) return model_->Backward();
-      return model_->Backward([&](int layer) { model_->DownloadLayerGradientsAsync(layer); });
-    }
-    sync_->StartBackward();
-    model_->Backward([&](int layer) {
-      std::function<Status()> fence = model_->DeviceFence();
-      for (Variable& v : model_->layers()[layer]->variables()) {
-        sync_->Ready(AveragedTensorOf(&v, on_devices()), fence);
-      }
-    });
-  }
-
-  // After Backward: the step's push and pull; the model holds the new values after it.
-  Result<PushPullResult> PushAndPull(int64_t step) {
-    auto push = [&] {
-      PrepareGradients(train_, model_);
-      return client_->PushAndPull(step);
-    };
-    if (group_ == nullptr || !on_devices()) {
-      model_->DownloadGradients();  // on a GPU: gradients and batch-norm statistics to the host
-      Result<PushPullResult> r = group_ == nullptr ? push() : sync_->PushAndPull(push);
-      if (r.ok()) model_->UploadVariables();  // on a GPU: the pulled values to the device
-      return r;
-    }
-    model_->Synchronize();  // backward's gradients are complete before NCCL reads them
-    return sync_->PushAndPull([&]() -> Result<PushPullResult> {
-      model_->DownloadGradients();  // the host's average, on the leader only
-      ASSIGN_OR_RETURN(PushPullResult r, push());
-      model_->UploadVariables();
-      model_->Synchronize();
-      return r;
-    });
-  }
-
- private:
-  bool on_devices() const { return group_->mode == IntraNodeSync::kNccl; }
-  bool overlaps() const {
-    return sync_ != nullptr && (on_devices() || model_->device() == Device::kCpu);
-  }
-
-  Model* model_;
-  const TrainConfig& train_;
-  PsClient* client_;
-  IntraNodeGroup* group_;  // null: no intra-node sync
-  std::unique_ptr<HostSync> sync_;
-};
 
 }  // namespace
 
@@ -177,14 +93,14 @@ Status RunWorker(const RoleOptions& o) {
               << " parameter servers"
               << (init.restored ? " (restored from the committed checkpoint of step " +
                                       std::to_string(*init.restored) + ")"
-                  : init.kept   ? " (" + std::to_string(init.kept) +
+                  : init.kept ? " (" + std::to_string(init.kept) +
                                     " kept the values they had, set before this chief started)"
-                                : "");
+                              : "");
   } else {
     RETURN_IF_ERROR(client->WaitUntilInitialized(std::chrono::seconds(o.init_timeout_secs)));
   }
-  Exchange exchange(model, s.train, client.get(), group.get());
-  ASSIGN_OR_RETURN(int64_t step, exchange.PullAndPlace(*device));
+  TrainingStep training_step(model, s.train, client.get(), group.get(), who);
+  ASSIGN_OR_RETURN(int64_t step, training_step.PullAndPlace(*device));
   ASSIGN_OR_RETURN(auto pipeline,
                    InputPipeline::Create(s.input, s.train.batch_size, o.task_index, num_workers,
                                          s.train.seed + 1000 * o.task_index + step));
@@ -220,25 +136,12 @@ Status RunWorker(const RoleOptions& o) {
     Result<Batch> batch = pipeline->Next();
     if (!batch.ok()) return batch.status().WithContext(who + ": training input");
     if (log && local_steps == 0) log->AddImages("input", step, batch->images, 3);
-    const float loss = model->Forward(batch->images, batch->labels, true, &rng);
-    const Status diverged =
-        std::isfinite(loss)
-            ? Status::OK()
-            : Internal(who + ": step " + std::to_string(step) + ": the loss is " +
-                       std::to_string(loss) + "; training diverged (lower the learning rate)");
-    // Within a host group every rank must make this step's collectives, so a rank that
-    // diverged says so after them (its NaN gradients make the leader's push fail, and with it
-    // every rank of the host); alone, it stops at once.
-    if (!diverged.ok() && group == nullptr) return diverged;
-    exchange.Backward();
-    Result<PushPullResult> r = exchange.PushAndPull(step);
-    if (!diverged.ok()) return diverged;
-    if (!r.ok()) return r.status().WithContext(who + ": step " + std::to_string(step));
-    staleness += std::max<int64_t>(0, r->global_step - step - 1);
-    dropped += r->dropped;
-    step = r->global_step;
+    ASSIGN_OR_RETURN(StepOutcome outcome, training_step.Run(*batch, step, &rng));
+    staleness += std::max<int64_t>(0, outcome.exchange.global_step - step - 1);
+    dropped += outcome.exchange.dropped;
+    step = outcome.exchange.global_step;
     ++local_steps;
-    window.Add(loss, batch->images.dim(0));
+    window.Add(outcome.loss, batch->images.dim(0));
     if (local_steps % o.log_every_n_steps == 0 || step >= s.max_steps) {
       const ProgressWindow::Report r = window.Take();
       const double mean_staleness = static_cast<double>(staleness) / r.steps;

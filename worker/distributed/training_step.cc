@@ -1,0 +1,116 @@
+#include "worker/distributed/training_step.h"
+
+#include <cmath>
+#include <functional>
+#include <string>
+
+namespace pstrain {
+namespace worker {
+
+Result<StepOutcome> TrainingStep::Run(const Batch& batch, int64_t step, std::mt19937_64* rng) {
+  StepOutcome outcome;
+
+  // 1. forward
+  outcome.loss = model_->Forward(batch.images, batch.labels, /*training=*/true, rng);
+  const Status diverged = std::isfinite(outcome.loss)
+                              ? Status::OK()
+                              : Internal(who_ + ": step " + std::to_string(step) +
+                                         ": the loss is " + std::to_string(outcome.loss) +
+                                         "; training diverged (lower the learning rate)");
+  // Within a host group every rank must make this step's collectives, so a rank that diverged
+  // says so after them (its NaN gradients make the leader's push fail, and with it every rank
+  // of the host); alone, it stops at once.
+  if (!diverged.ok() && group_ == nullptr) return diverged;
+
+  // 2. backward, each layer's gradients handed on as soon as they are ready
+  Backward();
+
+  // 3 to 6. gradients to the host, host average, push and pull, upload
+  Result<PushPullResult> exchanged = group_ == nullptr ? ExchangeAlone(step)
+                                     : on_devices()    ? ExchangeOnDevices(step)
+                                                       : ExchangeThroughHostMemory(step);
+  if (!diverged.ok()) return diverged;
+  if (!exchanged.ok())
+    return exchanged.status().WithContext(who_ + ": step " + std::to_string(step));
+  outcome.exchange = *exchanged;
+  return outcome;
+}
+
+void TrainingStep::Backward() {
+  if (overlaps()) {
+    // Each layer's averaged tensors join the host average as backward finishes them; on a GPU
+    // the fence waits for the kernels that write them.
+    sync_->StartBackward();
+    model_->Backward([&](int layer) {
+      std::function<Status()> fence = model_->DeviceFence();
+      for (Variable& v : model_->layers()[layer]->variables()) {
+        sync_->Ready(AveragedTensorOf(&v, on_devices()), fence);
+      }
+    });
+    return;
+  }
+  if (on_devices()) return model_->Backward();  // NCCL averages after backward: nothing to copy
+  // Alone, or averaging in host memory from a GPU: each layer's gradients start their copy to
+  // the host as soon as backward has them (nothing to copy on the CPU).
+  model_->Backward([&](int layer) { model_->DownloadLayerGradientsAsync(layer); });
+}
+
+Result<PushPullResult> TrainingStep::ExchangeAlone(int64_t step) {
+  model_->DownloadGradients();                            // 3. gradients to the host
+  ASSIGN_OR_RETURN(PushPullResult r, PushAndPull(step));  // 5. push and pull
+  model_->UploadVariables();                              // 6. upload
+  return r;
+}
+
+Result<PushPullResult> TrainingStep::ExchangeThroughHostMemory(int64_t step) {
+  model_->DownloadGradients();  // 3. gradients to the host
+  // 4. host average; 5. the leader pushes and pulls; 6. its values to every rank
+  ASSIGN_OR_RETURN(PushPullResult r, sync_->PushAndPull([&] { return PushAndPull(step); }));
+  model_->UploadVariables();  // 6. upload to the device
+  return r;
+}
+
+Result<PushPullResult> TrainingStep::ExchangeOnDevices(int64_t step) {
+  model_->Synchronize();  // backward's gradients are complete before NCCL reads them
+  // 4. host average on the devices; the leader alone does 3, 5 and 6; then NCCL broadcasts.
+  return sync_->PushAndPull([&]() -> Result<PushPullResult> {
+    model_->DownloadGradients();                            // 3. the host's average
+    ASSIGN_OR_RETURN(PushPullResult r, PushAndPull(step));  // 5. push and pull
+    model_->UploadVariables();                              // 6. upload
+    model_->Synchronize();  // NCCL's stream broadcasts the uploaded values next
+    return r;
+  });
+}
+
+Result<PushPullResult> TrainingStep::PushAndPull(int64_t step) {
+  PrepareGradients(train_, model_);  // weight decay, global-norm clipping
+  return client_->PushAndPull(step);
+}
+
+Result<int64_t> TrainingStep::PullAndPlace(const ComputeDevice& device) {
+  if (group_ == nullptr) {
+    ASSIGN_OR_RETURN(int64_t step, client_->Pull());
+    RETURN_IF_ERROR(device.Place(model_));  // uploads the pulled values on a GPU
+    return step;
+  }
+  if (!on_devices()) {
+    sync_ =
+        std::make_unique<HostSync>(group_->collectives.get(), HostTensorsOf(model_->variables()));
+    ASSIGN_OR_RETURN(int64_t step, sync_->Pull([&] { return client_->Pull(); }));
+    RETURN_IF_ERROR(device.Place(model_));
+    return step;
+  }
+  RETURN_IF_ERROR(device.Place(model_));  // the device mirrors exist from here on
+  model_->Synchronize();  // the upload is done before NCCL's stream writes the same memory
+  sync_ =
+      std::make_unique<HostSync>(group_->collectives.get(), DeviceTensorsOf(model_->variables()));
+  return sync_->Pull([&]() -> Result<int64_t> {
+    ASSIGN_OR_RETURN(int64_t step, client_->Pull());
+    model_->UploadVariables();
+    model_->Synchronize();  // NCCL's stream reads the uploaded values next
+    return step;
+  });
+}
+
+}  // namespace worker
+}  // namespace pstrain

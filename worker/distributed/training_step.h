@@ -1,0 +1,83 @@
+// The life of one distributed training step, as one list of stages a reader follows top to
+// bottom in training_step.cc (BytePS names its tensor path the same way: COORDINATE, REDUCE,
+// COPYD2H, PUSH, PULL, ...):
+//
+//   1. forward             the batch through the model; the mean loss
+//   2. backward            layer by layer, last first; each layer's gradients are handed on as
+//                          soon as backward has them (per-layer readiness): copied to the host,
+//                          or into the host's average, while backward goes on below
+//   3. gradients to host   a GPU worker's gradients (or its host's device average) to host memory
+//   4. host average        the workers of one host average their gradients; only the leader
+//                          goes on to stage 5 (HostSync; skipped for a worker alone on its host)
+//   5. push and pull       weight decay and global-norm clipping (PrepareGradients), then one
+//                          push of the gradients and one pull of the new values (PsClient)
+//   6. upload              the pulled values to the device; the leader's values to every rank
+//
+// Where the host average runs decides where stages 3 and 6 happen: in host memory (CPU workers,
+// or GPU workers without NCCL) the gradients come to the host before the average and the values
+// go back after the leader's broadcast; over NCCL the average and broadcast run on the devices
+// and only the leader copies to and from the host, inside its exchange.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <random>
+
+#include "common/status.h"
+#include "worker/distributed/host_sync.h"
+#include "worker/distributed/intra_node.h"
+#include "worker/distributed/ps_client.h"
+#include "worker/network/device_placement.h"
+#include "worker/network/model.h"
+#include "worker/training/input/input_pipeline.h"
+#include "worker/training/training_setup.h"
+
+namespace pstrain {
+namespace worker {
+
+struct StepOutcome {
+  float loss = 0;
+  PushPullResult exchange;  // the servers' answer: the new global step, dropped gradients
+};
+
+class TrainingStep {
+ public:
+  // `group` is null for a worker without intra-node sync. Everything is borrowed.
+  TrainingStep(Model* model, const TrainConfig& train, PsClient* client, IntraNodeGroup* group,
+               std::string who)
+      : model_(model), train_(train), client_(client), group_(group), who_(std::move(who)) {}
+
+  // Before the first step: puts the model on `device` with the servers' current values (the
+  // leader pulls, every rank of a host gets its values). Returns the global step.
+  Result<int64_t> PullAndPlace(const ComputeDevice& device);
+
+  // Stages 1 to 6 for one batch. `step` is the global step the worker last saw.
+  Result<StepOutcome> Run(const Batch& batch, int64_t step, std::mt19937_64* rng);
+
+ private:
+  // Stage 2, with per-layer readiness where it pays.
+  void Backward();
+  // Stages 3 to 6, by where the host average runs.
+  Result<PushPullResult> ExchangeAlone(int64_t step);
+  Result<PushPullResult> ExchangeThroughHostMemory(int64_t step);
+  Result<PushPullResult> ExchangeOnDevices(int64_t step);
+  // Stage 5: what the worker does to its gradients, then the push and pull.
+  Result<PushPullResult> PushAndPull(int64_t step);
+
+  bool on_devices() const { return group_ != nullptr && group_->mode == IntraNodeSync::kNccl; }
+  // Whether backward can hand each layer's tensors to the host average as it finishes them:
+  // when the averaged tensors are where backward writes them.
+  bool overlaps() const {
+    return sync_ != nullptr && (on_devices() || model_->device() == Device::kCpu);
+  }
+
+  Model* model_;
+  const TrainConfig& train_;
+  PsClient* client_;
+  IntraNodeGroup* group_;  // null: no intra-node sync
+  std::string who_;
+  std::unique_ptr<HostSync> sync_;  // stage 4, with a group
+};
+
+}  // namespace worker
+}  // namespace pstrain
