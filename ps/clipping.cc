@@ -103,6 +103,18 @@ Status ClippingOptions::Validate() const {
   return Status::OK();
 }
 
+ClippingOptions ClippingOptions::WorkerSide() const {
+  ClippingOptions worker;
+  worker.by_global_norm = by_global_norm;
+  return worker;
+}
+
+ClippingOptions ClippingOptions::ServerSide() const {
+  ClippingOptions server = *this;
+  server.by_global_norm.reset();
+  return server;
+}
+
 Result<ClippingOptions> ClippingOptions::FromConfig(const ConfigNode& node) {
   RETURN_IF_ERROR(node.CheckKeys({"by_value", "by_norm", "by_global_norm"}));
   ClippingOptions options;
@@ -125,17 +137,6 @@ Result<ClippingOptions> ClippingOptions::FromConfig(const ConfigNode& node) {
   Status status = options.Validate();
   if (!status.ok()) return node.Error(status.message());
   return options;
-}
-
-double ClipGradients(const ClippingOptions& options, const std::vector<Tensor*>& grads) {
-  CHECK(options.Validate().ok()) << options.Validate().ToString();
-  for (Tensor* g : grads) {
-    if (Absent(g)) continue;
-    if (options.by_value) ClipByValue(options.by_value->first, options.by_value->second, g);
-    if (options.by_norm) ClipByNorm(*options.by_norm, g);
-  }
-  if (!options.by_global_norm) return 0.0;
-  return ClipByGlobalNorm(*options.by_global_norm, grads);
 }
 
 }  // namespace pstrain::ps

@@ -52,11 +52,14 @@ struct ClippingOptions {
   // Checks min < max and positive norms; errors name the field.
   Status Validate() const;
   bool enabled() const { return by_value || by_norm || by_global_norm; }
-};
 
-// Applies `options` to one step's gradients in the order by_value, by_norm, by_global_norm.
-// Null or empty entries are skipped. Returns the global norm measured before the global
-// clip, or 0 when by_global_norm is not set.
-double ClipGradients(const ClippingOptions& options, const std::vector<Tensor*>& grads);
+  // Which side applies what, decided here once. by_global_norm needs every gradient of a
+  // step, which only the worker that computed them (or its host's leader, after the host
+  // average) holds: workers apply it before they push. by_value and by_norm are per tensor:
+  // each server applies them to the gradient it is about to apply, after accumulation. The
+  // single-process trainer does the same in the same order: global norm, then per tensor.
+  ClippingOptions WorkerSide() const;  // by_global_norm only
+  ClippingOptions ServerSide() const;  // by_value and by_norm only
+};
 
 }  // namespace pstrain::ps

@@ -20,7 +20,7 @@ Result<std::unique_ptr<VariableStore>> VariableStore::FromConfig(const ConfigNod
 
 VariableStore::VariableStore(std::unique_ptr<Optimizer> optimizer, LearningRateSchedule schedule,
                              ClippingOptions clipping)
-    : optimizer_(std::move(optimizer)), schedule_(std::move(schedule)), clipping_(clipping) {}
+    : optimizer_(std::move(optimizer)), schedule_(std::move(schedule)), clipping_(clipping.ServerSide()) {}
 
 Status VariableStore::AddVariable(const std::string& name, Tensor value) {
   if (variables_.count(name)) return AlreadyExists("variable '" + name + "' is already held");

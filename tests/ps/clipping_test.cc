@@ -115,17 +115,24 @@ TEST(ClippingTest, ConfigErrorsNameTheField) {
   EXPECT_NE(ErrorOf("{by_gobal_norm: 1}").find("unknown field 'by_gobal_norm'"), std::string::npos);
 }
 
-TEST(ClippingTest, ClipGradientsAppliesValueThenNormThenGlobalNorm) {
+TEST(ClippingTest, WorkersClipByGlobalNormAndServersByValueAndNorm) {
   ClippingOptions options;
   options.by_value = {-4.0f, 4.0f};
   options.by_norm = 5.0f;
   options.by_global_norm = 3.0f;
-  Tensor a = Vec({3.0f, 9.0f});  // by value: [3, 4]; by norm 5: unchanged
-  Tensor b = Vec({0.0f});
-  // global norm = 5 -> scale 3 / 5.
-  EXPECT_DOUBLE_EQ(ClipGradients(options, {&a, nullptr, &b}), 5.0);
-  ExpectValues(a, {1.8, 2.4}, "a");
-  EXPECT_EQ(b[0], 0.0f);
+  const ClippingOptions worker = options.WorkerSide(), server = options.ServerSide();
+  EXPECT_FALSE(worker.by_value.has_value());
+  EXPECT_FALSE(worker.by_norm.has_value());
+  ASSERT_TRUE(worker.by_global_norm.has_value());
+  EXPECT_EQ(*worker.by_global_norm, 3.0f);
+  ASSERT_TRUE(server.by_value.has_value());
+  EXPECT_EQ(server.by_value->second, 4.0f);
+  ASSERT_TRUE(server.by_norm.has_value());
+  EXPECT_FALSE(server.by_global_norm.has_value());
+  // Nothing is lost or applied twice: the two sides together are the config.
+  EXPECT_TRUE(worker.enabled() && server.enabled());
+  EXPECT_FALSE(ClippingOptions{}.WorkerSide().enabled() ||
+               ClippingOptions{}.ServerSide().enabled());
 }
 
 }  // namespace

@@ -40,6 +40,19 @@ TEST(VariableStoreTest, ClipsByNormBeforeTheOptimizer) {
   EXPECT_NEAR(w[1], -0.8f, 1e-6);
 }
 
+TEST(VariableStoreTest, LeavesTheGlobalNormToTheWorkers) {
+  // by_global_norm is the worker's (ClippingOptions::WorkerSide): a server holds one shard of
+  // a step's gradients, so it must not rescale them by that shard's norm.
+  auto store = MakeStore(
+      "{optimizer: {type: sgd}, learning_rate: {initial: 1.0}, "
+      "clipping: {by_global_norm: 1.0, by_value: [-10, 10]}}");
+  Tensor w = Tensor::FromVector(Shape{2}, {0.0f, 0.0f});
+  ASSERT_TRUE(store->AddVariable("w", w).ok());
+  ASSERT_TRUE(store->ApplyGradients({{"w", Tensor::FromVector(Shape{2}, {3.0f, 40.0f})}}).ok());
+  EXPECT_FLOAT_EQ(w[0], -3.0f);   // not scaled to norm 1
+  EXPECT_FLOAT_EQ(w[1], -10.0f);  // by_value is the server's
+}
+
 TEST(VariableStoreTest, BadGradientsChangeNothing) {
   auto store = MakeStore("{optimizer: {type: adam}, learning_rate: {initial: 0.1}}");
   Tensor a = Tensor::FromVector(Shape{2}, {1.0f, 2.0f});

@@ -83,7 +83,9 @@ void PrepareGradients(const TrainConfig& config, Model* model) {
     }
     grads.push_back(&v->grad);
   }
-  if (config.clipping.by_global_norm) ps::ClipByGlobalNorm(*config.clipping.by_global_norm, grads);
+  // The worker's side of clipping (ps::ClippingOptions::WorkerSide): the global norm.
+  const ps::ClippingOptions worker_side = config.clipping.WorkerSide();
+  if (worker_side.by_global_norm) ps::ClipByGlobalNorm(*worker_side.by_global_norm, grads);
 }
 
 ProgressWindow::Report ProgressWindow::Take() {
