@@ -22,7 +22,8 @@ skipped without nft.
 
   PSTRAIN_BINARY=build/pstrain PSTRAIN_KEYGEN=build/pstrain-keygen python3 -m unittest -v \\
       test_multihost_run
-PSTRAIN_MULTIHOST_KEEP=1 keeps the train_dir and sshd logs.
+PSTRAIN_MULTIHOST_KEEP=1 keeps the train_dir and sshd logs; PSTRAIN_MULTIHOST_CURVE=0 runs
+everything in plaintext (--no_curve: the roles get --insecure), e.g. to try the host hub.
 """
 
 import json
@@ -43,9 +44,11 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 PSTRAIN = os.environ.get("PSTRAIN_BINARY", "")
 KEYGEN = os.environ.get("PSTRAIN_KEYGEN", "")
 DATA_DIR = "/usr/share/datasets/fashion-mnist"
+CURVE = os.environ.get("PSTRAIN_MULTIHOST_CURVE", "1") != "0"
 
-STEPS = int(os.environ.get("PSTRAIN_MULTIHOST_STEPS", "800"))  # global steps; each is one host's
-# average of two batches of 128 with the hub, one batch without
+# Global steps: one batch of 128 each without the hub, half as many (a host's average of two
+# batches each) with it, so that both runs compute as much.
+STEPS = int(os.environ.get("PSTRAIN_MULTIHOST_STEPS", "800"))
 # RefNet's test accuracy at the end: 4 async pushers reach 0.834 after 600 steps, 0.844 after 900
 # (RefNet reaches ~0.88 after 936 with 2 workers, tests/launcher/test_slurm_train.py).
 TARGET = 0.82
@@ -185,11 +188,12 @@ class MultihostRunTest(unittest.TestCase):
             sys.executable, os.path.join(REPO, "launcher", "pstrain-launch"),
             "--cluster", cluster, "--config", os.path.join(REPO, "configs", "refnet.yaml"),
             "--train_dir", train_dir, "--keygen", KEYGEN, "--progress_interval", "20",
-            "--grace_period", "3"]))
+            "--grace_period", "3"] + ([] if CURVE else ["--no_curve"])))
 
     @classmethod
     def probe_hub_with_curve(cls):
-        """3 steps of ps0 on h1 and two workers on h3 syncing over the host hub with CURVE."""
+        """3 steps of ps0 on h1 and two workers on h3 syncing over the host hub (with CURVE,
+        unless PSTRAIN_MULTIHOST_CURVE=0)."""
         started = time.monotonic()
         probe = cls.launch("probe", os.path.join(cls.tmp, "probe"), cls.cluster_yaml(
             [1], [3, 3], [], {"intra_node_sync": "cpu", "max_steps": 3}, restart="never"))
@@ -203,7 +207,8 @@ class MultihostRunTest(unittest.TestCase):
         cls.intra_node_sync = "cpu" if code == 0 else "off"
         bug = re.search(r"InvalidArgument: (a CURVE client of \S+ needs the server's public key)",
                         output)
-        say(f"probe: the host hub with CURVE, launcher exit {code} in "
+        say(f"probe: the host hub {'with CURVE' if CURVE else 'in plaintext'}, launcher exit "
+            f"{code} in "
             f"{time.monotonic() - started:.0f} s" + (f" ({bug.group(1)})" if bug else "")
             + f"; the main run uses --intra_node_sync={cls.intra_node_sync}")
 
@@ -223,15 +228,17 @@ class MultihostRunTest(unittest.TestCase):
 
     @classmethod
     def run_cluster(cls):
+        cls.steps = STEPS // 2 if cls.intra_node_sync == "cpu" else STEPS
         cls.launcher = cls.launch("cluster", cls.train_dir, cls.cluster_yaml(
             [1, 2], [3, 3, 4, 4], [1], {"intra_node_sync": cls.intra_node_sync,
-                                        "max_steps": STEPS, "log_every_n_steps": 10,
+                                        "max_steps": cls.steps, "log_every_n_steps": 10,
                                         "eval_interval_secs": 60}))
         ev = cls.events
         launched = time.monotonic()
         try:
             # h3 (the chief's host) loses its link for FLAP_S seconds at a quarter of the run.
-            cls.wait_until("a quarter of the steps", lambda: cls.global_step() >= STEPS // 4, 300)
+            cls.wait_until("a quarter of the steps",
+                           lambda: cls.global_step() >= cls.steps // 4, 300)
             chief = os.path.join(cls.log_dir, "worker-0.log")
             ev["flap_step"] = cls.global_step()
             say(f"h3 link down at global step {ev['flap_step']}")
@@ -247,7 +254,7 @@ class MultihostRunTest(unittest.TestCase):
             say(f"h3 link up after {ev['flap_up'] - ev['flap_down']:.1f} s at global step "
                 f"{ev['flap_step_at_up']}")
             # h4 dies at half the run and boots DEAD_S seconds later.
-            cls.wait_until("half the steps", lambda: cls.global_step() >= STEPS // 2, 300)
+            cls.wait_until("half the steps", lambda: cls.global_step() >= cls.steps // 2, 300)
             ev["death_step"] = cls.global_step()
             say(f"h4 dies at global step {ev['death_step']}")
             ev["death"] = time.monotonic()
@@ -286,7 +293,8 @@ class MultihostRunTest(unittest.TestCase):
         self.assertIn("exit codes: ps0 0, ps1 0, worker0 0, worker1 0, worker2 0, worker3 0",
                       self.output, self.explain())
         for k in (0, 1):
-            self.assertIn("CURVE authentication on", self.logs[f"ps-{k}"], self.explain())
+            if CURVE:
+                self.assertIn("CURVE authentication on", self.logs[f"ps-{k}"], self.explain())
         if self.intra_node_sync == "cpu":  # one pusher per worker host
             for k in range(4):
                 self.assertRegex(self.logs[f"worker-{k}"], rf"syncs with workers \[\d,\d\] on "
@@ -294,7 +302,8 @@ class MultihostRunTest(unittest.TestCase):
                                  "host hub", self.explain())
         done = re.search(r"done: global step (\d+), test accuracy ([0-9.]+)", self.logs["worker-0"])
         self.assertIsNotNone(done, self.explain())
-        say(f"RefNet over 4 netns hosts (CURVE, --intra_node_sync={self.intra_node_sync}): "
+        say(f"RefNet over 4 netns hosts ({'CURVE' if CURVE else 'plaintext'}, "
+            f"--intra_node_sync={self.intra_node_sync}): "
             f"global step {done.group(1)}, test accuracy "
             f"{done.group(2)} (target {TARGET}), run {self.elapsed:.0f} s, whole test "
             f"{time.monotonic() - self.started:.0f} s")
@@ -304,6 +313,8 @@ class MultihostRunTest(unittest.TestCase):
     def test_the_workers_of_a_host_sync_over_its_hub_with_curve(self):
         # Fails (worker/distributed/intra_node.cc): the hub's leader connects to its own hub
         # with server settings, no server key. Remove @expectedFailure once it passes.
+        if not CURVE:
+            self.skipTest("PSTRAIN_MULTIHOST_CURVE=0")
         code, output = self.probe
         self.assertEqual(code, 0, output[-3000:])
 
