@@ -18,6 +18,7 @@
 #include "ps/variable_store.h"
 #include "worker/training/input/input_pipeline.h"
 #include "worker/network/model.h"
+#include "worker/training/model_graph.h"
 #include "worker/training/progress_line.h"
 #include "worker/training/training_setup.h"
 
@@ -109,6 +110,18 @@ Result<TrainResult> Train(const TrainerOptions& o) {
     train_log->AddText(
         "config", store->global_step(),
         "```\n" + config.ToYaml() + "\n```\n\ncommand line: `" + o.command_line + "`");
+    // The Graphs tab; a diagnostic, never fatal. One process and no servers: every variable sits
+    // beside its layers, on the device as TensorFlow names a local one.
+    ModelGraphOptions local;
+    local.num_ps = 0;
+    local.worker_device = std::string("/job:localhost/replica:0/task:0/device:") +
+                          DeviceName(device->device()) + ":0";
+    auto graph = ModelGraphDef(model_node, local);
+    if (graph.ok()) {
+      train_log->AddGraph(*graph);
+    } else {
+      LOG(WARNING) << "trainer: no graph for TensorBoard: " << graph.status().ToString();
+    }
   }
   LOG(INFO) << "trainer: training " << model->name() << " from step " << store->global_step()
             << " to " << max_steps << " (" << steps_per_epoch << " steps per epoch, batch "
