@@ -1,6 +1,7 @@
 // Writes the seed corpora in fuzz/corpus/<target>/: real encoded messages, request sequences for
-// the server, TFRecord and IDX files, configs. Each seed follows the input layout its target's
-// header comment describes. Run after changing a layout, then commit the seeds:
+// the server, TFRecord and IDX files, configs (a model per case of the layer test table). Each seed
+// follows the input layout its target's header comment describes. Run after changing a layout, then
+// commit the seeds:
 //   build/fuzz/pstrain-fuzz-corpus <source dir>
 #include <glog/logging.h>
 #include <google/protobuf/io/coded_stream.h>
@@ -19,6 +20,7 @@
 #include "common/data/image_example.h"
 #include "common/little_endian.h"
 #include "common/wire/codec.h"
+#include "tests/worker/layer_cases.h"
 
 namespace pstrain {
 namespace {
@@ -261,6 +263,35 @@ void CopyFile(const fs::path& from, const fs::path& dir) {
   fs::copy_file(from, dir / from.filename(), fs::copy_options::overwrite_existing);
 }
 
+// One model per case of the layer test table (tests/worker/layer_cases.h), so that every layer
+// type the tests know, with every field they use, is a seed: the case's layer on the model input
+// (a rank-1 input through a flatten first), then flatten and the loss unless it is the loss.
+std::string LayerCaseModel(const worker::testing::LayerCase& c) {
+  const Shape& in = c.inputs[0];
+  for (const Shape& s : c.inputs) CHECK(s == in) << c.name << ": inputs of different shapes";
+  CHECK(in.rank() >= 1 && in.rank() <= 3) << c.name << ": input " << in.ToString();
+  std::vector<int64_t> dims = in.dims();
+  while (dims.size() < 3) dims.insert(in.rank() == 1 ? dims.end() : dims.begin(), 1);
+  std::string yaml =
+      "model:\n  name: " + c.name + "\n  input: " + Shape(dims).ToString() + "\n  layers:\n";
+  std::string source = "input";
+  if (in.rank() == 1) {
+    yaml += "    - {name: features, type: flatten}\n";
+    source = "features";
+  }
+  const size_t open = c.yaml.find('{'), close = c.yaml.rfind('}');
+  CHECK(open != std::string::npos && close != std::string::npos) << c.name << ": " << c.yaml;
+  std::string inputs = "[";
+  for (size_t i = 0; i < c.inputs.size(); ++i) inputs += (i ? ", " : "") + source;
+  yaml += "    - {name: " + c.name + ", " + c.yaml.substr(open + 1, close - open - 1) +
+          ", inputs: " + inputs + "]}\n";
+  if (c.labels.empty()) {  // not the loss
+    yaml += "    - {name: flat, type: flatten}\n";
+    yaml += "    - {name: loss, type: softmax_cross_entropy}\n";
+  }
+  return yaml;
+}
+
 // fuzz_config: YAML text.
 void ConfigSeeds(const fs::path& source, const fs::path& dir) {
   CopyFile(source / "configs/refnet.yaml", dir);
@@ -288,22 +319,10 @@ input:
   mean: [0.5]
   std: [0.25]
 )");
-  Write(dir, "every-layer.yaml", R"(model:
-  name: every_layer
-  input: [3, 8, 8]
-  layers:
-    - {name: conv, type: conv2d, filters: 4, kernel: [3, 2], stride: [2, 1], padding: VALID, use_bias: false, init: he_normal}
-    - {name: bn, type: batch_norm, momentum: 0.9, epsilon: 0.001}
-    - {name: relu, type: relu}
-    - {name: conv2, type: conv2d, filters: 4, kernel: 1, inputs: relu}
-    - {name: sum, type: add, inputs: [conv2, relu]}
-    - {name: avg, type: avg_pool, size: 2, stride: 1, padding: SAME}
-    - {name: max, type: max_pool, size: [2, 2]}
-    - {name: flat, type: flatten}
-    - {name: drop, type: dropout, keep_prob: 0.5}
-    - {name: fc, type: fully_connected, units: 3, init: glorot_uniform}
-    - {name: loss, type: softmax_cross_entropy}
-train:
+  for (const worker::testing::LayerCase& c : worker::testing::LayerCases()) {
+    Write(dir, "layer-" + c.name + ".yaml", LayerCaseModel(c));
+  }
+  Write(dir, "momentum-exponential-decay.yaml", R"(train:
   optimizer: {type: momentum, momentum: 0.9, nesterov: true}
   learning_rate: {schedule: exponential_decay, initial: 0.1, decay_steps: 100, decay_rate: 0.96, staircase: true}
 )");

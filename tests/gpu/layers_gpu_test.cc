@@ -1,6 +1,7 @@
-// Every layer's GPU forward and backward pass against the CPU's on random inputs: outputs,
-// input gradients, variable gradients and (batch norm) the updated moving statistics. Skips
-// when no GPU is visible.
+// Every layer's GPU forward and backward pass against the CPU's, one test per case of
+// tests/worker/layer_cases.h (the cases the numeric gradient checks run too): outputs, input
+// gradients, variable gradients and (batch norm) the updated moving statistics. Skips when no
+// GPU is visible.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -27,42 +28,18 @@ void ExpectClose(const Tensor& gpu, const Tensor& cpu, float tol, const std::str
   EXPECT_EQ(failures, 0) << what << ": " << failures << " of " << cpu.size() << " differ";
 }
 
-Shape Batched(int64_t n, const Shape& s) {
-  std::vector<int64_t> d{n};
-  d.insert(d.end(), s.dims().begin(), s.dims().end());
-  return Shape(d);
-}
-
-struct Case {
-  Case(std::string yaml, std::vector<Shape> inputs, int64_t batch = 4, bool training = true,
-       float tolerance = 1e-4f, std::vector<int32_t> labels = {})
-      : yaml(std::move(yaml)),
-        inputs(std::move(inputs)),
-        batch(batch),
-        training(training),
-        tolerance(tolerance),
-        labels(std::move(labels)) {}
-  std::string yaml;
-  std::vector<Shape> inputs;  // per example
-  int64_t batch;
-  bool training;
-  float tolerance;
-  std::vector<int32_t> labels;  // loss layers
-};
-
 // Runs the same layer (same initial variables) on both devices and compares everything.
-void CompareDevices(const Case& c, cuda::GpuContext* gpu) {
+void CompareDevices(const LayerCase& c, cuda::GpuContext* gpu) {
   Shape out_shape;
-  std::unique_ptr<Layer> cpu_layer = MakeLayer(c.yaml, c.inputs, &out_shape);
-  std::unique_ptr<Layer> gpu_layer = MakeLayer(c.yaml, c.inputs, &out_shape);
+  std::unique_ptr<Layer> cpu_layer = MakeCaseLayer(c, &out_shape);
+  std::unique_ptr<Layer> gpu_layer = MakeCaseLayer(c, &out_shape);
   ASSERT_TRUE(cuda::PlaceOnGpu(gpu_layer.get(), gpu).ok());
 
-  std::mt19937_64 data_rng(11);
-  std::vector<Tensor> x, dx_cpu, dx_dev;
+  std::mt19937_64 data_rng(11);  // the output gradient
+  std::vector<Tensor> x = CaseInputs(c), dx_cpu, dx_dev;
   std::vector<const Tensor*> in_cpu, in_dev;
   std::vector<Tensor*> grads_cpu, grads_dev;
   std::vector<Tensor> x_dev;
-  for (const Shape& s : c.inputs) x.push_back(RandomTensor(Batched(c.batch, s), &data_rng));
   for (const Tensor& t : x) x_dev.push_back(ToDevice(t, gpu));
   for (size_t i = 0; i < x.size(); ++i) {
     in_cpu.push_back(&x[i]);
@@ -90,14 +67,14 @@ void CompareDevices(const Case& c, cuda::GpuContext* gpu) {
   Tensor y_dev = gpu->NewTensorOrDie(y_shape, "output");
   cpu_layer->Forward(in_cpu, &y_cpu, ctx_cpu);
   gpu_layer->Forward(in_dev, &y_dev, ctx_gpu);
-  ExpectClose(ToHost(y_dev, gpu), y_cpu, c.tolerance, "output");
+  ExpectClose(ToHost(y_dev, gpu), y_cpu, c.device_tolerance, "output");
 
   Tensor dy = RandomTensor(y_shape, &data_rng);
   Tensor dy_dev = ToDevice(dy, gpu);
   cpu_layer->Backward(in_cpu, y_cpu, dy, grads_cpu, ctx_cpu);
   gpu_layer->Backward(in_dev, y_dev, dy_dev, grads_dev, ctx_gpu);
   for (size_t i = 0; i < x.size(); ++i) {
-    ExpectClose(ToHost(dx_dev[i], gpu), dx_cpu[i], c.tolerance,
+    ExpectClose(ToHost(dx_dev[i], gpu), dx_cpu[i], c.device_tolerance,
                 "input " + std::to_string(i) + " gradient");
   }
   std::vector<Variable*> vars;
@@ -105,91 +82,23 @@ void CompareDevices(const Case& c, cuda::GpuContext* gpu) {
   cuda::DownloadToHost(vars, /*all_values=*/true, gpu);
   for (size_t i = 0; i < vars.size(); ++i) {
     const Variable& want = cpu_layer->variables()[i];
-    if (want.trainable) ExpectClose(vars[i]->grad, want.grad, c.tolerance, want.name + " gradient");
-    ExpectClose(vars[i]->value, want.value, c.tolerance, want.name);
+    if (want.trainable)
+      ExpectClose(vars[i]->grad, want.grad, c.device_tolerance, want.name + " gradient");
+    ExpectClose(vars[i]->value, want.value, c.device_tolerance, want.name);
   }
 }
 
+class LayerCaseDevicesTest : public ::testing::TestWithParam<LayerCase> {};
+
+TEST_P(LayerCaseDevicesTest, GpuMatchesCpu) {
+  PSTRAIN_GPU_OR_SKIP(gpu);
+  CompareDevices(GetParam(), gpu);
+}
+
+INSTANTIATE_TEST_SUITE_P(LayerCases, LayerCaseDevicesTest,
+                         ::testing::ValuesIn(CasesWhere(&LayerCase::compare_devices)), CaseName);
+
 class LayersGpuTest : public ::testing::Test {};
-
-TEST_F(LayersGpuTest, ConvSameSymmetricMatchesCpu) {
-  PSTRAIN_GPU_OR_SKIP(gpu);
-  CompareDevices({"{type: conv2d, filters: 6, kernel: 5, padding: SAME}", {Shape{3, 12, 12}}}, gpu);
-}
-
-TEST_F(LayersGpuTest, ConvSameStride2OnOddSizeWithAsymmetricPaddingMatchesCpu) {
-  PSTRAIN_GPU_OR_SKIP(gpu);
-  // 9x7 input, 4x3 kernel, stride 2: pads 1/2 rows and 1/1 columns, so explicit padding.
-  CompareDevices(
-      {"{type: conv2d, filters: 5, kernel: [4, 3], stride: 2, padding: SAME}", {Shape{2, 9, 7}}},
-      gpu);
-  // 28x28, 3x3, stride 2 (tiny.yaml's first layer): pads 0 before, 1 after.
-  CompareDevices({"{type: conv2d, filters: 8, kernel: 3, stride: 2}", {Shape{1, 28, 28}}, 8}, gpu);
-}
-
-TEST_F(LayersGpuTest, ConvValidWithoutBiasMatchesCpu) {
-  PSTRAIN_GPU_OR_SKIP(gpu);
-  CompareDevices(
-      {"{type: conv2d, filters: 4, kernel: 3, stride: 2, padding: VALID, use_bias: false}",
-       {Shape{3, 10, 9}}},
-      gpu);
-}
-
-TEST_F(LayersGpuTest, MaxAndAvgPoolValidMatchCpu) {
-  PSTRAIN_GPU_OR_SKIP(gpu);
-  CompareDevices({"{type: max_pool, size: 2}", {Shape{3, 8, 8}}}, gpu);
-  CompareDevices({"{type: avg_pool, size: 2}", {Shape{3, 8, 8}}}, gpu);
-  CompareDevices({"{type: max_pool, size: 3, stride: 2}", {Shape{2, 9, 9}}}, gpu);
-}
-
-TEST_F(LayersGpuTest, PoolSameWithSymmetricPaddingMatchesCpu) {
-  PSTRAIN_GPU_OR_SKIP(gpu);
-  CompareDevices({"{type: max_pool, size: 3, stride: 1, padding: SAME}", {Shape{2, 7, 7}}}, gpu);
-  CompareDevices({"{type: avg_pool, size: 3, stride: 1, padding: SAME}", {Shape{2, 7, 7}}}, gpu);
-}
-
-TEST_F(LayersGpuTest, PoolSameStride2OnOddSizeWithAsymmetricPaddingMatchesCpu) {
-  PSTRAIN_GPU_OR_SKIP(gpu);
-  // 7x8 with 2x2 windows, stride 2: the last row's window ends in the padding; average pooling
-  // divides by the real pixels only.
-  CompareDevices({"{type: max_pool, size: 2, padding: SAME}", {Shape{3, 7, 8}}}, gpu);
-  CompareDevices({"{type: avg_pool, size: 2, padding: SAME}", {Shape{3, 7, 8}}}, gpu);
-  CompareDevices({"{type: avg_pool, size: 4, stride: 2, padding: SAME}", {Shape{2, 9, 6}}}, gpu);
-}
-
-TEST_F(LayersGpuTest, ReluFlattenAndAddMatchCpu) {
-  PSTRAIN_GPU_OR_SKIP(gpu);
-  CompareDevices({"{type: relu}", {Shape{3, 5, 5}}}, gpu);
-  CompareDevices({"{type: flatten}", {Shape{3, 5, 5}}}, gpu);
-  CompareDevices({"{type: add}", {Shape{3, 5, 5}, Shape{3, 5, 5}}}, gpu);
-}
-
-TEST_F(LayersGpuTest, FullyConnectedMatchesCpu) {
-  PSTRAIN_GPU_OR_SKIP(gpu);
-  CompareDevices({"{type: fully_connected, units: 7}", {Shape{33}}, 5}, gpu);
-  CompareDevices({"{type: fully_connected, units: 10, use_bias: false}", {Shape{64}}, 3}, gpu);
-  // RefNet's fc1 at batch 128: large enough that cuBLAS picks its tiled kernels.
-  CompareDevices({"{type: fully_connected, units: 1024}", {Shape{3136}}, 128, true, 1e-3f}, gpu);
-}
-
-TEST_F(LayersGpuTest, BatchNormTrainingMatchesCpuIncludingMovingStatistics) {
-  PSTRAIN_GPU_OR_SKIP(gpu);
-  CompareDevices({"{type: batch_norm}", {Shape{4, 5, 5}}, 6, true, 1e-3f}, gpu);
-  CompareDevices(
-      {"{type: batch_norm, momentum: 0.9, epsilon: 1.0e-4}", {Shape{12}}, 8, true, 1e-3f}, gpu);
-}
-
-TEST_F(LayersGpuTest, BatchNormInferenceMatchesCpu) {
-  PSTRAIN_GPU_OR_SKIP(gpu);
-  CompareDevices({"{type: batch_norm}", {Shape{4, 5, 5}}, 6, false, 1e-4f}, gpu);
-  CompareDevices({"{type: batch_norm}", {Shape{12}}, 8, false, 1e-4f}, gpu);
-}
-
-TEST_F(LayersGpuTest, SoftmaxCrossEntropyMatchesCpu) {
-  PSTRAIN_GPU_OR_SKIP(gpu);
-  CompareDevices({"{type: softmax_cross_entropy}", {Shape{10}}, 6, true, 1e-5f, {0, 3, 9, 9, 1, 5}},
-                 gpu);
-}
 
 TEST_F(LayersGpuTest, DropoutKeepsTheCpuMaskSemanticsAndRepeatsWithTheSeed) {
   PSTRAIN_GPU_OR_SKIP(gpu);
