@@ -6,10 +6,6 @@
 #include <sstream>
 
 #include "worker/network/layers/softmax_cross_entropy.h"
-#if PSTRAIN_HAVE_GPU_BACKEND
-#include "worker/network/cuda/gpu_context.h"
-#include "worker/network/cuda/layer_placement.h"
-#endif
 
 namespace pstrain {
 namespace worker {
@@ -153,99 +149,51 @@ void Model::InitVariables(uint64_t seed) {
 }
 
 Status Model::SetDevice(Device device, cuda::GpuContext* gpu) {
+  std::unique_ptr<ModelDevice> next;
   if (device == Device::kCpu) {
-    for (auto& l : layers_) {
-      l->set_device(Device::kCpu);
-      for (Variable& v : l->variables()) v.device_value = v.device_grad = Tensor();
-    }
-    device_ = Device::kCpu;
-    gpu_ = nullptr;
-    batch_ = -1;
-    return Status::OK();
+    next = NewHostModelDevice();
+  } else {
+    for (const auto& l : layers_) RETURN_IF_ERROR(l->GpuSupport());
+    ASSIGN_OR_RETURN(next, NewGpuModelDevice(gpu, name_));
   }
-  for (const auto& l : layers_) RETURN_IF_ERROR(l->GpuSupport());
-#if PSTRAIN_HAVE_GPU_BACKEND
-  CHECK(gpu != nullptr) << "Model::SetDevice(kGpu) needs a GPU context";
   for (auto& l : layers_) {
-    Status placed = cuda::PlaceOnGpu(l.get(), gpu);
+    Status placed = next->Place(l.get());
     if (!placed.ok()) return placed.WithContext("model '" + name_ + "'");
   }
-  device_ = Device::kGpu;
-  gpu_ = gpu;
+  device_ = std::move(next);
   batch_ = -1;
   return Status::OK();
-#else
-  (void)gpu;
-  return FailedPrecondition("model '" + name_ +
-                            "': this binary was built without the CUDA backend");
-#endif
 }
 
-void Model::UploadVariables() {
-  if (device_ != Device::kGpu) return;
-#if PSTRAIN_HAVE_GPU_BACKEND
-  cuda::UploadValues(variables(), gpu_);
-#endif
-}
+void Model::UploadVariables() { device_->UploadValues(variables()); }
 
-void Model::DownloadGradients() {
-  if (device_ != Device::kGpu) return;
-#if PSTRAIN_HAVE_GPU_BACKEND
-  if (!gpu_->async_download_open()) return cuda::DownloadToHost(variables(), false, gpu_);
-  // Layers backward skipped (or that never reported) are copied now.
-  for (size_t i = 0; i < layers_.size(); ++i) {
-    if (!downloading_[i]) DownloadLayerGradientsAsync(static_cast<int>(i));
-  }
-  gpu_->FinishAsyncDownload();
-  downloading_.clear();
-#endif
-}
+void Model::DownloadGradients() { device_->DownloadGradients(layers_); }
 
 void Model::DownloadLayerGradientsAsync(int layer) {
-  if (device_ != Device::kGpu) return;
-#if PSTRAIN_HAVE_GPU_BACKEND
-  if (!gpu_->async_download_open()) {
-    size_t bytes = 0;
-    for (const auto& [device, host] : cuda::GradientCopies(variables())) {
-      bytes += (host->bytes() + 255) / 256 * 256;
-    }
-    gpu_->BeginAsyncDownload(bytes);
-    downloading_.assign(layers_.size(), false);
-  }
-  CHECK(!downloading_.at(layer)) << "layer " << layer << "'s gradients downloaded twice";
-  downloading_[layer] = true;
-  std::vector<Variable*> vars;
-  for (Variable& v : layers_[layer]->variables()) vars.push_back(&v);
-  for (const auto& [device, host] : cuda::GradientCopies(vars)) gpu_->DownloadAsync(device, host);
-#else
-  (void)layer;
-#endif
+  device_->DownloadLayerGradientsAsync(layers_, layer);
 }
 
-void Model::Synchronize() {
-#if PSTRAIN_HAVE_GPU_BACKEND
-  if (device_ == Device::kGpu) gpu_->Synchronize();
-#endif
-}
+void Model::Synchronize() { device_->Synchronize(); }
 
 void Model::Allocate(int64_t batch) {
   if (batch == batch_) return;
-#if PSTRAIN_HAVE_GPU_BACKEND
-  if (device_ == Device::kGpu) return AllocateGpu(batch);
-#endif
   batch_ = batch;
   outputs_.clear();
   grads_.clear();
-  size_t largest = 0;
-  for (const Node& n : nodes_) {
+  int64_t largest = 0;
+  const std::string who = "model '" + name_ + "' batch " + std::to_string(batch);
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    const Node& n = nodes_[i];
     std::vector<int64_t> dims{batch};
     dims.insert(dims.end(), n.shape.dims().begin(), n.shape.dims().end());
-    outputs_.push_back(Tensor::Uninitialized(Shape(dims)));
-    grads_.push_back(n.needs_grad || &n == &nodes_.back() ? Tensor::Uninitialized(Shape(dims))
-                                                          : Tensor());
-    largest = std::max(largest, outputs_.back().bytes());
+    const std::string what = who + ": " + layers_[i]->name();
+    outputs_.push_back(device_->NewTensor(Shape(dims), what + " output"));
+    grads_.push_back(n.needs_grad || i + 1 == nodes_.size()
+                         ? device_->NewTensor(Shape(dims), what + " gradient")
+                         : Tensor());
+    largest = std::max(largest, outputs_.back().size());
   }
-  scratch_grad_ = Tensor::Uninitialized(Shape{static_cast<int64_t>(largest / sizeof(float))});
+  scratch_grad_ = device_->NewTensor(Shape{largest}, who + ": gradient scratch");
 }
 
 float Model::Forward(const Tensor& images, const std::vector<int32_t>& labels, bool training,
@@ -256,14 +204,9 @@ float Model::Forward(const Tensor& images, const std::vector<int32_t>& labels, b
   const int64_t n = images.dim(0);
   CHECK_EQ(static_cast<int64_t>(labels.size()), n);
   Allocate(n);
-  input_ = &images;
   labels_ = labels;
   ctx_ = LayerContext{training, rng, &labels_};
-#if PSTRAIN_HAVE_GPU_BACKEND
-  if (device_ == Device::kGpu) {
-    UploadBatchGpu(images, labels);  // sets input_ and the context's GPU fields
-  }
-#endif
+  input_ = device_->UploadBatch(images, labels, num_classes_, &ctx_);
   std::vector<const Tensor*> in;
   for (size_t i = 0; i < layers_.size(); ++i) {
     in.clear();
@@ -277,25 +220,13 @@ float Model::Forward(const Tensor& images, const std::vector<int32_t>& labels, b
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
   }
-#if PSTRAIN_HAVE_GPU_BACKEND
-  if (device_ == Device::kGpu) return FinishForwardGpu();
-#endif
-  const Tensor& losses = outputs_.back();
-  double sum = 0.0;
-  for (int64_t i = 0; i < n; ++i) sum += losses[i];
-  return static_cast<float>(sum / n);
+  return device_->FinishForward(outputs_.back(), outputs_[nodes_.back().inputs[0]]);
 }
 
 void Model::Backward(const std::function<void(int layer)>& on_layer_done) {
   CHECK(ctx_.training) << "Backward() needs a training Forward() first";
   const int64_t n = batch_;
-  if (device_ == Device::kGpu) {
-#if PSTRAIN_HAVE_GPU_BACKEND
-    FillLossGradientGpu(1.0f / static_cast<float>(n));
-#endif
-  } else {
-    grads_.back().Fill(1.0f / static_cast<float>(n));
-  }
+  device_->Fill(&grads_.back(), 1.0f / static_cast<float>(n));
   std::vector<bool> written(layers_.size(), false);
   written.back() = true;
   std::vector<const Tensor*> in;
@@ -334,32 +265,16 @@ void Model::Backward(const std::function<void(int layer)>& on_layer_done) {
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
     for (int slot : accumulate) {
-      Tensor& g = grads_[nodes_[i].inputs[slot]];
-#if PSTRAIN_HAVE_GPU_BACKEND
-      if (device_ == Device::kGpu) {
-        AccumulateGpu(scratch, &g);
-        continue;
-      }
-#endif
-      float* dst = g.data();
-      const float* src = scratch.data();
-      const int64_t m = g.size();
-#pragma omp parallel for simd schedule(static)
-      for (int64_t j = 0; j < m; ++j) dst[j] += src[j];
+      device_->Accumulate(scratch, &grads_[nodes_[i].inputs[slot]]);
     }
     if (on_layer_done) on_layer_done(i);
   }
 }
 
-std::function<Status()> Model::DeviceFence() {
-#if PSTRAIN_HAVE_GPU_BACKEND
-  if (device_ == Device::kGpu) return gpu_->Fence();
-#endif
-  return nullptr;
-}
+std::function<Status()> Model::DeviceFence() { return device_->Fence(); }
 
 const Tensor& Model::logits() const {
-  return device_ == Device::kGpu ? host_logits_ : outputs_[nodes_.back().inputs[0]];
+  return device_->HostLogits(outputs_[nodes_.back().inputs[0]]);
 }
 
 int64_t Model::CountCorrect(const std::vector<int32_t>& labels) const {

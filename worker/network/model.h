@@ -18,6 +18,7 @@
 
 #include "common/config.h"
 #include "worker/network/layer.h"
+#include "worker/network/model_device.h"
 
 namespace pstrain {
 namespace worker {
@@ -41,7 +42,7 @@ class Model {
   // there (uploaded now); a layer without GPU kernels fails the call, naming it, before anything
   // changes.
   Status SetDevice(Device device, cuda::GpuContext* gpu);
-  Device device() const { return device_; }
+  Device device() const { return device_->device(); }
   // GPU only (no-ops on the CPU). Host values -> device, after they changed on the host
   // (a pull, an optimizer step, a restore).
   void UploadVariables();
@@ -86,12 +87,6 @@ class Model {
     bool needs_grad = false;  // some trainable variable is at or before this node
   };
   void Allocate(int64_t batch);
-  // The device halves of Allocate, Forward and Backward (worker/network/cuda/model_gpu.cc).
-  void AllocateGpu(int64_t batch);
-  void UploadBatchGpu(const Tensor& images, const std::vector<int32_t>& labels);
-  float FinishForwardGpu();
-  void FillLossGradientGpu(float value);
-  void AccumulateGpu(const Tensor& src, Tensor* dst);
 
   std::string name_;
   Shape input_shape_;
@@ -105,13 +100,9 @@ class Model {
   std::vector<int32_t> labels_;
   LayerContext ctx_;
   bool profiling_ = false;
-  std::vector<bool> downloading_;  // GPU: layers whose gradients are being copied this step
   std::vector<double> forward_seconds_, backward_seconds_;
-  Device device_ = Device::kCpu;
-  cuda::GpuContext* gpu_ = nullptr;
-  // On the GPU: the batch in device memory (labels as int32 bits in a float tensor, the one
-  // tensor type) and the host copies of the losses and logits.
-  Tensor device_images_, device_labels_, host_losses_, host_logits_;
+  // Where the layers run: memory, copies and waits (model_device.h).
+  std::unique_ptr<ModelDevice> device_ = NewHostModelDevice();
 };
 
 }  // namespace worker
