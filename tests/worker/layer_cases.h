@@ -101,6 +101,35 @@ inline const std::vector<LayerCase>& LayerCases() {
                 {{3, 10, 9}})
           .Batch(4),
 
+      // conv2d_transpose: weights [in_channels, filters, kh, kw], those of the conv2d it is the
+      // input gradient of.
+      LayerCase("conv2d_transpose_same_stride2",
+                "{type: conv2d_transpose, filters: 4, kernel: 3, stride: 2, padding: SAME}",
+                {{3, 4, 5}})
+          .Set("bias", {0.3f, -0.2f, 0.1f, 0.5f}),
+      // 7x9 of the 8x10 a SAME stride 2 allows: with a 4x4 kernel, pads 1/2 rows and 1/1 columns.
+      LayerCase("conv2d_transpose_same_stride2_output_size_asymmetric_padding",
+                "{type: conv2d_transpose, filters: 3, kernel: 4, stride: 2, padding: SAME, "
+                "output_size: [7, 9]}",
+                {{2, 4, 5}})
+          .Batch(3)
+          .Seed(2),
+      LayerCase("conv2d_transpose_valid_stride_2x1_without_bias",
+                "{type: conv2d_transpose, filters: 3, kernel: [3, 2], stride: [2, 1], "
+                "padding: VALID, use_bias: false}",
+                {{2, 3, 4}})
+          .Seed(3),
+      // Kernel 2 < stride 3: Keras' VALID size in*stride leaves a pixel in three that no input
+      // reaches.
+      LayerCase("conv2d_transpose_valid_kernel_smaller_than_stride",
+                "{type: conv2d_transpose, filters: 2, kernel: 2, stride: 3, padding: VALID}",
+                {{2, 3, 3}})
+          .Seed(4),
+      LayerCase("conv2d_transpose_blocked_layout_channels",
+                "{type: conv2d_transpose, filters: 16, kernel: 3, padding: SAME, init: he_normal}",
+                {{16, 4, 4}})
+          .Seed(5),
+
       // max_pool and avg_pool
       LayerCase("max_pool_same_stride2_odd_size",
                 "{type: max_pool, size: 3, stride: 2, padding: SAME}", {{2, 7, 7}})

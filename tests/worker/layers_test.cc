@@ -11,6 +11,7 @@
 #include "tests/worker/gradient_checker.h"
 #include "tests/worker/layer_cases.h"
 #include "tests/worker/reference_ops.h"
+#include "worker/network/model.h"
 
 namespace pstrain {
 namespace worker {
@@ -132,6 +133,175 @@ TEST(Conv2DTest, ValidWithLeftoverPixelsMatchesReference) {
 
 TEST(Conv2DTest, BlockedLayoutChannelsMatchReference) {
   ExpectConvMatchesReference("conv2d_blocked_layout_channels", 1, Padding::kSame, Shape{32, 5, 5});
+}
+
+// conv2d_transpose: forward values against the naive loops for the table's cases.
+void ExpectConvTransposeMatchesReference(const std::string& name, int64_t sh, int64_t sw,
+                                         Padding padding, const Shape& want) {
+  const LayerCase& c = FindCase(name);
+  Shape out;
+  auto up = MakeCaseLayer(c, &out);
+  ASSERT_EQ(out, want);
+  Tensor x = CaseInputs(c)[0];
+  const bool bias = up->variables().size() > 1;
+  ExpectNear(RunForward(up.get(), {x}, out),
+             ReferenceConvTranspose(x, up->variables()[0].value,
+                                    bias ? up->variables()[1].value : Tensor(), sh, sw, padding,
+                                    want.dim(1), want.dim(2)),
+             1e-4f);
+}
+
+TEST(Conv2DTransposeTest, SameStride2MatchesReference) {
+  ExpectConvTransposeMatchesReference("conv2d_transpose_same_stride2", 2, 2, Padding::kSame,
+                                      Shape{4, 8, 10});
+}
+
+TEST(Conv2DTransposeTest, SameStride2WithOutputSizeAndAsymmetricPaddingMatchesReference) {
+  ExpectConvTransposeMatchesReference(
+      "conv2d_transpose_same_stride2_output_size_asymmetric_padding", 2, 2, Padding::kSame,
+      Shape{3, 7, 9});
+}
+
+TEST(Conv2DTransposeTest, ValidStride2x1MatchesReference) {
+  ExpectConvTransposeMatchesReference("conv2d_transpose_valid_stride_2x1_without_bias", 2, 1,
+                                      Padding::kValid, Shape{3, 7, 5});
+}
+
+TEST(Conv2DTransposeTest, ValidKernelSmallerThanStrideLeavesUnreachedPixelsAtTheBias) {
+  ExpectConvTransposeMatchesReference("conv2d_transpose_valid_kernel_smaller_than_stride", 3, 3,
+                                      Padding::kValid, Shape{2, 9, 9});
+}
+
+TEST(Conv2DTransposeTest, BlockedLayoutChannelsMatchReference) {
+  ExpectConvTransposeMatchesReference("conv2d_transpose_blocked_layout_channels", 1, 1,
+                                      Padding::kSame, Shape{16, 4, 4});
+}
+
+TEST(Conv2DTransposeTest, OutputSizeIsKerasConv2DTransposes) {
+  struct Row {
+    std::string fields;
+    Shape in, want;
+  };
+  // keras.layers.Conv2DTranspose(...).compute_output_shape, channels first.
+  const std::vector<Row> rows = {
+      {"kernel: 3, stride: 2, padding: SAME", {1, 7, 7}, {2, 14, 14}},
+      {"kernel: 3, stride: 2, padding: VALID", {1, 7, 7}, {2, 15, 15}},
+      {"kernel: 2, stride: 3, padding: VALID", {1, 7, 7}, {2, 21, 21}},
+      {"kernel: 5, padding: VALID", {1, 4, 6}, {2, 8, 10}},
+      {"kernel: 4, stride: [1, 3], padding: SAME", {1, 4, 6}, {2, 4, 18}},
+      {"kernel: 3, stride: 2, padding: SAME, output_size: [13, 14]", {1, 7, 7}, {2, 13, 14}},
+      {"kernel: 3, stride: 2, padding: VALID, output_size: 16", {1, 7, 7}, {2, 16, 16}},
+  };
+  for (const Row& r : rows) {
+    Shape out;
+    MakeLayer("{type: conv2d_transpose, filters: 2, " + r.fields + "}", {r.in}, &out);
+    EXPECT_EQ(out, r.want) << r.fields << " on " << r.in.ToString();
+  }
+}
+
+// <conv2d_transpose_W(x), y> == <x, conv2d_W(y)>: the layer is conv2d's input gradient, with
+// conv2d's weights as they are ([in_channels, filters, kh, kw] is that conv2d's OIHW).
+TEST(Conv2DTransposeTest, IsTheAdjointOfConv2DWithTheSameWeights) {
+  for (const std::string fields : {"kernel: 4, stride: 2, padding: SAME, output_size: [7, 9]",
+                                   "kernel: [3, 2], stride: [2, 1], padding: VALID"}) {
+    SCOPED_TRACE(fields);
+    Shape out, back;
+    auto up = MakeLayer("{type: conv2d_transpose, filters: 3, use_bias: false, " + fields + "}",
+                        {Shape{2, 4, 5}}, &out);
+    auto conv = MakeLayer("{type: conv2d, filters: 2, use_bias: false, " +
+                              fields.substr(0, fields.find(", output_size")) + "}",
+                          {out}, &back);
+    ASSERT_EQ(back, (Shape{2, 4, 5}));
+    conv->variables()[0].value.CopyFrom(up->variables()[0].value);
+    std::mt19937_64 rng(21);
+    Tensor x = RandomTensor(Batched(2, Shape{2, 4, 5}), &rng);
+    Tensor y = RandomTensor(Batched(2, out), &rng);
+    Tensor tx = RunForward(up.get(), {x}, out), cy = RunForward(conv.get(), {y}, back);
+    double a = 0.0, b = 0.0;
+    for (int64_t i = 0; i < y.size(); ++i) a += static_cast<double>(tx[i]) * y[i];
+    for (int64_t i = 0; i < x.size(); ++i) b += static_cast<double>(x[i]) * cy[i];
+    EXPECT_NEAR(a, b, 1e-4 * std::max(1.0, std::fabs(b)));
+  }
+}
+
+Status ModelError(const std::string& up_fields) {
+  auto node = ConfigNode::Parse(
+      "{input: [2, 7, 7], layers: [{name: up, type: conv2d_transpose, filters: 2, " + up_fields +
+          "}, {name: flat, type: flatten}, {name: loss, type: softmax_cross_entropy}]}",
+      "model.yaml");
+  EXPECT_TRUE(node.ok());
+  auto model = Model::FromConfig(*node);
+  return model.ok() ? Status::OK() : model.status();
+}
+
+void ExpectErrorNames(const Status& s, const std::vector<std::string>& parts) {
+  ASSERT_FALSE(s.ok());
+  for (const std::string& part : parts) {
+    EXPECT_NE(s.message().find(part), std::string::npos) << s.message() << " lacks " << part;
+  }
+}
+
+TEST(Conv2DTransposeTest, ConfigErrorsNameTheLayerAndTheField) {
+  const std::string layer = "layer 'up' (conv2d_transpose)";
+  ExpectErrorNames(ModelError("kernel: 3, padding: FULL"),
+                   {layer, "model.yaml: layers[0]", "field 'padding'", "SAME or VALID"});
+  ExpectErrorNames(ModelError("kernel: 3, stride: 0"), {layer, "field 'stride'", "positive"});
+  ExpectErrorNames(ModelError("kernel: 3, stride: [2, -1]"), {layer, "field 'stride'"});
+  ExpectErrorNames(ModelError("stride: 2"), {layer, "missing field 'kernel'"});
+  ExpectErrorNames(ModelError("kernel: 3, dilation: 2"), {layer, "dilation"});
+  // A SAME stride 2 conv2d gives 7 from 13 or 14 only; a VALID one with kernel 3 from 15 or 16.
+  ExpectErrorNames(
+      ModelError("kernel: 3, stride: 2, output_size: [12, 14]"),
+      {layer, "model.yaml: layers[0]", "field 'output_size'", "height 12", "expected 13 to 14"});
+  ExpectErrorNames(ModelError("kernel: 3, stride: 2, padding: VALID, output_size: [15, 17]"),
+                   {layer, "field 'output_size'", "width 17", "expected 15 to 16"});
+  ExpectErrorNames(ModelError("kernel: 3, output_size: [7, 8]"),
+                   {layer, "field 'output_size'", "width 8", "expected 7"});
+  ExpectErrorNames(ModelError("kernel: 3, output_size: [7, 7, 7]"), {"field 'output_size'"});
+}
+
+// A small generator-like model: conv2d down, conv2d_transpose up, on to the loss. It builds
+// with the shapes TensorFlow gives and a few SGD steps on one batch lower its loss.
+TEST(Conv2DTransposeTest, ModelBuildsWithTheRightShapesAndTrains) {
+  auto node = ConfigNode::Parse(R"({name: updown, input: [1, 8, 8], layers: [
+      {name: down, type: conv2d, filters: 4, kernel: 3, stride: 2},
+      {name: relu, type: relu},
+      {name: up, type: conv2d_transpose, filters: 2, kernel: 3, stride: 2},
+      {name: up_valid, type: conv2d_transpose, filters: 2, kernel: 2, padding: VALID},
+      {name: flat, type: flatten},
+      {name: fc, type: fully_connected, units: 3},
+      {name: loss, type: softmax_cross_entropy}]})",
+                                "model.yaml");
+  ASSERT_TRUE(node.ok()) << node.status().ToString();
+  auto built = Model::FromConfig(*node);
+  ASSERT_TRUE(built.ok()) << built.status().ToString();
+  Model& model = **built;
+  const std::string summary = model.Summary();
+  EXPECT_NE(summary.find("up (conv2d_transpose) -> [2,8,8]"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("up_valid (conv2d_transpose) -> [2,9,9]"), std::string::npos) << summary;
+  ASSERT_NE(model.FindVariable("up/weights"), nullptr);
+  EXPECT_EQ(model.FindVariable("up/weights")->value.shape(), (Shape{4, 2, 3, 3}));
+  EXPECT_EQ(model.FindVariable("up/bias")->value.shape(), (Shape{2}));
+  // down 4*1*3*3 + 4, up 4*2*3*3 + 2, up_valid 2*2*2*2 + 2, fc 162*3 + 3
+  EXPECT_EQ(model.num_parameters(), 40 + 74 + 18 + 489);
+
+  model.InitVariables(3);
+  std::mt19937_64 rng(4);
+  Tensor x = RandomTensor(Shape{6, 1, 8, 8}, &rng);
+  const std::vector<int32_t> labels{0, 1, 2, 2, 1, 0};
+  float first = 0.0f, last = 0.0f;
+  for (int step = 0; step < 30; ++step) {
+    last = model.Forward(x, labels, /*training=*/true, &rng);
+    if (step == 0) first = last;
+    ASSERT_TRUE(std::isfinite(last)) << "step " << step;
+    model.Backward();
+    for (Variable* v : model.trainable_variables()) {
+      for (int64_t i = 0; i < v->value.size(); ++i) v->value[i] -= 0.1f * v->grad[i];
+    }
+  }
+  EXPECT_NEAR(first, std::log(3.0f), 0.5f);
+  EXPECT_LT(last, 0.5f * first) << "loss " << first << " -> " << last;
+  EXPECT_NE(model.FindVariable("up/weights")->grad[0], 0.0f);
 }
 
 void ExpectPoolMatchesReference(const std::string& name, bool max, int64_t size, int64_t stride,

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <vector>
 
 #include "common/tensor.h"
 #include "worker/network/layers/window.h"
@@ -34,6 +35,36 @@ inline Tensor ReferenceConv(const Tensor& x, const Tensor& w, const Tensor& b, i
               }
           y[((i * o + f) * wh.out + oy) * ww.out + ox] = static_cast<float>(s);
         }
+  return y;
+}
+
+// Transposed convolution (tf.nn.conv2d_transpose) with weights [in_channels, filters, kh, kw]:
+// each input pixel adds its kernel, weighted, into the output at stride steps; the padding is
+// that of the conv2d from an out_h x out_w output back to the input.
+inline Tensor ReferenceConvTranspose(const Tensor& x, const Tensor& w, const Tensor& b, int64_t sh,
+                                     int64_t sw, Padding padding, int64_t out_h, int64_t out_w) {
+  const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), wd = x.dim(3);
+  const int64_t f = w.dim(1), kh = w.dim(2), kw = w.dim(3);
+  Window1D wh = ComputeWindow(out_h, kh, sh, padding).value();
+  Window1D ww = ComputeWindow(out_w, kw, sw, padding).value();
+  std::vector<double> acc(n * f * out_h * out_w, 0.0);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t iy = 0; iy < h; ++iy)
+        for (int64_t ix = 0; ix < wd; ++ix)
+          for (int64_t o = 0; o < f; ++o)
+            for (int64_t ky = 0; ky < kh; ++ky)
+              for (int64_t kx = 0; kx < kw; ++kx) {
+                int64_t oy = iy * sh - wh.pad_before + ky, ox = ix * sw - ww.pad_before + kx;
+                if (oy < 0 || oy >= out_h || ox < 0 || ox >= out_w) continue;
+                acc[((i * f + o) * out_h + oy) * out_w + ox] +=
+                    x[((i * c + ch) * h + iy) * wd + ix] * w[((ch * f + o) * kh + ky) * kw + kx];
+              }
+  Tensor y(Shape{n, f, out_h, out_w});
+  for (int64_t k = 0; k < y.size(); ++k) {
+    const int64_t o = (k / (out_h * out_w)) % f;
+    y[k] = static_cast<float>(acc[k] + (b.empty() ? 0.0 : b[o]));
+  }
   return y;
 }
 
