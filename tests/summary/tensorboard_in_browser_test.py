@@ -40,8 +40,9 @@ SHOWN = "const shown = (e) => { let t = ''; const visit = (n) => {" \
         " visit(e); return t.replace(/\\s+/g, ' ').trim(); };"
 
 # Each scalar card: its heading and how many run lines its chart drew (a path with points).
-SCALAR_CARDS = "(() => { %s %s return deep(document).filter(e => e.localName === 'tf-scalar-card')" \
-               ".map(card => { const inside = deep(card.shadowRoot);" \
+SCALAR_CARDS = "(() => { %s %s return deep(document)" \
+               ".filter(e => e.localName === 'tf-scalar-card').map(card => {" \
+               " const inside = deep(card.shadowRoot);" \
                " const heading = inside.find(e => e.localName === 'tf-card-heading');" \
                " const lines = inside.filter(e => e.localName === 'path' &&" \
                " e.classList.contains('line') && (e.getAttribute('d') || '').length > 20);" \
@@ -79,8 +80,8 @@ def why_skipped(train, python):
         return "PSTRAIN_TRAIN (the pstrain-train binary) is unset or missing; ctest sets it"
     if not os.path.exists(os.path.join(FASHION_MNIST, "t10k-labels-idx1-ubyte.gz")):
         return "Fashion-MNIST is not installed (dataset-fashion-mnist)"
-    if not python or subprocess.run([python, "-c", "import tensorboard"],
-                                     stderr=subprocess.DEVNULL).returncode != 0:
+    if not python or not os.path.exists(python) or subprocess.run(
+            [python, "-c", "import tensorboard"], stderr=subprocess.DEVNULL).returncode != 0:
         return ("PSTRAIN_TEST_PYTHON (%r) cannot import tensorboard; run scripts/test-venv.sh "
                 "BUILD_DIR" % python)
     return None
@@ -138,7 +139,8 @@ class TensorBoardInBrowserTest(unittest.TestCase):
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
         output = run.stdout.decode("utf-8", "replace")
         if run.returncode != 0:
-            raise AssertionError("pstrain-train failed (%d):\n%s" % (run.returncode, output[-3000:]))
+            raise AssertionError("pstrain-train failed (%d):\n%s" %
+                                 (run.returncode, output[-3000:]))
 
     @classmethod
     def start_tensorboard(cls, python):
@@ -179,7 +181,7 @@ class TensorBoardInBrowserTest(unittest.TestCase):
         def drawn(cards):
             by_tag = {c["tag"]: c["lines"] for c in cards or []}
             return by_tag.get("loss", 0) >= 2 and by_tag.get("accuracy", 0) >= 1
-        cards = self.browser.wait_for(SCALAR_CARDS, drawn, timeout=45)
+        cards = self.browser.wait_for(SCALAR_CARDS, drawn, timeout=60)
         self.keep_screenshot("scalars")
         tags = [c["tag"] for c in cards or []]
         self.assertIn("loss", tags, "no card headed 'loss' on the Scalars page: %s" % cards)
@@ -197,7 +199,7 @@ class TensorBoardInBrowserTest(unittest.TestCase):
             # Laid out and zoomed to fit: the dashboard first draws the scene tiny, then zooms.
             width = {n["name"]: n["width"] for n in nodes or []}
             return all(width.get(layer, 0) > 30 for layer in layers)
-        nodes = self.browser.wait_for(GRAPH_NODES, drawn, timeout=45)
+        nodes = self.browser.wait_for(GRAPH_NODES, drawn, timeout=60)
         self.keep_screenshot("graphs")
         by_name = {n["name"]: n for n in nodes or []}
         for layer in layers:
