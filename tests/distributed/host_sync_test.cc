@@ -4,6 +4,7 @@
 #include "worker/distributed/host_sync.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
@@ -183,8 +184,11 @@ TEST_P(HostSyncOverlapTest, BucketsAverageDuringBackwardAndMatchTheAverageAfterI
 }
 
 // Joining a host's group as worker processes do (threads here, over the same sockets).
+// With `keys_dir`, over CURVE with the cluster's keys (WriteClusterKeys' layout), as the
+// launcher starts every cluster.
 std::vector<Result<std::unique_ptr<IntraNodeGroup>>> JoinTwo(const std::string& model0,
-                                                             const std::string& model1) {
+                                                             const std::string& model1,
+                                                             const std::string& keys_dir = "") {
   const std::vector<std::string> hosts{"127.0.0.1:" + std::to_string(testing::PickPort()),
                                        "127.0.0.1:" + std::to_string(testing::PickPort())};
   std::vector<Result<std::unique_ptr<IntraNodeGroup>>> joined;
@@ -198,6 +202,12 @@ std::vector<Result<std::unique_ptr<IntraNodeGroup>>> JoinTwo(const std::string& 
       o.task_index = task;
       o.model = task == 0 ? model0 : model1;
       o.timeout = std::chrono::seconds(20);
+      if (!keys_dir.empty()) {
+        auto keys =
+            wire::LoadClusterKeys(keys_dir + "/worker-" + std::to_string(task), "worker", task);
+        ASSERT_TRUE(keys.ok()) << keys.status().ToString();
+        o.curve = std::move(keys).value();
+      }
       joined[task] = JoinIntraNodeGroup(o, "worker " + std::to_string(task));
     });
   }
@@ -220,6 +230,27 @@ TEST(IntraNodeGroupTest, WorkersOfOneHostJoinAndAverageThroughTheLeadersHub) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(data[0], (std::vector<float>{2, 4}));
   EXPECT_EQ(data[1], (std::vector<float>{2, 4}));
+}
+
+TEST(IntraNodeGroupTest, WorkersOfOneHostAverageThroughTheHubOverCurve) {
+  // The leader is a client of its own hub too: it must connect with its own key pair and trust
+  // its own public key (it once reused the hub's server settings, which have no server key).
+  const std::string dir = ::testing::TempDir() + "/hub_curve_keys_" + std::to_string(getpid());
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(wire::WriteClusterKeys(dir, /*ps=*/1, /*workers=*/2, /*evaluators=*/0).ok());
+  auto joined = JoinTwo("refnet, 2 variables, 10 floats", "refnet, 2 variables, 10 floats", dir);
+  for (auto& j : joined) ASSERT_TRUE(j.ok()) << j.status().ToString();
+  std::vector<std::vector<float>> data{{1, 2}, {3, 6}};
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      EXPECT_TRUE(joined[r].value()->collectives->AllReduceAverage(data[r].data(), 2).ok());
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(data[0], (std::vector<float>{2, 4}));
+  EXPECT_EQ(data[1], (std::vector<float>{2, 4}));
+  std::filesystem::remove_all(dir);
 }
 
 TEST(IntraNodeGroupTest, WorkersWithDifferentModelsStopAtStartSayingWhy) {

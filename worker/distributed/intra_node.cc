@@ -46,32 +46,37 @@ std::string PortOf(const std::string& host_port) {
   return host_port.substr(host_port.rfind(':') + 1);
 }
 
-// The hub's CURVE settings: the leader serves with its own key pair and lets in the workers of
-// its own host only (no other host's worker, no evaluator); the others trust the leader's key.
-Result<wire::Security> HubSecurity(const wire::ClusterKeys& keys, const HostGroup& g) {
-  if (!keys.curve()) return wire::Security{};
+// The hub's CURVE settings. The leader serves with its own key pair and lets in the workers of
+// its own host only (no other host's worker, no evaluator). Every rank, the leader too, connects
+// as a client with its own key pair, trusting the leader's public key.
+struct HubKeys {
+  wire::Security server;  // the leader's hub
+  wire::Security client;  // every rank's connections to it
+};
+
+Result<HubKeys> HubSecurity(const wire::ClusterKeys& keys, const HostGroup& g) {
+  HubKeys hub;
+  if (!keys.curve()) return hub;
   if (g.is_leader()) {
-    wire::Security s = keys.ForServer();
+    hub.server = keys.ForServer();
     std::map<std::string, std::string> host_workers;
     for (int task : g.tasks) {
-      for (const auto& [key, name] : s.client_keys) {
+      for (const auto& [key, name] : hub.server.client_keys) {
         if (name == "worker-" + std::to_string(task)) host_workers[key] = name;
       }
     }
-    s.client_keys = std::move(host_workers);
-    return s;
+    hub.server.client_keys = std::move(host_workers);
   }
   const std::string leader = "worker-" + std::to_string(g.leader());
-  wire::Security s;
-  s.own = keys.own;
+  hub.client.own = keys.own;
   for (const auto& [key, name] : keys.client_keys) {
-    if (name == leader) s.server_key = key;
+    if (name == leader) hub.client.server_key = key;
   }
-  if (s.server_key.empty()) {
+  if (hub.client.server_key.empty()) {
     return FailedPrecondition("no public key for " + leader + " (the host's leader) in " +
                               keys.dir + "; are the keys from another cluster?");
   }
-  return s;
+  return hub;
 }
 
 // Every rank publishes its mode and model and checks the others' (NCCL cannot see a rank
@@ -131,18 +136,19 @@ Result<std::unique_ptr<IntraNodeGroup>> JoinIntraNodeGroup(const IntraNodeOption
   auto joined = std::make_unique<IntraNodeGroup>();
   joined->group = g;
   joined->mode = o.mode;
-  ASSIGN_OR_RETURN(wire::Security security, HubSecurity(o.curve, g));
+  ASSIGN_OR_RETURN(HubKeys keys, HubSecurity(o.curve, g));
+  const bool curve = keys.client.curve();
   const std::string leader_entry = o.worker_hosts[g.leader()];
   if (g.is_leader()) {
     HostHubOptions hub;
     hub.size = g.size();
     hub.timeout = o.timeout;
-    if (security.curve()) {
+    if (curve) {
       for (int task : g.tasks) hub.rank_keys.push_back("worker-" + std::to_string(task));
     }
     ASSIGN_OR_RETURN(std::string listen,
-                     wire::ListenEndpoint(leader_entry, security.curve(), o.insecure, who));
-    auto started = HostHub::Start(listen, hub, security);
+                     wire::ListenEndpoint(leader_entry, curve, o.insecure, who));
+    auto started = HostHub::Start(listen, hub, keys.server);
     if (!started.ok()) {
       return started.status().WithContext(who + ": serving the host's hub on port " +
                                           PortOf(leader_entry) + " (its --worker_hosts entry)");
@@ -150,7 +156,8 @@ Result<std::unique_ptr<IntraNodeGroup>> JoinIntraNodeGroup(const IntraNodeOption
     joined->hub = std::move(started).value();
   }
   const std::string endpoint = wire::TcpEndpoint(leader_entry);
-  ASSIGN_OR_RETURN(joined->store, ZmqStore::Connect(endpoint, g.local_rank, security, o.timeout));
+  ASSIGN_OR_RETURN(joined->store,
+                   ZmqStore::Connect(endpoint, g.local_rank, keys.client, o.timeout));
   RETURN_IF_ERROR(
       AgreeOnMode(*joined->store, g, o.mode, o.device, o.model, o.timeout).WithContext(who));
   if (o.mode == IntraNodeSync::kCpu) {
@@ -158,7 +165,7 @@ Result<std::unique_ptr<IntraNodeGroup>> JoinIntraNodeGroup(const IntraNodeOption
     c.rank = g.local_rank;
     c.size = g.size();
     c.timeout = o.timeout + std::chrono::minutes(1);
-    ASSIGN_OR_RETURN(joined->collectives, HubCollectives::Connect(endpoint, c, security));
+    ASSIGN_OR_RETURN(joined->collectives, HubCollectives::Connect(endpoint, c, keys.client));
   } else {
 #if PSTRAIN_HAVE_NCCL
     NcclOptions n;
