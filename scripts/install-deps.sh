@@ -17,6 +17,7 @@ packages=(
   python3 python3-numpy python3-venv python3-yaml
   clang libclang-rt-14-dev libomp-dev  # scripts/fuzz.sh: clang, libFuzzer, OpenMP for clang
   openssh-server openssh-client
+  iproute2 nftables  # tests/multihost: network-namespace hosts (ip, tc) and packet loss (nft)
   chromium  # tests/summary/tensorboard_in_browser_test.py: TensorBoard in a headless browser
   # tests/launcher/test_slurm_*.py start a private Slurm (their own slurm.conf, ports and munge
   # key); the system's services stay unconfigured (slurmctld/slurmd start only with a
