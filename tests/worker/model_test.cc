@@ -112,22 +112,12 @@ TEST(ModelTest, UndefinedInputAndMisplacedLossAreRefused) {
 // The whole model's gradient, through a residual branch whose input feeds two layers, against
 // central differences of the mean loss. No ReLU right after batch norm: normalised values sit
 // at ReLU's kink, where central differences are wrong (ReLU has its own kink-free test).
-TEST(ModelTest, ResidualModelGradientMatchesNumericGradient) {
-  auto r = FromText(R"({input: [2, 6, 6], layers: [
-      {name: c1, type: conv2d, filters: 3, kernel: 3},
-      {name: bn, type: batch_norm},
-      {name: c2, type: conv2d, filters: 3, kernel: 3},
-      {name: sum, type: add, inputs: [c2, bn]},
-      {name: pool, type: avg_pool, size: 2},
-      {name: flat, type: flatten},
-      {name: drop, type: dropout, keep_prob: 0.8},
-      {name: fc, type: fully_connected, units: 4},
-      {name: loss, type: softmax_cross_entropy}]})");
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  auto& model = r.value();
+// Every third element of every trainable variable: the analytic gradient against central
+// differences of the loss. Returns how many elements were checked.
+int CheckGradientsNumerically(Model* model, const Shape& input) {
   model->InitVariables(3);
   std::mt19937_64 data_rng(4);
-  Tensor x = testing::RandomTensor(Shape{3, 2, 6, 6}, &data_rng);
+  Tensor x = testing::RandomTensor(input, &data_rng);
   std::vector<int32_t> labels{0, 3, 1};
   auto loss = [&]() {
     std::mt19937_64 rng(11);
@@ -152,7 +142,39 @@ TEST(ModelTest, ResidualModelGradientMatchesNumericGradient) {
       ++checked;
     }
   }
-  EXPECT_GT(checked, 50);
+  return checked;
+}
+
+TEST(ModelTest, ResidualModelGradientMatchesNumericGradient) {
+  auto r = FromText(R"({input: [2, 6, 6], layers: [
+      {name: c1, type: conv2d, filters: 3, kernel: 3},
+      {name: bn, type: batch_norm},
+      {name: c2, type: conv2d, filters: 3, kernel: 3},
+      {name: sum, type: add, inputs: [c2, bn]},
+      {name: pool, type: avg_pool, size: 2},
+      {name: flat, type: flatten},
+      {name: drop, type: dropout, keep_prob: 0.8},
+      {name: fc, type: fully_connected, units: 4},
+      {name: loss, type: softmax_cross_entropy}]})");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_GT(CheckGradientsNumerically(r.value().get(), Shape{3, 2, 6, 6}), 50);
+}
+
+TEST(ModelTest, ALayerReadingOneNodeTwiceOrTwoLayersReadingTheSamePairGetTheSumOfGradients) {
+  // add [c, c] reads c twice; `twice` and `again` both read (doubled, c), so the layer walked
+  // last in backward gets both its input gradients through scratch (this once stopped on a
+  // CHECK: one scratch buffer per layer).
+  auto r = FromText(R"({input: [2, 6, 6], layers: [
+      {name: c, type: conv2d, filters: 2, kernel: 3},
+      {name: doubled, type: add, inputs: [c, c]},
+      {name: twice, type: add, inputs: [doubled, c]},
+      {name: again, type: add, inputs: [doubled, c]},
+      {name: sum, type: add, inputs: [twice, again]},
+      {name: flat, type: flatten},
+      {name: fc, type: fully_connected, units: 4},
+      {name: loss, type: softmax_cross_entropy}]})");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_GT(CheckGradientsNumerically(r.value().get(), Shape{3, 2, 6, 6}), 20);
 }
 
 TEST(ModelTest, PlainGradientDescentOverfitsASmallBatch) {

@@ -109,7 +109,28 @@ Result<std::unique_ptr<Model>> Model::FromConfig(const ConfigNode& node) {
     }
   }
   model->num_classes_ = model->nodes_[model->nodes_.back().inputs[0]].shape.dim(0);
+  model->scratch_per_example_ = model->ScratchPerExample();
   return model;
+}
+
+int64_t Model::ScratchPerExample() const {
+  // Backward's walk (see Backward): an input whose gradient an earlier-walked layer already
+  // wrote gets its share in scratch, then added. A layer may need several such slots at once
+  // (add [c, c], or two layers both reading x and y), each a region of its own.
+  std::vector<bool> written(nodes_.size(), false);
+  written.back() = true;
+  int64_t most = 0;
+  for (int i = static_cast<int>(nodes_.size()) - 1; i >= 0; --i) {
+    if (!written[i]) continue;
+    int64_t need = 0;
+    for (int k : nodes_[i].inputs) {
+      if (k < 0 || !nodes_[k].needs_grad) continue;
+      if (written[k]) need += nodes_[k].shape.num_elements();
+      written[k] = true;
+    }
+    most = std::max(most, need);
+  }
+  return most;
 }
 
 std::vector<Variable*> Model::variables() {
@@ -180,7 +201,6 @@ void Model::Allocate(int64_t batch) {
   batch_ = batch;
   outputs_.clear();
   grads_.clear();
-  int64_t largest = 0;
   const std::string who = "model '" + name_ + "' batch " + std::to_string(batch);
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const Node& n = nodes_[i];
@@ -191,9 +211,10 @@ void Model::Allocate(int64_t batch) {
     grads_.push_back(n.needs_grad || i + 1 == nodes_.size()
                          ? device_->NewTensor(Shape(dims), what + " gradient")
                          : Tensor());
-    largest = std::max(largest, outputs_.back().size());
   }
-  scratch_grad_ = device_->NewTensor(Shape{largest}, who + ": gradient scratch");
+  scratch_grad_ = scratch_per_example_ > 0 ? device_->NewTensor(Shape{batch * scratch_per_example_},
+                                                                who + ": gradient scratch")
+                                           : Tensor();
 }
 
 float Model::Forward(const Tensor& images, const std::vector<int32_t>& labels, bool training,
@@ -249,12 +270,14 @@ void Model::Backward(const std::function<void(int layer)>& on_layer_done) {
         accumulate.push_back(static_cast<int>(in_grads.size()) - 1);
       }
     }
-    Tensor scratch;
-    for (int slot : accumulate) {
-      CHECK(scratch.empty()) << "a layer with two inputs from the same node";
-      int k = nodes_[i].inputs[slot];
-      scratch = Tensor::Wrap(grads_[k].shape(), scratch_grad_.data(), nullptr);
-      in_grads[slot] = &scratch;
+    std::vector<Tensor> scratch(accumulate.size());  // regions of scratch_grad_, in slot order
+    int64_t offset = 0;
+    for (size_t a = 0; a < accumulate.size(); ++a) {
+      const Tensor& g = grads_[nodes_[i].inputs[accumulate[a]]];
+      CHECK_LE(offset + g.size(), scratch_grad_.size()) << "scratch for " << layers_[i]->Describe();
+      scratch[a] = Tensor::Wrap(g.shape(), scratch_grad_.data() + offset, nullptr);
+      offset += g.size();
+      in_grads[accumulate[a]] = &scratch[a];
     }
     auto t0 = std::chrono::steady_clock::now();
     layers_[i]->Backward(in, outputs_[i], grads_[i], in_grads, ctx_);
@@ -264,8 +287,8 @@ void Model::Backward(const std::function<void(int layer)>& on_layer_done) {
       backward_seconds_[i] +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
-    for (int slot : accumulate) {
-      device_->Accumulate(scratch, &grads_[nodes_[i].inputs[slot]]);
+    for (size_t a = 0; a < accumulate.size(); ++a) {
+      device_->Accumulate(scratch[a], &grads_[nodes_[i].inputs[accumulate[a]]]);
     }
     if (on_layer_done) on_layer_done(i);
   }

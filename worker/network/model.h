@@ -87,6 +87,8 @@ class Model {
     bool needs_grad = false;  // some trainable variable is at or before this node
   };
   void Allocate(int64_t batch);
+  // Per example, the most gradient scratch one layer's backward needs (see Backward).
+  int64_t ScratchPerExample() const;
 
   std::string name_;
   Shape input_shape_;
@@ -96,6 +98,7 @@ class Model {
   int64_t batch_ = -1;
   std::vector<Tensor> outputs_, grads_;
   Tensor scratch_grad_;
+  int64_t scratch_per_example_ = 0;
   const Tensor* input_ = nullptr;
   std::vector<int32_t> labels_;
   LayerContext ctx_;
