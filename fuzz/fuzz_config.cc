@@ -16,9 +16,9 @@
 #include "ps/learning_rate.h"
 #include "ps/optimizer.h"
 #include "ps/variable_store.h"
-#include "worker/training/input/input_options.h"
 #include "worker/network/model.h"
-#include "worker/training/training_setup.h"
+#include "worker/training/input/input_options.h"
+#include "worker/training/train_config.h"
 
 namespace pstrain {
 namespace {

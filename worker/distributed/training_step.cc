@@ -4,6 +4,8 @@
 #include <functional>
 #include <string>
 
+#include "worker/training/gradient_preparation.h"
+
 namespace pstrain {
 namespace worker {
 

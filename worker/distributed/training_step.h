@@ -30,7 +30,7 @@
 #include "worker/network/device_placement.h"
 #include "worker/network/model.h"
 #include "worker/training/input/input_pipeline.h"
-#include "worker/training/training_setup.h"
+#include "worker/training/train_config.h"
 
 namespace pstrain {
 namespace worker {

@@ -16,7 +16,10 @@
 #include "worker/training/input/input_pipeline.h"
 #include "worker/training/model_graph.h"
 #include "worker/training/progress_line.h"
-#include "worker/training/training_setup.h"
+#include "worker/training/device_memory_report.h"
+#include "worker/training/evaluation.h"
+#include "worker/training/progress_window.h"
+#include "worker/training/train_config.h"
 
 namespace pstrain {
 namespace worker {

@@ -16,11 +16,15 @@
 #include "common/checkpoint/save_trigger.h"
 #include "common/summary/summary_writer.h"
 #include "ps/variable_store.h"
-#include "worker/training/input/input_pipeline.h"
 #include "worker/network/model.h"
+#include "worker/training/device_memory_report.h"
+#include "worker/training/evaluation.h"
+#include "worker/training/gradient_preparation.h"
+#include "worker/training/input/input_pipeline.h"
 #include "worker/training/model_graph.h"
 #include "worker/training/progress_line.h"
-#include "worker/training/training_setup.h"
+#include "worker/training/progress_window.h"
+#include "worker/training/train_config.h"
 
 namespace pstrain {
 namespace worker {
