@@ -1,24 +1,16 @@
 #include "ps/optimizer.h"
 
 #include <cmath>
+#include <map>
 #include <sstream>
 #include <utility>
-
-#include "ps/optimizers/optimizers.h"
 
 namespace pstrain::ps {
 namespace {
 
-using FromConfigFn = Result<std::unique_ptr<Optimizer>> (*)(const ConfigNode&);
-
-// One line per optimizer. A table rather than self-registration: registrars in a static
-// library are dropped by the linker unless something references their object file.
-const std::vector<std::pair<std::string, FromConfigFn>>& Registry() {
-  static const auto* registry = new std::vector<std::pair<std::string, FromConfigFn>>{
-      {"sgd", internal::SgdFromConfig},         {"momentum", internal::MomentumFromConfig},
-      {"adam", internal::AdamFromConfig},       {"adagrad", internal::AdagradFromConfig},
-      {"rmsprop", internal::RMSPropFromConfig},
-  };
+// Type name -> reader, filled by PSTRAIN_REGISTER_OPTIMIZER in each optimizers/<name>.cc.
+std::map<std::string, Optimizer::FromConfigFn>& Registry() {
+  static auto* registry = new std::map<std::string, Optimizer::FromConfigFn>();
   return *registry;
 }
 
@@ -29,6 +21,12 @@ std::string Join(const std::vector<std::string>& items) {
 }
 
 }  // namespace
+
+bool Optimizer::Register(const std::string& type, FromConfigFn from_config) {
+  CHECK(Registry().emplace(type, from_config).second)
+      << "optimizer type '" << type << "' registered twice";
+  return true;
+}
 
 std::vector<std::string> Optimizer::KnownTypes() {
   std::vector<std::string> types;

@@ -25,8 +25,12 @@ class Optimizer {
   // Reads the `optimizer:` node: `type` (sgd | momentum | adam | adagrad | rmsprop) and the
   // hyper-parameters of that type. Unknown types, unknown fields and bad values are errors.
   static Result<std::unique_ptr<Optimizer>> FromConfig(const ConfigNode& optimizer_node);
-  // The types FromConfig knows, in the order they are listed in errors.
+  // The types FromConfig knows, in alphabetical order (as errors list them).
   static std::vector<std::string> KnownTypes();
+  // Optimizers register themselves as layers do (PSTRAIN_REGISTER_OPTIMIZER below), so adding
+  // one touches no central file; CHECKs that `type` is new.
+  using FromConfigFn = Result<std::unique_ptr<Optimizer>> (*)(const ConfigNode&);
+  static bool Register(const std::string& type, FromConfigFn from_config);
 
   virtual ~Optimizer() = default;
 
@@ -95,5 +99,10 @@ Result<std::unique_ptr<Optimizer>> NewMomentumOptimizer(const MomentumOptions& o
 Result<std::unique_ptr<Optimizer>> NewAdamOptimizer(const AdamOptions& options);
 Result<std::unique_ptr<Optimizer>> NewAdagradOptimizer(const AdagradOptions& options);
 Result<std::unique_ptr<Optimizer>> NewRMSPropOptimizer(const RMSPropOptions& options);
+
+// In optimizers/<name>.cc: PSTRAIN_REGISTER_OPTIMIZER("adam", internal::AdamFromConfig);
+#define PSTRAIN_REGISTER_OPTIMIZER(type_name, from_config)            \
+  static const bool PSTRAIN_CONCAT(kRegisteredOptimizer_, __LINE__) = \
+      ::pstrain::ps::Optimizer::Register(type_name, from_config)
 
 }  // namespace pstrain::ps

@@ -59,4 +59,6 @@ Result<std::unique_ptr<Optimizer>> AdagradFromConfig(const ConfigNode& node) {
 }
 
 }  // namespace internal
+PSTRAIN_REGISTER_OPTIMIZER("adagrad", internal::AdagradFromConfig);
+
 }  // namespace pstrain::ps

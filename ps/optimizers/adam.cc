@@ -69,4 +69,6 @@ Result<std::unique_ptr<Optimizer>> AdamFromConfig(const ConfigNode& node) {
 }
 
 }  // namespace internal
+PSTRAIN_REGISTER_OPTIMIZER("adam", internal::AdamFromConfig);
+
 }  // namespace pstrain::ps

@@ -62,4 +62,6 @@ Result<std::unique_ptr<Optimizer>> MomentumFromConfig(const ConfigNode& node) {
 }
 
 }  // namespace internal
+PSTRAIN_REGISTER_OPTIMIZER("momentum", internal::MomentumFromConfig);
+
 }  // namespace pstrain::ps

@@ -1,4 +1,4 @@
-// Inside ps/: the per-type pieces optimizer.cc dispatches to, and the checks they share.
+// Inside ps/: each optimizer's config reader (it registers itself) and the checks they share.
 #pragma once
 
 #include <memory>

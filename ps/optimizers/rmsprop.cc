@@ -89,4 +89,6 @@ Result<std::unique_ptr<Optimizer>> RMSPropFromConfig(const ConfigNode& node) {
 }
 
 }  // namespace internal
+PSTRAIN_REGISTER_OPTIMIZER("rmsprop", internal::RMSPropFromConfig);
+
 }  // namespace pstrain::ps

@@ -32,4 +32,6 @@ Result<std::unique_ptr<Optimizer>> SgdFromConfig(const ConfigNode& node) {
 }
 
 }  // namespace internal
+PSTRAIN_REGISTER_OPTIMIZER("sgd", internal::SgdFromConfig);
+
 }  // namespace pstrain::ps
