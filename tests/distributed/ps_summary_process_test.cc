@@ -103,7 +103,7 @@ TEST_F(PsSummaryProcessTest, EachServerCountsWhatItWasSentAndTheHeavyShardStands
   ASSERT_TRUE(connected.ok()) << connected.status().ToString();
   auto chief = std::move(connected).value();
   chief->set_unavailable_timeout(std::chrono::seconds(60));
-  const std::vector<int64_t> loads = chief->placement().Loads();
+  const std::vector<int64_t> loads = chief->sharding().Loads();
   ASSERT_EQ(loads, (std::vector<int64_t>{256 * 64 * 4, 64 * 4}));
   auto init = chief->Initialize(0, dir_);
   ASSERT_TRUE(init.ok()) << init.status().ToString();

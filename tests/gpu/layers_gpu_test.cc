@@ -9,7 +9,7 @@
 
 #include "tests/gpu/gpu_test_util.h"
 #include "tests/worker/gradient_checker.h"
-#include "worker/network/cuda/layer_placement.h"
+#include "worker/network/cuda/device_mirrors.h"
 
 namespace pstrain {
 namespace worker {
@@ -33,7 +33,7 @@ void CompareDevices(const LayerCase& c, cuda::GpuContext* gpu) {
   Shape out_shape;
   std::unique_ptr<Layer> cpu_layer = MakeCaseLayer(c, &out_shape);
   std::unique_ptr<Layer> gpu_layer = MakeCaseLayer(c, &out_shape);
-  ASSERT_TRUE(cuda::PlaceOnGpu(gpu_layer.get(), gpu).ok());
+  ASSERT_TRUE(cuda::MirrorOnGpu(gpu_layer.get(), gpu).ok());
 
   std::mt19937_64 data_rng(11);  // the output gradient
   std::vector<Tensor> x = CaseInputs(c), dx_cpu, dx_dev;
@@ -106,7 +106,7 @@ TEST_F(LayersGpuTest, DropoutKeepsTheCpuMaskSemanticsAndRepeatsWithTheSeed) {
   const Shape s{4, 16, 16};
   const int64_t n = 16;
   auto layer = MakeLayer("{type: dropout, keep_prob: 0.7}", {s}, &out_shape);
-  ASSERT_TRUE(cuda::PlaceOnGpu(layer.get(), gpu).ok());
+  ASSERT_TRUE(cuda::MirrorOnGpu(layer.get(), gpu).ok());
   std::mt19937_64 data_rng(3);
   Tensor x = RandomTensor(Batched(n, s), &data_rng, 0.5f, 1.5f);  // never zero
   Tensor x_dev = ToDevice(x, gpu), y_dev = gpu->NewTensorOrDie(x.shape(), "y");

@@ -1,5 +1,5 @@
 // The chief's graph of a model config (model_graph.h), checked against the config, the model the
-// worker builds from it and the placement the servers use; then read back by TensorBoard itself.
+// worker builds from it and the sharding the servers use; then read back by TensorBoard itself.
 #include "worker/training/model_graph.h"
 
 #include <gtest/gtest.h>
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "common/summary/summary_writer.h"
-#include "ps/placement.h"
+#include "ps/sharding.h"
 #include "tests/summary/event_test_util.h"
 #include "tests/test_env.h"
 #include "worker/network/model.h"
@@ -95,7 +95,7 @@ void ExpectLayersAsConfigured(const std::string& file, const tensorflow::GraphDe
   }
 }
 
-// Each variable's parts sit on the task the servers' placement gives them, computed here as the
+// Each variable's parts sit on the task the servers' sharding gives them, computed here as the
 // PS client computes it: from the worker's model, its variables in order.
 void ExpectVariablesWhereTheServersPutThem(const std::string& file,
                                            const tensorflow::GraphDef& graph, int num_ps) {
@@ -103,12 +103,12 @@ void ExpectVariablesWhereTheServersPutThem(const std::string& file,
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   std::vector<ps::VariableSpec> specs;
   for (worker::Variable* v : (*model)->variables()) specs.push_back({v->name, v->value.shape()});
-  const ps::Placement placement = ps::Placement::Compute(specs, num_ps, 8 << 20).value();
+  const ps::Sharding sharding = ps::Sharding::Compute(specs, num_ps, 8 << 20).value();
   const auto nodes = ByName(graph);
   int variables = 0;
   for (const auto& [name, node] : nodes) variables += node.op() == "VariableV2";
-  EXPECT_EQ(variables, static_cast<int>(placement.partitions().size()));
-  for (const ps::Partition& p : placement.partitions()) {
+  EXPECT_EQ(variables, static_cast<int>(sharding.partitions().size()));
+  for (const ps::Partition& p : sharding.partitions()) {
     SCOPED_TRACE(p.key);
     ASSERT_TRUE(nodes.count(p.key));
     const tensorflow::NodeDef& node = nodes.at(p.key);
@@ -205,7 +205,7 @@ TEST(ModelGraphTest, ResNet20BranchesAndJoinsAsItsConfigWiresIt) {
   EXPECT_EQ(nodes.at("bn0/FusedBatchNormV3").input_size(), 5);
 }
 
-TEST(ModelGraphTest, ResNet20MatchesItsConfigAndTheServersPlacement) {
+TEST(ModelGraphTest, ResNet20MatchesItsConfigAndTheServersSharding) {
   ModelGraphOptions options;
   options.num_ps = 3;
   options.worker_device = "/job:worker/task:0";

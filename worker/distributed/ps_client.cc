@@ -42,8 +42,8 @@ Result<std::unique_ptr<PsClient>> PsClient::Connect(const std::vector<std::strin
   c->variables_ = variables;
   std::vector<ps::VariableSpec> specs;
   for (Variable* v : variables) specs.push_back({v->name, v->value.shape()});
-  ASSIGN_OR_RETURN(c->placement_, ps::Placement::Compute(specs, static_cast<int>(ps_hosts.size()),
-                                                         partition_bytes));
+  ASSIGN_OR_RETURN(c->sharding_, ps::Sharding::Compute(specs, static_cast<int>(ps_hosts.size()),
+                                                       partition_bytes));
   // Every connection to server s (heartbeats too) trusts ps task s's public key with --curve_keys.
   const auto connect = [ps_hosts, curve](int s) -> Result<std::unique_ptr<wire::Connection>> {
     ASSIGN_OR_RETURN(wire::Security security, curve.ForClientOf(s));
@@ -223,7 +223,7 @@ Result<std::vector<Message>> PsClient::Exchange(const std::vector<std::pair<int,
 Message PsClient::InitMessage(int s, int64_t step) const {
   Message m = Request(MessageType::kRegister);
   m.step = step;
-  for (const ps::Partition& p : placement_.OnTask(s)) {
+  for (const ps::Partition& p : sharding_.OnTask(s)) {
     for (Variable* v : variables_) {
       if (v->name == p.variable) m.tensors.push_back({p.key, Rows(v->value, p)});
     }
@@ -244,10 +244,10 @@ Result<PsClient::Initialized> PsClient::Initialize(int64_t step, const std::stri
     result.kept += held[s].value == 1;
     const std::vector<int64_t>& steps = held[s].steps;
     whole.push_back(steps);
-    listed += (s ? "; " : "") + ServerName(s) + ": " +
-              (steps.empty()
-                   ? "none"
-                   : std::to_string(steps.size()) + ", newest " + std::to_string(steps.back()));
+    listed +=
+        (s ? "; " : "") + ServerName(s) + ": " +
+        (steps.empty() ? "none"
+                       : std::to_string(steps.size()) + ", newest " + std::to_string(steps.back()));
   }
   if (result.kept == n) return result;  // only the chief restarted: the servers keep theirs
 
@@ -333,7 +333,7 @@ void PsClient::CopyIn(const std::vector<Message>& replies) {
   for (const Message& r : replies) {
     for (const auto& t : r.tensors) received[t.name] = &t.tensor;
   }
-  for (const ps::Partition& p : placement_.partitions()) {
+  for (const ps::Partition& p : sharding_.partitions()) {
     auto it = received.find(p.key);
     if (it == received.end()) continue;
     for (Variable* v : variables_) {
@@ -361,7 +361,7 @@ Result<PushPullResult> PsClient::PushAndPull(int64_t step) {
     Message push = Request(MessageType::kPush);
     push.step = step;
     push.sequence = ++push_sequence_[s];
-    for (const ps::Partition& p : placement_.OnTask(static_cast<int>(s))) {
+    for (const ps::Partition& p : sharding_.OnTask(static_cast<int>(s))) {
       for (Variable* v : variables_) {
         if (v->name != p.variable) continue;
         if (v->trainable) {

@@ -1,6 +1,7 @@
 // A worker's (or evaluator's) view of the parameter servers: one connection per server task,
-// the placement of every variable, and the requests of a training step. Gradients go out as
-// slices of the model's own buffers (no copies); pulled values are copied once, into them.
+// the sharding of every variable over the servers, and the requests of a training step. Gradients
+// go out as slices of the model's own buffers (no copies); pulled values are copied once, into
+// them.
 //
 // Faults: a heartbeat thread watches every server. A request to a server that restarts (or
 // comes back after a silence) is sent again; pushes carry a sequence number, so a retried push
@@ -20,7 +21,7 @@
 #include <vector>
 
 #include "common/wire/transport.h"
-#include "ps/placement.h"
+#include "ps/sharding.h"
 #include "worker/distributed/heartbeat.h"
 #include "worker/network/layer.h"
 
@@ -34,7 +35,7 @@ struct PushPullResult {
 
 class PsClient {
  public:
-  // `variables` are placed with ps::Placement over the servers; trainable ones are pushed as
+  // `variables` are placed with ps::Sharding over the servers; trainable ones are pushed as
   // gradients, the others (batch-norm moving statistics) as values to assign.
   static Result<std::unique_ptr<PsClient>> Connect(const std::vector<std::string>& ps_hosts,
                                                    const std::string& role, int task_index,
@@ -67,7 +68,7 @@ class PsClient {
   // Chief: tells every server to exit.
   Status Shutdown();
 
-  const ps::Placement& placement() const { return placement_; }
+  const ps::Sharding& sharding() const { return sharding_; }
   // What the heartbeats say of server `s`.
   HeartbeatMonitor::Health ServerHealth(int s) const { return heartbeat_->Of(s); }
   // How long requests wait for a server that is down before failing (default 10 minutes).
@@ -89,7 +90,7 @@ class PsClient {
   int task_index_ = 0;
   std::vector<std::unique_ptr<wire::Connection>> servers_;
   std::vector<Variable*> variables_;
-  ps::Placement placement_;
+  ps::Sharding sharding_;
   std::vector<std::string> hosts_;
   uint64_t next_id_ = 1;
   std::vector<uint64_t> push_sequence_;  // per server

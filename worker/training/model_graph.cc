@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "ps/placement.h"
+#include "ps/sharding.h"
 #include "worker/network/layer.h"
 
 namespace pstrain {
@@ -80,9 +80,9 @@ Result<GraphModel> DescribeModel(const ConfigNode& model_node, const ModelGraphO
 
   std::map<std::string, std::vector<GraphVariable>> parts;  // variable -> its partitions
   if (options.num_ps > 0) {
-    ASSIGN_OR_RETURN(ps::Placement placement,
-                     ps::Placement::Compute(specs, options.num_ps, options.partition_bytes));
-    for (const ps::Partition& p : placement.partitions()) {
+    ASSIGN_OR_RETURN(ps::Sharding sharding,
+                     ps::Sharding::Compute(specs, options.num_ps, options.partition_bytes));
+    for (const ps::Partition& p : sharding.partitions()) {
       parts[p.variable].push_back({p.key, p.shape.dims(), PsDevice(p.task)});
     }
   }

@@ -4,9 +4,9 @@
 // backward finishes them.
 #include <algorithm>
 
+#include "worker/network/cuda/device_mirrors.h"
 #include "worker/network/cuda/gpu_context.h"
 #include "worker/network/cuda/kernels.h"
-#include "worker/network/cuda/layer_placement.h"
 #include "worker/network/model_device.h"
 
 namespace pstrain {
@@ -26,7 +26,7 @@ class GpuModelDevice : public ModelDevice {
 
   Device device() const override { return Device::kGpu; }
 
-  Status Place(Layer* layer) override { return cuda::PlaceOnGpu(layer, gpu_); }
+  Status Place(Layer* layer) override { return cuda::MirrorOnGpu(layer, gpu_); }
   Tensor NewTensor(const Shape& shape, const std::string& what) override {
     return gpu_->NewTensorOrDie(shape, what);
   }

@@ -1,7 +1,7 @@
 // Where each variable lives: TensorFlow's GreedyLoadBalancingStrategy (each variable, in model
 // order, goes to the least-loaded server by bytes; ties to the lowest task), with variables
 // larger than `partition_bytes` split along dimension 0 into partitions placed the same way.
-// Every process computes the same placement from the model, so no lookup service is needed.
+// Every process computes the same sharding from the model, so no lookup service is needed.
 #pragma once
 
 #include <cstdint>
@@ -28,10 +28,10 @@ struct Partition {
   Shape shape;  // the partition's own shape
 };
 
-class Placement {
+class Sharding {
  public:
-  static Result<Placement> Compute(const std::vector<VariableSpec>& variables, int num_ps,
-                                   int64_t partition_bytes);
+  static Result<Sharding> Compute(const std::vector<VariableSpec>& variables, int num_ps,
+                                  int64_t partition_bytes);
   const std::vector<Partition>& partitions() const { return partitions_; }
   std::vector<Partition> OnTask(int task) const;
   int num_ps() const { return num_ps_; }

@@ -1,10 +1,10 @@
-#include "worker/network/cuda/layer_placement.h"
+#include "worker/network/cuda/device_mirrors.h"
 
 namespace pstrain {
 namespace worker {
 namespace cuda {
 
-Status PlaceOnGpu(Layer* layer, GpuContext* gpu) {
+Status MirrorOnGpu(Layer* layer, GpuContext* gpu) {
   RETURN_IF_ERROR(layer->GpuSupport());
   std::vector<Variable*> vars;
   for (Variable& v : layer->variables()) {

@@ -12,7 +12,7 @@ namespace cuda {
 
 // Checks layer->GpuSupport(), allocates device_value (and device_grad for trainable
 // variables), uploads the values and switches the layer to the GPU.
-Status PlaceOnGpu(Layer* layer, GpuContext* gpu);
+Status MirrorOnGpu(Layer* layer, GpuContext* gpu);
 // Host values -> device mirrors.
 void UploadValues(const std::vector<Variable*>& variables, GpuContext* gpu);
 // Device -> host: gradients of trainable variables, values of the others (batch-norm

@@ -1,15 +1,15 @@
-#include "ps/placement.h"
+#include "ps/sharding.h"
 
 #include <algorithm>
 
 namespace pstrain {
 namespace ps {
 
-Result<Placement> Placement::Compute(const std::vector<VariableSpec>& variables, int num_ps,
-                                     int64_t partition_bytes) {
-  if (num_ps < 1) return InvalidArgument("placement needs at least one parameter server");
+Result<Sharding> Sharding::Compute(const std::vector<VariableSpec>& variables, int num_ps,
+                                   int64_t partition_bytes) {
+  if (num_ps < 1) return InvalidArgument("sharding needs at least one parameter server");
   if (partition_bytes < 0) return InvalidArgument("--partition_bytes must be >= 0");
-  Placement p;
+  Sharding p;
   p.num_ps_ = num_ps;
   std::vector<int64_t> load(num_ps, 0);
   auto place = [&](Partition part) {
@@ -42,7 +42,7 @@ Result<Placement> Placement::Compute(const std::vector<VariableSpec>& variables,
   return p;
 }
 
-std::vector<Partition> Placement::OnTask(int task) const {
+std::vector<Partition> Sharding::OnTask(int task) const {
   std::vector<Partition> out;
   for (const Partition& part : partitions_) {
     if (part.task == task) out.push_back(part);
@@ -50,7 +50,7 @@ std::vector<Partition> Placement::OnTask(int task) const {
   return out;
 }
 
-std::vector<int64_t> Placement::Loads() const {
+std::vector<int64_t> Sharding::Loads() const {
   std::vector<int64_t> load(num_ps_, 0);
   for (const Partition& part : partitions_) {
     load[part.task] += part.shape.num_elements() * static_cast<int64_t>(sizeof(float));

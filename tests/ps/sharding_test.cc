@@ -1,4 +1,4 @@
-#include "ps/placement.h"
+#include "ps/sharding.h"
 
 #include <gtest/gtest.h>
 
@@ -6,9 +6,9 @@ namespace pstrain {
 namespace ps {
 namespace {
 
-TEST(PlacementTest, GreedyPutsEachVariableOnTheLeastLoadedServerInModelOrder) {
+TEST(ShardingTest, GreedyPutsEachVariableOnTheLeastLoadedServerInModelOrder) {
   // 400, 100, 100, 300 bytes on two servers: 400 -> ps0, 100 -> ps1, 100 -> ps1, 300 -> ps1.
-  auto p = Placement::Compute(
+  auto p = Sharding::Compute(
       {{"a", Shape{100}}, {"b", Shape{25}}, {"c", Shape{25}}, {"d", Shape{75}}}, 2, 0);
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   std::vector<int> tasks;
@@ -17,9 +17,9 @@ TEST(PlacementTest, GreedyPutsEachVariableOnTheLeastLoadedServerInModelOrder) {
   EXPECT_EQ(p->Loads(), (std::vector<int64_t>{400, 500}));
 }
 
-TEST(PlacementTest, LargeVariablesAreSplitAlongRowsAcrossServers) {
+TEST(ShardingTest, LargeVariablesAreSplitAlongRowsAcrossServers) {
   // 10 rows x 100 floats = 4000 bytes, partitions of at most 1500 bytes: 3 parts of 4/3/3 rows.
-  auto p = Placement::Compute({{"fc/weights", Shape{10, 100}}, {"fc/bias", Shape{100}}}, 2, 1500);
+  auto p = Sharding::Compute({{"fc/weights", Shape{10, 100}}, {"fc/bias", Shape{100}}}, 2, 1500);
   ASSERT_TRUE(p.ok());
   const auto& parts = p->partitions();
   ASSERT_EQ(parts.size(), 4u);
@@ -36,12 +36,12 @@ TEST(PlacementTest, LargeVariablesAreSplitAlongRowsAcrossServers) {
   EXPECT_EQ(rows, 10);
 }
 
-TEST(PlacementTest, EveryProcessComputesTheSamePlacement) {
+TEST(ShardingTest, EveryProcessComputesTheSamePlacement) {
   std::vector<VariableSpec> vars{{"conv1/weights", Shape{32, 1, 5, 5}},
                                  {"fc1/weights", Shape{1024, 3136}},
                                  {"fc1/bias", Shape{1024}}};
-  auto a = Placement::Compute(vars, 3, 8 << 20).value();
-  auto b = Placement::Compute(vars, 3, 8 << 20).value();
+  auto a = Sharding::Compute(vars, 3, 8 << 20).value();
+  auto b = Sharding::Compute(vars, 3, 8 << 20).value();
   ASSERT_EQ(a.partitions().size(), b.partitions().size());
   for (size_t i = 0; i < a.partitions().size(); ++i) {
     EXPECT_EQ(a.partitions()[i].key, b.partitions()[i].key);
@@ -49,9 +49,9 @@ TEST(PlacementTest, EveryProcessComputesTheSamePlacement) {
   }
 }
 
-TEST(PlacementTest, BadArgumentsAreRefused) {
-  EXPECT_FALSE(Placement::Compute({{"a", Shape{1}}}, 0, 0).ok());
-  EXPECT_FALSE(Placement::Compute({{"a", Shape{1}}}, 1, -1).ok());
+TEST(ShardingTest, BadArgumentsAreRefused) {
+  EXPECT_FALSE(Sharding::Compute({{"a", Shape{1}}}, 0, 0).ok());
+  EXPECT_FALSE(Sharding::Compute({{"a", Shape{1}}}, 1, -1).ok());
 }
 
 }  // namespace
