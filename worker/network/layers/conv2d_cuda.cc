@@ -1,21 +1,18 @@
 // Conv2D on the GPU with cuDNN: descriptors and algorithms are chosen once per batch size
-// (cuDNN's heuristics, the first that fits kMaxWorkspace) and cached; the workspace is the GPU
+// (cuDNN's heuristics, cuda/conv_algorithm.h) and cached; the workspace is the GPU
 // context's, shared by every layer. cuDNN pads symmetrically only; TensorFlow's SAME puts the odd
 // pixel after, so such inputs are padded explicitly (zeros) and convolved without padding, and the
 // input gradient is cropped back.
 #include <string>
 
 #include "worker/network/cuda/check.h"
+#include "worker/network/cuda/conv_algorithm.h"
 #include "worker/network/cuda/gpu_context.h"
 #include "worker/network/cuda/kernels.h"
 #include "worker/network/layers/conv2d.h"
 
 namespace pstrain {
 namespace worker {
-
-namespace {
-constexpr size_t kMaxWorkspace = size_t{512} << 20;
-}  // namespace
 
 struct Conv2D::GpuPlan {
   ~GpuPlan() {
@@ -36,30 +33,6 @@ struct Conv2D::GpuPlan {
   cuda::PaddedPlanes pad{};
   cuda::DeviceBuffer padded_x, padded_dx;  // only with explicit_pad
 };
-
-namespace {
-
-// The first of cuDNN's ranked choices that succeeded, fits kMaxWorkspace and computes in FP32
-// (the descriptors forbid TF32: see below), deterministic ones first so that runs repeat;
-// else algorithm 0, which every shape supports.
-template <typename Perf>
-decltype(Perf::algo) Pick(const Perf* perf, int count, const std::string& what) {
-  for (bool need_deterministic : {true, false}) {
-    for (int i = 0; i < count; ++i) {
-      const Perf& p = perf[i];
-      if (p.status == CUDNN_STATUS_SUCCESS && p.memory <= kMaxWorkspace &&
-          p.mathType == CUDNN_FMA_MATH &&
-          (!need_deterministic || p.determinism == CUDNN_DETERMINISTIC)) {
-        return p.algo;
-      }
-    }
-  }
-  LOG(WARNING) << "cuDNN's heuristics offer no FP32 " << what << " algorithm within "
-               << FormatBytes(kMaxWorkspace) << " of workspace; using algorithm 0";
-  return static_cast<decltype(Perf::algo)>(0);
-}
-
-}  // namespace
 
 Status Conv2D::GpuSupport() const { return Status::OK(); }
 
@@ -168,15 +141,15 @@ Conv2D::GpuPlan& Conv2D::GetGpuPlan(int64_t n, const LayerContext& ctx) {
   cudnnConvolutionFwdAlgoPerf_t fwd[kMax];
   PSTRAIN_CUDNN_CHECK(
       cudnnGetConvolutionForwardAlgorithm_v7(h, p->x, p->w, p->conv, p->y, kMax, &count, fwd));
-  p->fwd_algo = Pick(fwd, count, "forward");
+  p->fwd_algo = cuda::PickConvAlgorithm(fwd, count, "forward");
   cudnnConvolutionBwdDataAlgoPerf_t bwd_data[kMax];
   PSTRAIN_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, p->w, p->y, p->conv, p->x,
                                                                   kMax, &count, bwd_data));
-  p->bwd_data_algo = Pick(bwd_data, count, "backward data");
+  p->bwd_data_algo = cuda::PickConvAlgorithm(bwd_data, count, "backward data");
   cudnnConvolutionBwdFilterAlgoPerf_t bwd_filter[kMax];
   PSTRAIN_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, p->x, p->y, p->conv, p->w,
                                                                     kMax, &count, bwd_filter));
-  p->bwd_filter_algo = Pick(bwd_filter, count, "backward filter");
+  p->bwd_filter_algo = cuda::PickConvAlgorithm(bwd_filter, count, "backward filter");
 
   size_t ws = 0, bytes = 0;
   PSTRAIN_CUDNN_CHECK(

@@ -2,23 +2,20 @@
 // output, y: our input, filter [in_channels, filters, kh, kw] = our weights): forward is
 // cudnnConvolutionBackwardData, the input gradient cudnnConvolutionForward and the weights
 // gradient cudnnConvolutionBackwardFilter. Descriptors, algorithms (cuDNN's heuristics, the first
-// FP32 one within kMaxWorkspace) and buffers are made once per batch size, as conv2d_cuda.cc.
+// FP32 one, cuda/conv_algorithm.h) and buffers are made once per batch size, as conv2d_cuda.cc.
 // cuDNN pads symmetrically only; for TensorFlow's asymmetric SAME the output is computed into a
 // zero-padded plane without padding and cropped, and the output gradient padded back.
 #include <algorithm>
 #include <string>
 
 #include "worker/network/cuda/check.h"
+#include "worker/network/cuda/conv_algorithm.h"
 #include "worker/network/cuda/gpu_context.h"
 #include "worker/network/cuda/kernels.h"
 #include "worker/network/layers/conv2d_transpose.h"
 
 namespace pstrain {
 namespace worker {
-
-namespace {
-constexpr size_t kMaxWorkspace = size_t{512} << 20;
-}  // namespace
 
 struct Conv2DTranspose::GpuPlan {
   ~GpuPlan() {
@@ -42,29 +39,6 @@ struct Conv2DTranspose::GpuPlan {
   cuda::PaddedPlanes pad{};
   cuda::DeviceBuffer padded_y, padded_dy;  // only with explicit_pad
 };
-
-namespace {
-
-// As conv2d_cuda.cc: the first of cuDNN's ranked choices that succeeded, fits kMaxWorkspace and
-// computes in FP32, deterministic ones first; else algorithm 0, which every shape supports.
-template <typename Perf>
-decltype(Perf::algo) Pick(const Perf* perf, int count, const std::string& what) {
-  for (bool need_deterministic : {true, false}) {
-    for (int i = 0; i < count; ++i) {
-      const Perf& p = perf[i];
-      if (p.status == CUDNN_STATUS_SUCCESS && p.memory <= kMaxWorkspace &&
-          p.mathType == CUDNN_FMA_MATH &&
-          (!need_deterministic || p.determinism == CUDNN_DETERMINISTIC)) {
-        return p.algo;
-      }
-    }
-  }
-  LOG(WARNING) << "cuDNN's heuristics offer no FP32 " << what << " algorithm within "
-               << FormatBytes(kMaxWorkspace) << " of workspace; using algorithm 0";
-  return static_cast<decltype(Perf::algo)>(0);
-}
-
-}  // namespace
 
 Status Conv2DTranspose::GpuSupport() const { return Status::OK(); }
 
@@ -169,15 +143,15 @@ Conv2DTranspose::GpuPlan& Conv2DTranspose::GetGpuPlan(int64_t n, const LayerCont
   cudnnConvolutionBwdDataAlgoPerf_t bwd_data[kMax];
   PSTRAIN_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
       h, p->w, p->in, p->conv, p->conv_x, kMax, &count, bwd_data));
-  p->bwd_data_algo = Pick(bwd_data, count, "backward data (transposed forward)");
+  p->bwd_data_algo = cuda::PickConvAlgorithm(bwd_data, count, "backward data (transposed forward)");
   cudnnConvolutionFwdAlgoPerf_t fwd[kMax];
   PSTRAIN_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, p->conv_x, p->w, p->conv, p->in,
                                                              kMax, &count, fwd));
-  p->fwd_algo = Pick(fwd, count, "forward (transposed input gradient)");
+  p->fwd_algo = cuda::PickConvAlgorithm(fwd, count, "forward (transposed input gradient)");
   cudnnConvolutionBwdFilterAlgoPerf_t bwd_filter[kMax];
   PSTRAIN_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
       h, p->conv_x, p->in, p->conv, p->w, kMax, &count, bwd_filter));
-  p->bwd_filter_algo = Pick(bwd_filter, count, "backward filter");
+  p->bwd_filter_algo = cuda::PickConvAlgorithm(bwd_filter, count, "backward filter");
 
   size_t ws = 0, bytes = 0;
   PSTRAIN_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
