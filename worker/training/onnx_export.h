@@ -1,0 +1,43 @@
+// ONNX export of a trained model, so that it can be served away from pstrain (onnxruntime,
+// TensorRT, OpenVINO, ...): the model config's layers, in their order and wiring, as ONNX
+// operators (opset 13), with the trained variables as initializers under their own names
+// ("conv1/weights"). The graph takes "input" [N, C, H, W] float (N symbolic) and gives "logits"
+// [N, classes] (what the softmax_cross_entropy layer reads) and, optionally, "probabilities"
+// (their Softmax). It is an inference graph: dropout is the identity and batch_norm uses the
+// moving statistics, as Model::Forward(training = false) computes.
+//
+// Like model_graph.h (TensorFlow's GraphDef for TensorBoard), it walks the config with the
+// layers' own Configure/Setup, so shapes and TensorFlow-style SAME padding (window.h) are the
+// ones training used; unlike it, it writes values too. A layer type, or a layer option, that has
+// no ONNX form here fails the export naming the layer and where it is in the config.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "common/config.h"
+#include "common/status.h"
+#include "common/tensor.h"
+
+namespace pstrain {
+
+struct OnnxExportOptions {
+  // Also output "probabilities" = Softmax(logits) over the classes.
+  bool softmax_output = true;
+  // The graph's name and producer_version in the file (free-form).
+  std::string graph_name;
+  std::string producer_version;
+};
+
+// The serialized ModelProto of `model_node` (a config's "model:") with each of its variables
+// taken from `weights` (ReadTrainedWeights); a missing variable or one of another shape is an
+// error naming it. Extra tensors (optimizer slots) are ignored.
+Result<std::string> ExportOnnx(const ConfigNode& model_node,
+                               const std::map<std::string, Tensor>& weights,
+                               const OnnxExportOptions& options);
+
+// ExportOnnx written to `path` atomically.
+Status WriteOnnx(const ConfigNode& model_node, const std::map<std::string, Tensor>& weights,
+                 const OnnxExportOptions& options, const std::string& path);
+
+}  // namespace pstrain
