@@ -65,6 +65,11 @@ DEFINE_string(intra_node_sync, "off",
               "host memory and one pushes for the host; nccl: the same on their GPUs over NCCL. "
               "Give every role (servers too) the same value");
 
+DEFINE_int32(synthetic_step_ms, 0,
+             "worker: synthetic compute, to measure the exchange at scale without GPUs: skip "
+             "forward and backward, wait this many ms a step (a GPU's time for the batch), push "
+             "constant gradients of the model's real sizes; needs --device=cpu; 0: off");
+
 namespace {
 
 std::vector<std::string> SplitHosts(const std::string& s) {
@@ -120,6 +125,10 @@ bool Validate(const std::vector<std::string>& ps, const std::vector<std::string>
                 std::to_string(pushers) + ") and needs --update_mode=sync");
   }
   if (FLAGS_max_staleness < 0) return Fail("--max_staleness must be >= 0");
+  if (FLAGS_synthetic_step_ms < 0 || FLAGS_synthetic_step_ms > 600000) {
+    return Fail("--synthetic_step_ms must be from 0 (off) to 600000 ms, got " +
+                std::to_string(FLAGS_synthetic_step_ms));
+  }
   if (!(FLAGS_ps_summary_secs >= 0)) return Fail("--ps_summary_secs must be >= 0 (0: none)");
   return true;
 }
@@ -237,6 +246,7 @@ int main(int argc, char** argv) {
     o.unavailable_timeout_secs = FLAGS_ps_unavailable_timeout_secs;
     o.device = pstrain::worker::DeviceOptionsFromFlags();  // --device, --allow_soft_placement...
     o.intra_node_sync = FLAGS_intra_node_sync;
+    o.synthetic_step_ms = FLAGS_synthetic_step_ms;
     status = FLAGS_job_name == "worker" ? pstrain::worker::RunWorker(o)
                                         : pstrain::worker::RunEvaluator(o);
   }

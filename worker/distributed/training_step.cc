@@ -1,8 +1,10 @@
 #include "worker/distributed/training_step.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <string>
+#include <thread>
 
 #include "worker/training/gradient_preparation.h"
 
@@ -11,21 +13,27 @@ namespace worker {
 
 Result<StepOutcome> TrainingStep::Run(const Batch& batch, int64_t step, std::mt19937_64* rng) {
   StepOutcome outcome;
+  Status diverged = Status::OK();
+  if (synthetic_step_.count() > 0) {
+    // 1 and 2 as a GPU's time: no forward, no backward, the loss stays 0. Without
+    // StartBackward, the host average (stage 4) averages every tensor after the wait.
+    SyntheticCompute(std::chrono::steady_clock::now());
+  } else {
+    // 1. forward
+    outcome.loss = model_->Forward(batch.images, batch.labels, /*training=*/true, rng);
+    if (!std::isfinite(outcome.loss)) {
+      diverged =
+          Internal(who_ + ": step " + std::to_string(step) + ": the loss is " +
+                   std::to_string(outcome.loss) + "; training diverged (lower the learning rate)");
+    }
+    // Within a host group every rank must make this step's collectives, so a rank that
+    // diverged says so after them (its NaN gradients make the leader's push fail, and with it
+    // every rank of the host); alone, it stops at once.
+    if (!diverged.ok() && group_ == nullptr) return diverged;
 
-  // 1. forward
-  outcome.loss = model_->Forward(batch.images, batch.labels, /*training=*/true, rng);
-  const Status diverged = std::isfinite(outcome.loss)
-                              ? Status::OK()
-                              : Internal(who_ + ": step " + std::to_string(step) +
-                                         ": the loss is " + std::to_string(outcome.loss) +
-                                         "; training diverged (lower the learning rate)");
-  // Within a host group every rank must make this step's collectives, so a rank that diverged
-  // says so after them (its NaN gradients make the leader's push fail, and with it every rank
-  // of the host); alone, it stops at once.
-  if (!diverged.ok() && group_ == nullptr) return diverged;
-
-  // 2. backward, each layer's gradients handed on as soon as they are ready
-  Backward();
+    // 2. backward, each layer's gradients handed on as soon as they are ready
+    Backward();
+  }
 
   // 3 to 6. gradients to the host, host average, push and pull, upload
   Result<PushPullResult> exchanged = group_ == nullptr ? ExchangeAlone(step)
@@ -55,6 +63,16 @@ void TrainingStep::Backward() {
   // Alone, or averaging in host memory from a GPU: each layer's gradients start their copy to
   // the host as soon as backward has them (nothing to copy on the CPU).
   model_->Backward([&](int layer) { model_->DownloadLayerGradientsAsync(layer); });
+}
+
+void TrainingStep::SyntheticCompute(std::chrono::steady_clock::time_point start) {
+  // Every gradient, and every averaged value (batch-norm statistics) left as it is; the fill
+  // is the only pass over the tensors. Stage 4 and PrepareGradients may rewrite them in place,
+  // so it is done every step.
+  for (Variable* v : model_->trainable_variables()) {
+    std::fill(v->grad.data(), v->grad.data() + v->grad.size(), kSyntheticGradient);
+  }
+  std::this_thread::sleep_until(start + synthetic_step_);
 }
 
 Result<PushPullResult> TrainingStep::ExchangeAlone(int64_t step) {

@@ -17,8 +17,14 @@
 // or GPU workers without NCCL) the gradients come to the host before the average and the values
 // go back after the leader's broadcast; over NCCL the average and broadcast run on the devices
 // and only the leader copies to and from the host, inside its exchange.
+//
+// Synthetic compute (--synthetic_step_ms, for measuring the exchange at scale without GPUs, as
+// tf_cnn_benchmarks' and BytePS's synthetic modes do): stages 1 and 2 become a wait of N ms,
+// the time a GPU would spend on the batch, and the gradients are filled with one small
+// constant; stages 3 to 6 move the model's real-sized tensors as in a real step.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <random>
@@ -43,9 +49,21 @@ struct StepOutcome {
 class TrainingStep {
  public:
   // `group` is null for a worker without intra-node sync. Everything is borrowed.
+  // `synthetic_step` > 0: synthetic compute (above) on a model whose host tensors are its
+  // only ones (a CPU model).
   TrainingStep(Model* model, const TrainConfig& train, PsClient* client, IntraNodeGroup* group,
-               std::string who)
-      : model_(model), train_(train), client_(client), group_(group), who_(std::move(who)) {}
+               std::string who,
+               std::chrono::milliseconds synthetic_step = std::chrono::milliseconds(0))
+      : model_(model),
+        train_(train),
+        client_(client),
+        group_(group),
+        who_(std::move(who)),
+        synthetic_step_(synthetic_step) {}
+
+  // The gradient every element gets in synthetic compute: small, so that momentum and a
+  // learning rate of 0.1 move the weights by ~1e-4 a step and nothing diverges.
+  static constexpr float kSyntheticGradient = 1e-5f;
 
   // Before the first step: puts the model on `device` with the servers' current values (the
   // leader pulls, every rank of a host gets its values). Returns the global step.
@@ -57,6 +75,9 @@ class TrainingStep {
  private:
   // Stage 2, with per-layer readiness where it pays.
   void Backward();
+  // Stages 1 and 2 in synthetic compute: the fill, then a sleep to `synthetic_step_` after
+  // `start` (a GPU's host thread waits the same way, its CPU free for the exchange).
+  void SyntheticCompute(std::chrono::steady_clock::time_point start);
   // Stages 3 to 6, by where the host average runs.
   Result<PushPullResult> ExchangeAlone(int64_t step);
   Result<PushPullResult> ExchangeThroughHostMemory(int64_t step);
@@ -76,7 +97,8 @@ class TrainingStep {
   PsClient* client_;
   IntraNodeGroup* group_;  // null: no intra-node sync
   std::string who_;
-  std::unique_ptr<HostSync> sync_;  // stage 4, with a group
+  std::chrono::milliseconds synthetic_step_;  // 0: real forward and backward
+  std::unique_ptr<HostSync> sync_;            // stage 4, with a group
 };
 
 }  // namespace worker

@@ -13,11 +13,11 @@
 #include "worker/distributed/intra_node.h"
 #include "worker/distributed/ps_client.h"
 #include "worker/distributed/training_step.h"
+#include "worker/training/device_memory_report.h"
+#include "worker/training/evaluation.h"
 #include "worker/training/input/input_pipeline.h"
 #include "worker/training/model_graph.h"
 #include "worker/training/progress_line.h"
-#include "worker/training/device_memory_report.h"
-#include "worker/training/evaluation.h"
 #include "worker/training/progress_window.h"
 #include "worker/training/train_config.h"
 
@@ -66,6 +66,12 @@ Status RunWorker(const RoleOptions& o) {
   ASSIGN_OR_RETURN(Setup s, Load(o));
   // Before connecting: a wrong device flag or a missing GPU stops the worker at once.
   ASSIGN_OR_RETURN(std::unique_ptr<ComputeDevice> device, ComputeDevice::Open(o.device, who));
+  const bool synthetic = o.synthetic_step_ms > 0;
+  if (synthetic && device->device() != Device::kCpu) {
+    return InvalidArgument(who +
+                           ": --synthetic_step_ms stands in for a GPU's compute and fills "
+                           "host gradients: run it with --device=cpu");
+  }
   IntraNodeOptions intra;
   ASSIGN_OR_RETURN(intra.mode, ParseIntraNodeSync(o.intra_node_sync));
   intra.worker_hosts = o.worker_hosts;
@@ -102,7 +108,12 @@ Status RunWorker(const RoleOptions& o) {
   } else {
     RETURN_IF_ERROR(client->WaitUntilInitialized(std::chrono::seconds(o.init_timeout_secs)));
   }
-  TrainingStep training_step(model, s.train, client.get(), group.get(), who);
+  TrainingStep training_step(model, s.train, client.get(), group.get(), who,
+                             std::chrono::milliseconds(o.synthetic_step_ms));
+  // Said on every progress line: its loss and examples/s are not a model's.
+  const std::string mode = synthetic ? "synthetic compute (" + std::to_string(o.synthetic_step_ms) +
+                                           " ms a step, no forward/backward): "
+                                     : "";
   ASSIGN_OR_RETURN(int64_t step, training_step.PullAndPlace(*device));
   ASSIGN_OR_RETURN(auto pipeline,
                    InputPipeline::Create(s.input, s.train.batch_size, o.task_index, num_workers,
@@ -129,8 +140,8 @@ Status RunWorker(const RoleOptions& o) {
   }
   SaveTrigger trigger(SavePolicy{o.save_checkpoints_steps, o.save_checkpoints_secs}, step,
                       Clock::now());
-  LOG(INFO) << who << ": training " << model->name() << " from global step " << step << " to "
-            << s.max_steps << " on shard " << o.task_index << " of " << num_workers;
+  LOG(INFO) << who << ": " << mode << "training " << model->name() << " from global step " << step
+            << " to " << s.max_steps << " on shard " << o.task_index << " of " << num_workers;
 
   std::mt19937_64 rng(s.train.seed * 7919 + o.task_index);
   ProgressWindow window;
@@ -157,7 +168,7 @@ Status RunWorker(const RoleOptions& o) {
       line.examples_per_sec = r.examples_per_sec;
       line.staleness = mean_staleness;
       line.dropped = dropped;
-      LOG(INFO) << who << ": " << FormatProgressLine(line);
+      LOG(INFO) << who << ": " << mode << FormatProgressLine(line);
       if (log) {
         WriteProgressScalars(log.get(), step, schedule.At(step), r);
         log->AddScalar("staleness", step, static_cast<float>(mean_staleness));
@@ -185,6 +196,14 @@ Status RunWorker(const RoleOptions& o) {
   model->UploadVariables();
   ReportDeviceMemory(*device, who + ": at the end", step, log.get());
   RETURN_IF_ERROR(client->Checkpoint(step, o.train_dir));
+  if (synthetic) {  // nothing was learnt, and the data need not fit the model
+    RETURN_IF_ERROR(client->Shutdown());
+    if (log) RETURN_IF_ERROR(log->Close());
+    std::printf("done: global step %ld (synthetic compute: no evaluation)\n",
+                static_cast<long>(step));
+    std::fflush(stdout);
+    return Status::OK();
+  }
   ASSIGN_OR_RETURN(Evaluation e, Evaluate(model, s.input, s.train.seed));
   CheckpointData exported;
   exported.global_step = step;

@@ -34,6 +34,9 @@ struct RoleOptions {
   DeviceOptions device;
   // --intra_node_sync: off, cpu or nccl (worker/distributed/intra_node.h).
   std::string intra_node_sync = "off";
+  // --synthetic_step_ms: > 0 replaces forward and backward by a wait of this many ms and
+  // constant gradients (worker/distributed/training_step.h); 0: real compute.
+  int synthetic_step_ms = 0;
 };
 
 Status RunWorker(const RoleOptions& options);

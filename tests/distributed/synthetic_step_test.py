@@ -1,0 +1,170 @@
+"""--synthetic_step_ms with real processes: one server and one RefNet worker on loopback.
+
+  synthetic_step_test.py --pstrain BUILD/pstrain
+
+A worker in synthetic compute sleeps N ms a step in place of forward and backward and pushes
+constant gradients of the model's real sizes (worker/distributed/training_step.h). Proved here:
+every step takes at least N ms and not much more on loopback, the log says the mode is
+synthetic, the server receives every push at the model's full size (its tensor bytes in, the
+`ps/bytes_in_total` scalar it writes at shutdown, against pushes x 4 bytes x parameters), and a
+bad value stops the worker at start with an error naming the flag. A few seconds on 2 cores.
+"""
+
+import argparse
+import datetime
+import glob
+import os
+import re
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import unittest
+
+PSTRAIN = None
+SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+STEP_MS = 100
+STEPS = 20
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def glog_time(line):
+    """The wall time of a glog line (I20261123 18:34:38.548666 ...), in seconds."""
+    m = re.match(r"[IWE]\d{8} (\d\d):(\d\d):(\d\d\.\d+)", line)
+    return int(m.group(1)) * 3600 + int(m.group(2)) * 60 + float(m.group(3))
+
+
+def _fields(data):
+    """(field number, value) of a serialized protobuf message: varints, 64-bit and 32-bit values
+    as raw bytes, length-delimited ones as bytes."""
+    i = 0
+    while i < len(data):
+        key, i = _varint(data, i)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value, i = _varint(data, i)
+        elif wire == 1:
+            value, i = data[i:i + 8], i + 8
+        elif wire == 5:
+            value, i = data[i:i + 4], i + 4
+        else:
+            length, i = _varint(data, i)
+            value, i = data[i:i + length], i + length
+        yield number, value
+
+
+def _varint(data, i):
+    result = shift = 0
+    while True:
+        b = data[i]
+        i += 1
+        result |= (b & 0x7F) << shift
+        shift += 7
+        if b < 0x80:
+            return result, i
+
+
+def last_scalar(events_glob, tag):
+    """The last simple_value of `tag` in TensorBoard event files (TFRecord framing, Event ->
+    Summary -> Value), or None."""
+    last = None
+    for path in sorted(glob.glob(events_glob)):
+        with open(path, "rb") as f:
+            data = f.read()
+        i = 0
+        while i + 12 <= len(data):
+            (length,) = struct.unpack_from("<Q", data, i)
+            event = data[i + 12:i + 12 + length]
+            i += 12 + length + 4
+            for number, summary in _fields(event):
+                if number != 5:
+                    continue
+                for _, value in _fields(summary):
+                    fields = dict(_fields(value))
+                    if fields.get(1) == tag.encode() and 2 in fields:
+                        last = struct.unpack("<f", fields[2])[0]
+    return last
+
+
+class SyntheticStepTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="pstrain-synthetic-")
+        ps, worker = free_port(), free_port()
+        self.cluster = [f"--ps_hosts=127.0.0.1:{ps}", f"--worker_hosts=127.0.0.1:{worker}",
+                        f"--config={SOURCE}/configs/refnet.yaml", f"--train_dir={self.tmp}/td",
+                        "--ps_unavailable_timeout_secs=30", f"--logdir={self.tmp}/logs"]
+        self.env = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE")
+
+    def test_steps_take_the_synthetic_time_and_push_full_sized_gradients(self):
+        with open(f"{self.tmp}/ps.log", "w") as ps_log:
+            server = subprocess.Popen([PSTRAIN, "--job_name=ps", "--task_index=0"] + self.cluster,
+                                      stdout=ps_log, stderr=subprocess.STDOUT, env=self.env)
+        try:
+            worker = subprocess.run(
+                [PSTRAIN, "--job_name=worker", "--task_index=0", "--device=cpu",
+                 f"--synthetic_step_ms={STEP_MS}", f"--max_steps={STEPS}",
+                 "--log_every_n_steps=1", "--histogram_every_n_steps=0"] + self.cluster,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=self.env,
+                timeout=120)
+            server.wait(timeout=60)  # it ends once the chief is done, writing its last scalars
+        finally:
+            if server.poll() is None:
+                server.kill()
+            server.wait()
+        out = worker.stdout
+        self.assertEqual(worker.returncode, 0, out)
+        self.assertIn(f"done: global step {STEPS} (synthetic compute: no evaluation)", out)
+
+        progress = [l for l in out.splitlines() if re.search(r": step \d+/\d+ ", l)]
+        self.assertEqual(len(progress), STEPS, out)
+        for line in progress:
+            self.assertIn(f"synthetic compute ({STEP_MS} ms a step, no forward/backward)", line)
+        times = [glog_time(l) for l in progress]
+        gaps = [b - a for a, b in zip(times, times[1:])]
+        print(f"step times: min {min(gaps) * 1000:.1f} ms, mean "
+              f"{sum(gaps) / len(gaps) * 1000:.1f} ms, max {max(gaps) * 1000:.1f} ms "
+              f"(--synthetic_step_ms={STEP_MS})")
+        self.assertGreaterEqual(min(gaps), STEP_MS / 1000 * 0.99)  # glog's clock vs the sleep's
+        # RefNet's exchange on loopback is a few ms; a step several times N would mean work
+        # beyond the fill (or a machine far too busy to say anything).
+        self.assertLess(sum(gaps) / len(gaps), 3 * STEP_MS / 1000)
+
+        params = int(re.search(r"(\d+) parameters", out).group(1))
+        with open(f"{self.tmp}/ps.log") as f:
+            ps_out = f.read()
+        pushes = int(re.search(r"\((\d+) pushes,", ps_out).group(1))
+        self.assertEqual(pushes, STEPS, ps_out)
+        # Each push carries every gradient (4 bytes a parameter; the batch-norm statistics are
+        # values, pushed too); the chief's initialisation adds one copy of the values.
+        model_bytes = 4 * params
+        bytes_in = last_scalar(f"{self.tmp}/logs/ps-0/events.out.tfevents.*", "ps/bytes_in_total")
+        self.assertIsNotNone(bytes_in, ps_out)
+        print(f"server: {bytes_in:.0f} tensor bytes in for {pushes} pushes of a {params}-parameter"
+              f" model ({bytes_in / (pushes + 1) / model_bytes:.4f} x its size a push)")
+        self.assertGreaterEqual(bytes_in, (pushes + 1) * model_bytes * 0.98)
+        self.assertLessEqual(bytes_in, (pushes + 1) * model_bytes * 1.02)
+
+    def test_a_bad_value_stops_the_worker_at_start_naming_the_flag(self):
+        for bad in ("-5", "600001", "fast"):
+            started = datetime.datetime.now()
+            r = subprocess.run([PSTRAIN, "--job_name=worker", "--task_index=0",
+                                f"--synthetic_step_ms={bad}"] + self.cluster,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               env=self.env, timeout=30)
+            self.assertNotEqual(r.returncode, 0, r.stdout)
+            self.assertIn("synthetic_step_ms", r.stdout)
+            self.assertLess((datetime.datetime.now() - started).total_seconds(), 10)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--pstrain", required=True)
+    args, rest = parser.parse_known_args()
+    PSTRAIN = args.pstrain
+    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
