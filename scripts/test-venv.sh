@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes BUILD_DIR/venv: a Python with TensorBoard, safetensors and numpy from PyPI, so tests
 # can read our event files and exports with those projects' own readers; onnx and onnxruntime
-# check and run the models pstrain-onnx writes.
+# check and run the models pstrain-export writes.
 set -euo pipefail
 build=${1:?usage: test-venv.sh BUILD_DIR}
 if [[ -x "$build/venv/bin/python3" ]] && "$build/venv/bin/python3" -c 'import tensorboard, safetensors, numpy, onnx, onnxruntime' 2>/dev/null; then

@@ -1,4 +1,4 @@
-// pstrain-onnx against pstrain itself: a model with random (seeded) variables is saved the ways a
+// pstrain-export against pstrain itself: a model with random (seeded) variables is saved the ways a
 // run leaves it (a train_dir's checkpoint index, model.safetensors, one checkpoint file),
 // exported by the tool, and onnxruntime's logits on a random batch are compared with
 // Model::Forward's (inference mode) on the same batch; onnx.checker must pass
@@ -228,7 +228,7 @@ TEST_F(OnnxExportTest, EveryLayerTypeFromACheckpointFileMatchesPstrainsLogitsInO
                             "Flatten", "Gemm", "Identity", "MaxPool", "Relu", "Softmax"}));
 }
 
-// A layer type pstrain-onnx has no ONNX form for (registered only in this test).
+// A layer type pstrain-export has no ONNX form for (registered only in this test).
 class Square : public worker::Layer {
  public:
   explicit Square(const std::string& name) : Layer(name, "onnx_test_square") {}

@@ -1,4 +1,4 @@
-"""Checks and runs a model pstrain-onnx wrote, with ONNX's and onnxruntime's own code.
+"""Checks and runs a model pstrain-export wrote, with ONNX's and onnxruntime's own code.
 
 usage: run_onnx.py MODEL.onnx INPUT.f32 LOGITS.f32 N C H W CLASSES
 

@@ -241,7 +241,7 @@ Status ExportLayer(const LayerToExport& l, GraphWriter* out) {
     out->Node("Identity", n + "/Identity", l.inputs, l.output);
   } else {
     return Unsupported(l, "layer type '" + type +
-                              "' (pstrain-onnx knows conv2d, conv2d_transpose, max_pool, "
+                              "' (pstrain-export knows conv2d, conv2d_transpose, max_pool, "
                               "avg_pool, relu, flatten, dropout, add, fully_connected, "
                               "batch_norm and softmax_cross_entropy)");
   }

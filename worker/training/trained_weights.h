@@ -1,7 +1,7 @@
 // The variables of a trained model, from wherever a run left them: a train_dir (the
 // model.safetensors the chief exports at the end, else the latest checkpoint of its `checkpoint`
 // index), one checkpoint file (PSTCKPT) or a safetensors file (ours or any with F32 tensors).
-// For tools that take a model away from training (pstrain-onnx).
+// For tools that take a model away from training (pstrain-export).
 //
 // The safetensors reader belongs beside ExportSafetensors in common/checkpoint/safetensors.h;
 // it lives here until a second user needs it.

@@ -1,6 +1,7 @@
-// pstrain-onnx: writes a trained model as ONNX, to serve it away from pstrain
-// (worker/training/onnx_export.h).
-//   pstrain-onnx --config=configs/refnet.yaml --checkpoint=runs/refnet --output=model.onnx
+// pstrain-export: writes a trained model in a format other tools serve (--format=onnx:
+// worker/training/onnx_export.h), to take it away from pstrain.
+//   pstrain-export --format=onnx --config=configs/refnet.yaml --checkpoint=runs/refnet \
+//       --output=model.onnx
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
@@ -11,6 +12,7 @@
 #include "worker/training/onnx_export.h"
 #include "worker/training/trained_weights.h"
 
+DEFINE_string(format, "onnx", "what to write: onnx (opset 13)");
 DEFINE_string(config, "configs/refnet.yaml", "the model config the weights were trained with");
 DEFINE_string(checkpoint, "",
               "the weights: a train_dir (its model.safetensors, else its latest checkpoint), a "
@@ -24,12 +26,16 @@ int main(int argc, char** argv) {
       "Writes a trained model as ONNX (opset 13): input \"input\" [N, C, H, W] float, outputs "
       "\"logits\" [N, classes] and \"probabilities\".\n  " +
       std::string(argv[0]) +
-      " --config=configs/refnet.yaml --checkpoint=runs/refnet --output=model.onnx");
-  pstrain::ParseFlags(&argc, &argv, {"tools/onnx_export_main.cc"});
+      " --format=onnx --config=configs/refnet.yaml --checkpoint=runs/refnet --output=model.onnx");
+  pstrain::ParseFlags(&argc, &argv, {"tools/export_main.cc"});
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
   if (argc > 1) {
     LOG(ERROR) << "unexpected argument '" << argv[1] << "' (flags are --name=value)";
+    return 2;
+  }
+  if (FLAGS_format != "onnx") {
+    LOG(ERROR) << "--format=" << FLAGS_format << ": expected onnx";
     return 2;
   }
   if (FLAGS_checkpoint.empty()) {
