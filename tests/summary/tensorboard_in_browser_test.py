@@ -1,20 +1,25 @@
-"""What a user sees: TensorBoard, in a real (headless) Chromium, showing a real pstrain-train run.
+"""What a user sees: TensorBoard, in a real (headless) Chromium, showing real pstrain runs.
 
-pstrain-train trains configs/refnet.yaml for a few dozen steps on a slice of Fashion-MNIST; a
-TensorBoard server from the test venv serves its logdir on 127.0.0.1; Chromium loads the Scalars
-page and the Graphs tab, and the test reads what the pages drew (through their shadow DOM).
+pstrain-train trains configs/refnet.yaml for a few dozen steps on a slice of Fashion-MNIST, and
+the launcher runs a short cluster (1 parameter server, 2 workers) on the same slice; a
+TensorBoard server from the test venv serves both logdirs (runs single/... and cluster/...) on
+127.0.0.1; Chromium loads the Scalars page and the Graphs tab, and the test reads what the pages
+drew (through their shadow DOM): the chief's, each worker's and the server's scalars side by
+side, and the model's graph.
 read_with_tensorboard.py and read_graph_with_tensorboard.py check the data TensorBoard serves;
 this checks that its web app renders it.
 
 Skips, naming what is missing, without Chromium (Debian: chromium, scripts/install-deps.sh),
 TensorBoard (scripts/test-venv.sh BUILD_DIR), Fashion-MNIST or the pstrain-train binary.
-Environment (ctest sets them): PSTRAIN_TRAIN, PSTRAIN_TEST_PYTHON; PSTRAIN_BROWSER_SCREENSHOTS, a
+Environment (ctest sets them): PSTRAIN_TRAIN, PSTRAIN_BINARY (pstrain, for the cluster),
+PSTRAIN_TEST_PYTHON; PSTRAIN_BROWSER_SCREENSHOTS, a
 folder to keep screenshots of the pages in.
 """
 import gzip
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -26,6 +31,7 @@ from headless_chromium import BrowserError, HeadlessChromium, find_chromium
 SOURCE_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 FASHION_MNIST = "/usr/share/datasets/fashion-mnist"
 STEPS = 24
+CLUSTER_STEPS = 24
 TRAIN_EXAMPLES = 2048  # 16 steps of 128 an epoch: evaluations at steps 16 and 24
 TEST_EXAMPLES = 512
 
@@ -98,8 +104,10 @@ class TensorBoardInBrowserTest(unittest.TestCase):
             raise unittest.SkipTest(reason)
         cls.dir = tempfile.mkdtemp(prefix="tensorboard_in_browser_")
         cls.tensorboard = cls.browser = None
+        cls.logdir = os.path.join(cls.dir, "logs")
         try:
             cls.train(train)
+            cls.run_cluster(os.environ.get("PSTRAIN_BINARY"))
             cls.url = cls.start_tensorboard(python)
             cls.browser = HeadlessChromium()
             cls.browser.start()
@@ -123,17 +131,45 @@ class TensorBoardInBrowserTest(unittest.TestCase):
               file=sys.stderr)
 
     @classmethod
+    def run_cluster(cls, binary):
+        """1 ps + 2 workers through the launcher, writing logs/cluster/{train,worker-k,ps-0}."""
+        if not binary or not os.path.exists(binary):
+            raise AssertionError("PSTRAIN_BINARY (the pstrain binary) is unset or missing")
+        ports = []
+        for _ in range(3):
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                ports.append(s.getsockname()[1])
+        cluster = os.path.join(cls.dir, "cluster.yaml")
+        with open(cluster, "w") as f:
+            f.write("mode: local\nbinary: %s\nps:\n  - {host: 127.0.0.1, port: %d}\n"
+                    "worker:\n  - {host: 127.0.0.1, port: %d}\n  - {host: 127.0.0.1, port: %d}\n"
+                    "flags: {max_steps: %d, data_dir: %s, log_every_n_steps: 4,"
+                    " ps_summary_secs: 1, save_checkpoints_secs: 0}\n"
+                    "restart: {policy: never}\n"
+                    % (binary, ports[0], ports[1], ports[2], CLUSTER_STEPS, cls.data))
+        run = subprocess.run(
+            [sys.executable, os.path.join(SOURCE_DIR, "launcher", "pstrain-launch"),
+             "--cluster", cluster, "--config", os.path.join(SOURCE_DIR, "configs", "refnet.yaml"),
+             "--train_dir", os.path.join(cls.dir, "cluster"), "--logdir",
+             os.path.join(cls.logdir, "cluster"), "--no_curve", "--progress_interval", "5"],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=150)
+        output = run.stdout.decode("utf-8", "replace")
+        if run.returncode != 0:
+            raise AssertionError("the cluster failed (%d):\n%s" % (run.returncode, output[-3000:]))
+
+    @classmethod
     def train(cls, binary):
-        data = os.path.join(cls.dir, "fashion-mnist")
+        data = cls.data = os.path.join(cls.dir, "fashion-mnist")
         os.makedirs(data)
         for split, count in (("train", TRAIN_EXAMPLES), ("t10k", TEST_EXAMPLES)):
             for kind in ("images-idx3", "labels-idx1"):
                 name = "%s-%s-ubyte.gz" % (split, kind)
                 idx_slice(os.path.join(FASHION_MNIST, name), os.path.join(data, name), count)
-        cls.logdir = os.path.join(cls.dir, "run", "logs")
         run = subprocess.run(
             [binary, "--config=" + os.path.join(SOURCE_DIR, "configs", "refnet.yaml"),
              "--train_dir=" + os.path.join(cls.dir, "run"), "--data_dir=" + data,
+             "--logdir=" + os.path.join(cls.logdir, "single"),
              "--max_steps=%d" % STEPS, "--log_every_n_steps=4", "--histogram_every_n_steps=12",
              "--save_checkpoints_secs=0"],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
@@ -191,8 +227,26 @@ class TensorBoardInBrowserTest(unittest.TestCase):
         self.assertGreaterEqual(by_tag["loss"], 2, "the loss chart drew no line for a run")
         self.assertGreaterEqual(by_tag["accuracy"], 1, "the accuracy chart drew no line")
 
+    def test_scalars_page_draws_the_chief_each_worker_and_the_server_side_by_side(self):
+        # Issue 17: a worker's and a server's own scalars, not only the chief's.
+        wanted = {"loss": 2, "worker/exchange_ms": 2, "worker/examples_per_sec": 2,
+                  "ps/pushes_per_sec": 1, "ps/bytes_in_per_sec": 1}
+        self.open("#scalars&tagFilter=%5E(loss%7Cworker%2Fexchange_ms%7Cworker%2Fexamples_per_sec"
+                  "%7Cps%2Fpushes_per_sec%7Cps%2Fbytes_in_per_sec)%24")
+
+        def drawn(cards):
+            by_tag = {c["tag"]: c["lines"] for c in cards or []}
+            return all(by_tag.get(tag, 0) >= n for tag, n in wanted.items())
+        cards = self.browser.wait_for(SCALAR_CARDS, drawn, timeout=60)
+        self.keep_screenshot("cluster_scalars")
+        by_tag = {c["tag"]: c["lines"] for c in cards or []}
+        for tag, lines in wanted.items():
+            # worker/*: a line for each of the two workers' runs; ps/*: the one server's.
+            self.assertGreaterEqual(by_tag.get(tag, 0), lines,
+                                    "card %r drew fewer than %d lines: %s" % (tag, lines, cards))
+
     def test_graphs_tab_draws_the_model_layer_by_layer(self):
-        self.open("#graphs&run=train")
+        self.open("#graphs&run=single%2Ftrain")
         layers = ["conv1", "pool1", "conv2", "pool2", "flatten", "fc1", "dropout", "fc2", "loss"]
 
         def drawn(nodes):

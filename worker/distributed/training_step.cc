@@ -13,6 +13,7 @@ namespace worker {
 
 Result<StepOutcome> TrainingStep::Run(const Batch& batch, int64_t step, std::mt19937_64* rng) {
   StepOutcome outcome;
+  const auto started = std::chrono::steady_clock::now();
   Status diverged = Status::OK();
   if (synthetic_step_.count() > 0) {
     // 1 and 2 as a GPU's time: no forward, no backward, the loss stays 0. Without
@@ -36,9 +37,12 @@ Result<StepOutcome> TrainingStep::Run(const Batch& batch, int64_t step, std::mt1
   }
 
   // 3 to 6. gradients to the host, host average, push and pull, upload
+  const auto computed = std::chrono::steady_clock::now();
+  outcome.compute = computed - started;
   Result<PushPullResult> exchanged = group_ == nullptr ? ExchangeAlone(step)
                                      : on_devices()    ? ExchangeOnDevices(step)
                                                        : ExchangeThroughHostMemory(step);
+  outcome.exchange_wait = std::chrono::steady_clock::now() - computed;
   if (!diverged.ok()) return diverged;
   if (!exchanged.ok())
     return exchanged.status().WithContext(who_ + ": step " + std::to_string(step));

@@ -44,6 +44,8 @@ namespace worker {
 struct StepOutcome {
   float loss = 0;
   PushPullResult exchange;  // the servers' answer: the new global step, dropped gradients
+  // Where the step's time went: stages 1-2 and stages 3-6, as the host thread saw them.
+  std::chrono::steady_clock::duration compute{}, exchange_wait{};
 };
 
 class TrainingStep {

@@ -13,6 +13,7 @@
 #include "worker/distributed/intra_node.h"
 #include "worker/distributed/ps_client.h"
 #include "worker/distributed/training_step.h"
+#include "worker/distributed/worker_metrics.h"
 #include "worker/training/device_memory_report.h"
 #include "worker/training/evaluation.h"
 #include "worker/training/input/input_pipeline.h"
@@ -145,13 +146,25 @@ Status RunWorker(const RoleOptions& o) {
 
   std::mt19937_64 rng(s.train.seed * 7919 + o.task_index);
   ProgressWindow window;
+  // Every worker's own run beside the chief's train/ and the servers' ps-<k>.
+  std::unique_ptr<SummaryWriter> own_log;
+  if (!o.logdir.empty()) {
+    ASSIGN_OR_RETURN(own_log,
+                     SummaryWriter::Open(o.logdir, "worker-" + std::to_string(o.task_index)));
+  }
+  WorkerMetrics metrics;
   int64_t staleness = 0, dropped = 0, local_steps = 0;  // staleness: summed over the window
   while (step < s.max_steps) {
+    const auto waited = WorkerMetrics::Clock::now();
     Result<Batch> batch = pipeline->Next();
+    const auto input_wait = WorkerMetrics::Clock::now() - waited;
     if (!batch.ok()) return batch.status().WithContext(who + ": training input");
     if (log && local_steps == 0) log->AddImages("input", step, batch->images, 3);
     ASSIGN_OR_RETURN(StepOutcome outcome, training_step.Run(*batch, step, &rng));
-    staleness += std::max<int64_t>(0, outcome.exchange.global_step - step - 1);
+    const int64_t stale = std::max<int64_t>(0, outcome.exchange.global_step - step - 1);
+    staleness += stale;
+    metrics.AddStep(input_wait, outcome.compute, outcome.exchange_wait, batch->images.dim(0),
+                    stale);
     dropped += outcome.exchange.dropped;
     step = outcome.exchange.global_step;
     ++local_steps;
@@ -175,6 +188,7 @@ Status RunWorker(const RoleOptions& o) {
         log->AddScalar("dropped_gradients", step, static_cast<float>(dropped));
       }
       ReportDeviceMemory(*device, who, step, log.get());
+      metrics.Write(own_log.get(), step);
       staleness = 0;
     }
     if (log && o.histogram_every_n_steps > 0 && local_steps % o.histogram_every_n_steps == 0) {
