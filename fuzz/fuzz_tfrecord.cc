@@ -1,11 +1,15 @@
-// Fuzzes the TFRecord reader (common/record_io.h) and the tf.train.Example image decoder
-// (common/data/image_example.h) on a file written from the input. The first byte picks how:
+// Fuzzes the TFRecord reader (common/record_io.h), the tf.train.Example image decoder
+// (common/data/image_example.h) and the JPEG/PNG decoders (common/data/image_codec.h) on a file
+// written from the input. The first byte picks how:
 //   raw     the rest of the input is the file, as found on disk;
 //   framed  the rest is records (16-bit length, bytes) that the harness frames with correct
 //           CRCs, so the fuzzer reaches the Example parser, then an optional tail: raw bytes, or
 //           a record header with a fuzzed length and a correct CRC (a corrupt length that the
-//           CRC cannot catch).
-// Invariants: every error names the file; framed records read back exactly as written.
+//           CRC cannot catch);
+//   image   (mode & 4) the rest is JPEG/PNG bytes, wrapped as `image/encoded` in one framed
+//           Example as TF's conversion scripts write it, so the fuzzer mutates the image itself.
+// Invariants: every error names the file; framed records read back exactly as written; a
+// decoded image has the channels asked for and height x width x channels bytes.
 #include <glog/logging.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -18,6 +22,7 @@
 #include <vector>
 
 #include "common/crc32c.h"
+#include "common/data/image_codec.h"
 #include "common/data/image_example.h"
 #include "common/little_endian.h"
 #include "common/record_io.h"
@@ -63,11 +68,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace pstrain;
   fuzz::FuzzInput in(data, size);
   const uint8_t mode = in.Byte();
-  const ImageShape expected = in.Pick<ImageShape>({{28, 28, 1}, {2, 2, 1}, {1, 2, 3}});
+  const ImageShape expected = in.Pick<ImageShape>({{28, 28, 1}, {2, 2, 1}, {1, 2, 3}, {8, 8, 3}});
   const std::string path = g_dir + "/data.tfrecord";
 
   std::vector<std::string> written;  // framed mode: the records that must read back
-  if (mode % 2 == 0) {
+  if (mode & 4) {
+    written.push_back(EncodeImageFileExample(in.Rest(), "jpeg", expected, 1));
+    WriteFile(path, Framed(written.back()));
+  } else if (mode % 2 == 0) {
     WriteFile(path, in.Rest());
   } else {
     const int64_t records = in.Range(0, 4);
@@ -109,6 +117,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       CHECK_GE(label, 0);
     } else {
       CheckNamesFile(decoded, path);
+    }
+    // As the input pipeline's prefetch threads decode: any size, the model's channels.
+    ImageRecord parsed;
+    if (ParseImageExample(record, expected, ExampleFeatures(), where, &parsed).ok() &&
+        parsed.encoded) {
+      ImageShape shape;
+      Status s =
+          DecodeImage(parsed.bytes, static_cast<int>(expected.depth), where, &shape, &pixels);
+      if (s.ok()) {
+        CHECK_EQ(shape.depth, expected.depth);
+        CHECK_GE(shape.height, 1);
+        CHECK_GE(shape.width, 1);
+        CHECK_EQ(static_cast<int64_t>(pixels.size()), shape.bytes());
+      } else {
+        CHECK(s.code() == StatusCode::kDataLoss) << s.ToString();
+        CheckNamesFile(s, path);
+      }
     }
   }
 

@@ -17,6 +17,7 @@
 
 #include "common/crc32c.h"
 #include "common/data/example.pb.h"
+#include "common/data/image_codec.h"
 #include "common/data/image_example.h"
 #include "common/little_endian.h"
 #include "common/wire/codec.h"
@@ -193,13 +194,11 @@ std::string Framed(const std::string& record) {
   return std::string(header, 12) + record + std::string(footer, 4);
 }
 
-std::string ImageRecord(const ImageShape& shape, int64_t label) {
-  std::vector<uint8_t> pixels(shape.bytes());
-  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>(i * 7);
-  // Serialized again with the features map in key order: protobuf writes maps in no fixed order,
-  // and the seeds in git should not change each time they are written.
+// Serialized again with the features map in key order: protobuf writes maps in no fixed order,
+// and the seeds in git should not change each time they are written.
+std::string Deterministic(const std::string& serialized) {
   tensorflow::Example example;
-  CHECK(example.ParseFromString(EncodeImageExample(pixels.data(), shape, label)));
+  CHECK(example.ParseFromString(serialized));
   std::string record;
   {
     google::protobuf::io::StringOutputStream out(&record);
@@ -210,16 +209,44 @@ std::string ImageRecord(const ImageShape& shape, int64_t label) {
   return record;
 }
 
-// fuzz_tfrecord: a mode byte, a shape byte (0: 28x28x1, 1: 2x2x1), then the file or records.
+std::string RawImageRecord(const ImageShape& shape, int64_t label) {
+  std::vector<uint8_t> pixels(shape.bytes());
+  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>(i * 7);
+  return Deterministic(EncodeImageExample(pixels.data(), shape, label));
+}
+
+// An 8x8 gradient, `channels` deep, as JPEG (quality 95) or PNG bytes.
+std::string EncodedImage(bool jpeg, int64_t channels) {
+  const ImageShape shape{8, 8, channels};
+  std::vector<uint8_t> pixels(shape.bytes());
+  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>(16 + i * 3);
+  auto bytes =
+      jpeg ? EncodeJpegPixels(pixels.data(), shape, 95) : EncodePngPixels(pixels.data(), shape);
+  CHECK(bytes.ok()) << bytes.status().ToString();
+  return *bytes;
+}
+
+// fuzz_tfrecord: a mode byte, a shape byte (0: 28x28x1, 1: 2x2x1, 3: 8x8x3), then the file,
+// the records, or (mode 5) the JPEG/PNG bytes of one image/encoded record.
 void TfRecordSeeds(const fs::path& dir) {
   const ImageShape small{2, 2, 1};
-  const std::string a = ImageRecord(small, 3), b = ImageRecord(small, 9);
+  const std::string a = RawImageRecord(small, 3), b = RawImageRecord(small, 9);
   Write(dir, "raw-2-records", Seed().Bytes({0, 1}).Append(Framed(a) + Framed(b)).str());
   Write(dir, "raw-fashion-mnist-shape",
-        Seed().Bytes({0, 0}).Append(Framed(ImageRecord({28, 28, 1}, 5))).str());
+        Seed().Bytes({0, 0}).Append(Framed(RawImageRecord({28, 28, 1}, 5))).str());
   Write(dir, "framed-2-records", Seed().Bytes({1, 1, 2}).LengthPrefixed(a).LengthPrefixed(b).str());
   Write(dir, "framed-then-bad-length",
         Seed().Bytes({3, 1, 1}).LengthPrefixed(a).Raw<uint64_t>(100).Append("0123456789").str());
+  const std::string jpeg = EncodedImage(true, 3), png = EncodedImage(false, 3);
+  Write(dir, "image-jpeg-rgb", Seed().Bytes({5, 3}).Append(jpeg).str());
+  Write(dir, "image-png-rgb", Seed().Bytes({5, 3}).Append(png).str());
+  Write(dir, "image-jpeg-gray-to-rgb", Seed().Bytes({5, 3}).Append(EncodedImage(true, 1)).str());
+  Write(dir, "image-png-rgb-to-gray", Seed().Bytes({5, 1}).Append(png).str());
+  Write(dir, "image-jpeg-truncated",
+        Seed().Bytes({5, 3}).Append(jpeg.substr(0, jpeg.size() / 2)).str());
+  const std::string example =
+      Deterministic(EncodeImageFileExample(jpeg, "jpeg", ImageShape{8, 8, 3}, 7));
+  Write(dir, "framed-jpeg-example", Seed().Bytes({1, 3, 1}).LengthPrefixed(example).str());
 }
 
 std::string Idx(std::vector<uint32_t> dims, uint8_t fill) {

@@ -71,12 +71,16 @@ TEST(ImageExampleTest, MalformedExamplesAreNamedErrors) {
   (*no_label.mutable_features()->mutable_feature())["img_raw"].mutable_bytes_list()->add_value(
       std::string(784, 'x'));
   s = DecodeImageExample(no_label.SerializeAsString(), ImageShape{}, where, &pixels, &label);
-  EXPECT_TRUE(Contains(s.message(), where + ": Example has no 'label'")) << s.message();
+  EXPECT_TRUE(Contains(s.message(),
+                       where + ": Example has no 'image/class/label' feature (int64) nor 'label'"))
+      << s.message();
 
   tensorflow::Example no_image;
   (*no_image.mutable_features()->mutable_feature())["label"].mutable_int64_list()->add_value(1);
   s = DecodeImageExample(no_image.SerializeAsString(), ImageShape{}, where, &pixels, &label);
-  EXPECT_TRUE(Contains(s.message(), where + ": Example has no 'img_raw'")) << s.message();
+  EXPECT_TRUE(Contains(s.message(), where + ": Example has no 'image/encoded' (JPEG/PNG bytes) nor "
+                                            "'img_raw' (raw pixels) feature"))
+      << s.message();
 
   std::vector<uint8_t> short_image(700);
   std::string record = EncodeImageExample(short_image.data(), ImageShape{28, 25, 1}, 1);
@@ -193,7 +197,8 @@ TEST(ImageShardsTest, RecordThatIsNotAnExampleNamesFileAndRecordOffset) {
   }
   Status s = ReadImageShards({path}, ImageShape{}).status();
   const std::string offset = std::to_string(12 + good.size() + 4);
-  EXPECT_TRUE(Contains(s.message(), path + " at record offset " + offset + ": not a valid"))
+  EXPECT_TRUE(
+      Contains(s.message(), path + " at record offset " + offset + " (record 1): not a valid"))
       << s.message();
 }
 

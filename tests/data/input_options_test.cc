@@ -68,6 +68,47 @@ TEST(InputOptionsTest, MistakesAreErrorsNamingTheField) {
                "shuffle_capacity (100) must be greater than min_after_dequeue (100)");
   expect_error("input:\n  threads: 0\n", "threads must be in 1..64");
   expect_error("input:\n  std: [0]\n", "std values must be > 0");
+  expect_error("input:\n  resize: bicubic\n", "resize 'bicubic' is not known");
+  expect_error("input:\n  image_feature: ''\n", "feature names must not be empty");
+  expect_error("input:\n  augment: {random_flip: true}\n", "unknown field 'random_flip'");
+  expect_error("input:\n  augment: {pad_crop: -1}\n", "pad_crop must be in 0..1024");
+  expect_error("input:\n  augment: {flip: true}\n  random_flip: true\n", "not both");
+}
+
+TEST(InputOptionsTest, ReadsEncodedImageFeaturesResizeAndAugment) {
+  auto o = FromYaml(R"(
+input:
+  source: tfrecord
+  tfrecord_pattern: imagenet/train-*
+  image_feature: jpeg
+  raw_image_feature: pixels
+  label_feature: class
+  label_offset: 1
+  resize: center_crop
+  augment: {pad_crop: 4, flip: true}
+  mean: [0.485, 0.456, 0.406]
+  std: [0.229, 0.224, 0.225]
+)");
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->features.image, "jpeg");
+  EXPECT_EQ(o->features.raw_image, "pixels");
+  EXPECT_EQ(o->features.label, "class");
+  EXPECT_EQ(o->features.label_offset, 1);
+  EXPECT_EQ(o->resize, ResizeMethod::kCenterCrop);
+  EXPECT_TRUE(o->random_flip);
+  EXPECT_EQ(o->random_crop_padding, 4);
+  EXPECT_EQ(o->mean.size(), 3u);
+}
+
+TEST(InputOptionsTest, FeatureDefaultsAreTensorFlows) {
+  auto o = FromYaml("input:\n  source: tfrecord\n  tfrecord_pattern: x-*\n");
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->features.image, "image/encoded");
+  EXPECT_EQ(o->features.label, "image/class/label");
+  EXPECT_EQ(o->features.label_offset, 0);
+  EXPECT_EQ(o->resize, ResizeMethod::kNone);
+  EXPECT_FALSE(o->random_flip);
+  EXPECT_EQ(o->random_crop_padding, 0);
 }
 
 TEST(InputOptionsTest, EvaluationReadsTheTestSplitOnceInOrder) {

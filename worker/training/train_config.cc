@@ -33,6 +33,17 @@ Result<InputOptions> ReadInputOptions(const ConfigNode& config, const std::strin
     ASSIGN_OR_RETURN(input, InputOptions::FromConfig(input_node));
   }
   if (!data_dir.empty()) input.data_dir = data_dir;
+  // TFRecord images are decoded and fitted to what the model takes ([C, H, W]); the model's
+  // own reader reports a malformed `input`.
+  if (config.Has("model")) {
+    ASSIGN_OR_RETURN(ConfigNode model, config.Child("model"));
+    if (model.Has("input")) {
+      Result<std::vector<int64_t>> dims = model.GetIntList("input");
+      if (dims.ok() && dims->size() == 3 && (*dims)[0] > 0 && (*dims)[1] > 0 && (*dims)[2] > 0) {
+        input.image_shape = ImageShape{(*dims)[1], (*dims)[2], (*dims)[0]};
+      }
+    }
+  }
   if (input.source == InputSource::kIdx) {
     ASSIGN_OR_RETURN(ImageSet set, LoadFashionMnist(input.data_dir, Split::kTrain));
     auto shared = std::make_shared<const ImageSet>(std::move(set));

@@ -24,7 +24,8 @@ struct TrainConfig {
 
 Result<TrainConfig> ReadTrainConfig(const ConfigNode& train);
 
-// The `input:` section (defaults when absent), with `data_dir` overriding it when non-empty.
+// The `input:` section (defaults when absent), with `data_dir` overriding it when non-empty
+// and the image shape taken from `model.input`.
 // For IDX input the training set is loaded once and, unless the config gives mean/std, its
 // statistics normalise training and evaluation alike.
 Result<InputOptions> ReadInputOptions(const ConfigNode& config, const std::string& data_dir);

@@ -40,8 +40,8 @@ class ImageSetSource : public ExampleSource {
 
 class TfRecordSource : public ExampleSource {
  public:
-  TfRecordSource(FileShard shard, const ImageShape& shape)
-      : shard_(std::move(shard)), shape_(shape), order_(shard_.files.size()) {
+  TfRecordSource(FileShard shard, const ImageShape& shape, const ExampleFeatures& features)
+      : shard_(std::move(shard)), shape_(shape), features_(features), order_(shard_.files.size()) {
     std::iota(order_.begin(), order_.end(), 0);
   }
 
@@ -59,20 +59,24 @@ class TfRecordSource : public ExampleSource {
         if (position_ >= order_.size()) return OutOfRange("end of epoch");
         const int i = order_[position_++];
         ASSIGN_OR_RETURN(ImageExampleReader reader,
-                         ImageExampleReader::Open(shard_.files[i], shape_));
+                         ImageExampleReader::Open(shard_.files[i], shape_, features_));
         reader_.emplace(std::move(reader));
         file_number_ = shard_.file_numbers[i];
         record_number_ = 0;
       }
       const int64_t r = record_number_++;
       // Records of other workers are still read: finding the next record needs its length.
-      Status s = reader_->Next(&out->pixels, &out->label);
+      Status s = reader_->Next(&record_);
       if (s.code() == StatusCode::kOutOfRange) {
         reader_.reset();
         continue;
       }
       RETURN_IF_ERROR(s);
       if (!shard_.by_record || (file_number_ + r) % shard_.worker_count == shard_.worker_index) {
+        out->pixels.swap(record_.bytes);
+        out->label = record_.label;
+        out->encoded = record_.encoded;
+        if (record_.encoded) out->origin = reader_->where();
         return Status::OK();
       }
     }
@@ -84,11 +88,13 @@ class TfRecordSource : public ExampleSource {
  private:
   FileShard shard_;
   ImageShape shape_;
+  ExampleFeatures features_;
   std::vector<int> order_;
   size_t position_ = 0;
   std::optional<ImageExampleReader> reader_;
   int64_t file_number_ = 0;
   int64_t record_number_ = 0;
+  ImageRecord record_;
 };
 
 }  // namespace
@@ -112,8 +118,9 @@ FileShard ShardFiles(const std::vector<std::string>& files, int worker_index, in
   return shard;
 }
 
-std::unique_ptr<ExampleSource> MakeTfRecordSource(FileShard shard, const ImageShape& shape) {
-  return std::make_unique<TfRecordSource>(std::move(shard), shape);
+std::unique_ptr<ExampleSource> MakeTfRecordSource(FileShard shard, const ImageShape& shape,
+                                                  const ExampleFeatures& features) {
+  return std::make_unique<TfRecordSource>(std::move(shard), shape, features);
 }
 
 }  // namespace pstrain

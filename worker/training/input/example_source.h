@@ -15,10 +15,13 @@
 
 namespace pstrain {
 
-// One undecoded image: shape().bytes() bytes, height x width x depth.
+// One undecoded image: raw pixels, shape().bytes() bytes, height x width x depth; or, when
+// `encoded`, JPEG/PNG bytes that the prefetch threads decode (errors then name `origin`).
 struct RawExample {
   std::string pixels;
   int32_t label = 0;
+  bool encoded = false;
+  std::string origin;  // "<file> at record offset <n> (record <i>)"; set when encoded
 };
 
 class ExampleSource {
@@ -50,6 +53,8 @@ struct FileShard {
 };
 FileShard ShardFiles(const std::vector<std::string>& files, int worker_index, int worker_count);
 
-std::unique_ptr<ExampleSource> MakeTfRecordSource(FileShard shard, const ImageShape& shape);
+// `shape`: what raw records hold (encoded records are decoded and fitted later).
+std::unique_ptr<ExampleSource> MakeTfRecordSource(FileShard shard, const ImageShape& shape,
+                                                  const ExampleFeatures& features);
 
 }  // namespace pstrain

@@ -14,9 +14,11 @@ Result<std::vector<float>> GetFloatList(const ConfigNode& node, const std::strin
 }  // namespace
 
 Result<InputOptions> InputOptions::FromConfig(const ConfigNode& node) {
-  RETURN_IF_ERROR(node.CheckKeys({"source", "data_dir", "tfrecord_pattern", "test_tfrecord_pattern",
-                                  "shuffle_capacity", "min_after_dequeue", "prefetch_batches",
-                                  "threads", "random_flip", "random_crop_padding", "mean", "std"}));
+  RETURN_IF_ERROR(
+      node.CheckKeys({"source", "data_dir", "tfrecord_pattern", "test_tfrecord_pattern",
+                      "image_feature", "raw_image_feature", "label_feature", "label_offset",
+                      "resize", "shuffle_capacity", "min_after_dequeue", "prefetch_batches",
+                      "threads", "augment", "random_flip", "random_crop_padding", "mean", "std"}));
   InputOptions o;
   ASSIGN_OR_RETURN(std::string source, node.GetString("source", "idx"));
   if (source == "idx") {
@@ -33,8 +35,29 @@ Result<InputOptions> InputOptions::FromConfig(const ConfigNode& node) {
   ASSIGN_OR_RETURN(o.min_after_dequeue, node.GetInt("min_after_dequeue", o.min_after_dequeue));
   ASSIGN_OR_RETURN(int64_t prefetch, node.GetInt("prefetch_batches", o.prefetch_batches));
   ASSIGN_OR_RETURN(int64_t threads, node.GetInt("threads", o.threads));
+  ASSIGN_OR_RETURN(o.features.image, node.GetString("image_feature", o.features.image));
+  ASSIGN_OR_RETURN(o.features.raw_image, node.GetString("raw_image_feature", o.features.raw_image));
+  ASSIGN_OR_RETURN(o.features.label, node.GetString("label_feature", o.features.label));
+  ASSIGN_OR_RETURN(o.features.label_offset, node.GetInt("label_offset", 0));
+  for (const std::string* name : {&o.features.image, &o.features.raw_image, &o.features.label}) {
+    if (name->empty()) return node.Error("feature names must not be empty");
+  }
+  ASSIGN_OR_RETURN(std::string resize, node.GetString("resize", "none"));
+  Result<ResizeMethod> method = ParseResizeMethod(resize);
+  if (!method.ok()) return node.Error(method.status().message());
+  o.resize = *method;
   ASSIGN_OR_RETURN(o.random_flip, node.GetBool("random_flip", o.random_flip));
   ASSIGN_OR_RETURN(int64_t padding, node.GetInt("random_crop_padding", 0));
+  if (node.Has("augment")) {
+    if (node.Has("random_flip") || node.Has("random_crop_padding")) {
+      return node.Error("give augment or random_flip/random_crop_padding, not both");
+    }
+    ASSIGN_OR_RETURN(ConfigNode augment, node.Child("augment"));
+    RETURN_IF_ERROR(augment.CheckKeys({"flip", "pad_crop"}));
+    ASSIGN_OR_RETURN(o.random_flip, augment.GetBool("flip", false));
+    ASSIGN_OR_RETURN(padding, augment.GetInt("pad_crop", 0));
+    if (padding < 0 || padding > 1024) return augment.Error("pad_crop must be in 0..1024");
+  }
   ASSIGN_OR_RETURN(o.mean, GetFloatList(node, "mean"));
   ASSIGN_OR_RETURN(o.stddev, GetFloatList(node, "std"));
   // Range-check before narrowing so a huge value is reported, not wrapped.

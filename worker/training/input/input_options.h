@@ -11,6 +11,7 @@
 #include "common/data/idx.h"
 #include "common/data/image_example.h"
 #include "common/status.h"
+#include "worker/training/input/image_fit.h"
 
 namespace pstrain {
 
@@ -29,8 +30,13 @@ struct InputOptions {
   std::string tfrecord_pattern;
   std::string test_tfrecord_pattern;
   std::vector<std::string> tfrecord_files;
-  // Shape of records without height/width/depth features; records that have them must match.
+  // The model's input (ReadInputOptions takes it from `model.input`). Raw records without
+  // height/width/depth features are taken to be this shape; ones that have them must match.
+  // Encoded images are decoded to its depth and fitted to it by `resize`.
   ImageShape image_shape;
+  // Which Example features hold the image and label; label_offset is subtracted from labels.
+  ExampleFeatures features;
+  ResizeMethod resize = ResizeMethod::kNone;
 
   // TF's shuffle_batch: a buffer of `shuffle_capacity` from which a random example is taken
   // while more than `min_after_dequeue` remain. The buffer drains at the end of each epoch so
@@ -51,14 +57,18 @@ struct InputOptions {
   // leaves x/255). ComputeNormalization() gives the training set's values.
   std::vector<float> mean;
   std::vector<float> stddev;
+  // Training-only augmentation (`augment: {flip, pad_crop}`), drawn per batch from the seed
+  // and the worker index, so the same seed gives the same batches.
   bool random_flip = false;
   // Pads this many zero pixels on each side, then crops back to height x width at a random
   // offset; 0 turns cropping off.
   int random_crop_padding = 0;
 
   // Reads the `input:` section of a config (source, data_dir, tfrecord_pattern,
-  // test_tfrecord_pattern, shuffle_capacity, min_after_dequeue, prefetch_batches, threads,
-  // random_flip, random_crop_padding, mean, std); absent fields keep their defaults.
+  // test_tfrecord_pattern, image_feature, raw_image_feature, label_feature, label_offset,
+  // resize, shuffle_capacity, min_after_dequeue, prefetch_batches, threads, augment: {flip,
+  // pad_crop}, mean, std; random_flip and random_crop_padding are the older spelling of
+  // augment's fields); absent fields keep their defaults.
   static Result<InputOptions> FromConfig(const ConfigNode& node);
 
   // The same data source for evaluation: the test split (from data_dir or

@@ -2,7 +2,9 @@
 
 #include <glog/logging.h>
 
+#include "common/data/image_codec.h"
 #include "common/data/image_shards.h"
+#include "worker/training/input/image_fit.h"
 
 namespace pstrain {
 namespace {
@@ -43,7 +45,8 @@ Result<std::unique_ptr<ExampleSource>> OpenSource(const InputOptions& o, int wor
     }
     ASSIGN_OR_RETURN(files, MatchFiles(pattern));
   }
-  return MakeTfRecordSource(ShardFiles(files, worker_index, worker_count), o.image_shape);
+  return MakeTfRecordSource(ShardFiles(files, worker_index, worker_count), o.image_shape,
+                            o.features);
 }
 
 }  // namespace
@@ -180,10 +183,28 @@ InputPipeline::Ready InputPipeline::Preprocess(Work work) const {
   // Seeded per batch, so augmentation does not depend on which thread made the batch.
   std::mt19937_64 rng(Mix(seed_, work.seq));
   float* out = ready.batch.images.data();
+  std::string decoded;
+  std::vector<uint8_t> fitted;
   for (int64_t i = 0; i < n; ++i) {
     const RawExample& e = work.examples[i];
-    preprocessor_.Process(reinterpret_cast<const uint8_t*>(e.pixels.data()),
-                          out + i * shape.bytes(), &rng);
+    const uint8_t* pixels = reinterpret_cast<const uint8_t*>(e.pixels.data());
+    if (e.encoded) {
+      // JPEG/PNG decoding is the costly part of TFRecord input: here it runs on the
+      // preprocessing threads, in parallel, not on the reader.
+      ImageShape decoded_shape;
+      ready.status =
+          DecodeImage(e.pixels, static_cast<int>(shape.depth), e.origin, &decoded_shape, &decoded);
+      if (!ready.status.ok()) return ready;
+      pixels = reinterpret_cast<const uint8_t*>(decoded.data());
+      if (decoded_shape != shape) {
+        fitted.resize(shape.bytes());
+        ready.status =
+            FitImage(pixels, decoded_shape, shape, options_.resize, e.origin, fitted.data());
+        if (!ready.status.ok()) return ready;
+        pixels = fitted.data();
+      }
+    }
+    preprocessor_.Process(pixels, out + i * shape.bytes(), &rng);
     ready.batch.labels[i] = e.label;
   }
   return ready;
