@@ -36,18 +36,23 @@ void Bilinear(const uint8_t* in, const ImageShape& from, const ImageShape& to, d
   const Taps ys = MakeTaps(to.height, y0, box_h, from.height);
   const Taps xs = MakeTaps(to.width, x0, box_w, from.width);
   const int64_t d = from.depth, in_stride = from.width * d;
+  // Separable: blend the two source rows into `row` (a loop the compiler vectorises), then
+  // blend along it.
+  std::vector<float> row(in_stride);
   for (int64_t y = 0; y < to.height; ++y) {
     const uint8_t* top = in + ys.lo[y] * in_stride;
     const uint8_t* bottom = in + ys.hi[y] * in_stride;
     const float fy = ys.frac[y];
-    uint8_t* row = out + y * to.width * d;
+    for (int64_t k = 0; k < in_stride; ++k) {
+      row[k] = top[k] + (static_cast<float>(bottom[k]) - top[k]) * fy;
+    }
+    uint8_t* dst = out + y * to.width * d;
     for (int64_t x = 0; x < to.width; ++x) {
-      const int64_t a = xs.lo[x] * d, b = xs.hi[x] * d;
+      const float* a = row.data() + xs.lo[x] * d;
+      const float* b = row.data() + xs.hi[x] * d;
       const float fx = xs.frac[x];
       for (int64_t c = 0; c < d; ++c) {
-        const float t = top[a + c] + (top[b + c] - top[a + c]) * fx;
-        const float u = bottom[a + c] + (bottom[b + c] - bottom[a + c]) * fx;
-        row[x * d + c] = static_cast<uint8_t>(std::lround(t + (u - t) * fy));
+        dst[x * d + c] = static_cast<uint8_t>(a[c] + (b[c] - a[c]) * fx + 0.5f);
       }
     }
   }
