@@ -141,4 +141,38 @@ Status RecordReader::Next(std::string* record) {
   return Status::OK();
 }
 
+Result<int64_t> CountRecords(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return NotFound("cannot open '" + path + "': " + Errno());
+  std::fseek(f, 0, SEEK_END);
+  const uint64_t size = static_cast<uint64_t>(std::ftell(f));
+  int64_t count = 0;
+  uint64_t offset = 0;
+  Status status;
+  while (offset < size) {
+    const std::string where = path + " at byte offset " + std::to_string(offset);
+    char header[12];
+    if (std::fseek(f, static_cast<long>(offset), SEEK_SET) != 0 ||
+        std::fread(header, 1, 12, f) != 12) {
+      status = DataLoss("truncated record header in " + where);
+      break;
+    }
+    if (crc32c::Unmask(little_endian::Get32(header + 8)) != crc32c::Value(header, 8)) {
+      status = DataLoss("corrupt record length (CRC mismatch) in " + where);
+      break;
+    }
+    const uint64_t length = little_endian::Get64(header);
+    if (length > kMaxRecordBytes || size - offset < 12 + length + 4) {
+      status =
+          DataLoss("truncated record (expected " + std::to_string(length) + " bytes) in " + where);
+      break;
+    }
+    offset += 12 + length + 4;
+    ++count;
+  }
+  std::fclose(f);
+  if (!status.ok()) return status;
+  return count;
+}
+
 }  // namespace pstrain

@@ -53,4 +53,9 @@ class RecordReader {
   uint64_t offset_ = 0;
 };
 
+// The records in a TFRecord file, from their headers alone (each length's CRC checked, the data
+// skipped, not read): what an epoch holds, as TensorFlow users give it by hand. A corrupt
+// header or a file that ends inside a record is DataLoss naming the file and byte offset.
+Result<int64_t> CountRecords(const std::string& path);
+
 }  // namespace pstrain

@@ -1,6 +1,7 @@
 #include "common/record_io.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -85,6 +86,26 @@ TEST(RecordIoTest, TruncatedRecordIsDataLoss) {
   Status s = r->Next(&rec);
   EXPECT_EQ(s.code(), StatusCode::kDataLoss);
   EXPECT_NE(s.message().find("truncated"), std::string::npos) << s.message();
+}
+
+TEST(RecordIoTest, CountRecordsReadsOnlyTheHeadersAndNamesATruncatedFile) {
+  std::string path = TempPath("count.tfrecord");
+  {
+    auto w = RecordWriter::Open(path);
+    for (int i = 0; i < 37; ++i) ASSERT_TRUE(w->Write(std::string(i * 100, 'x')).ok());
+  }
+  Result<int64_t> n = CountRecords(path);
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  EXPECT_EQ(*n, 37);
+  struct stat st;
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  ASSERT_EQ(truncate(path.c_str(), st.st_size - 5), 0);  // inside the last record
+  n = CountRecords(path);
+  ASSERT_FALSE(n.ok());
+  EXPECT_EQ(n.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(n.status().message().find(path + " at byte offset"), std::string::npos)
+      << n.status().message();
+  EXPECT_EQ(CountRecords(TempPath("absent.tfrecord")).status().code(), StatusCode::kNotFound);
 }
 
 TEST(RecordIoTest, CorruptLengthIsRefusedBeforeAllocating) {

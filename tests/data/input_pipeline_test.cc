@@ -100,6 +100,9 @@ void ExpectPartition(const InputOptions& base, int count, int32_t n) {
     auto p = MustCreate(o, 8, w, count);
     auto epochs = LabelsPerEpoch(p.get());
     ASSERT_EQ(epochs.size(), 1u) << "worker " << w << " of " << count;
+    // The epoch the step counts and evaluations are planned on is the one the worker reads.
+    EXPECT_EQ(p->examples_per_epoch(), static_cast<int64_t>(epochs[0].size()))
+        << "worker " << w << " of " << count;
     EXPECT_GE(epochs[0].size(), static_cast<size_t>(n / count / 2)) << "unbalanced";
     all.insert(epochs[0].begin(), epochs[0].end());
   }
@@ -122,6 +125,9 @@ TEST(InputPipelineTest, TfRecordShardsPartitionTheDataByFileOrByRecord) {
   EXPECT_FALSE(ShardFiles({"a", "b", "c", "d"}, 0, 3).by_record);
   EXPECT_TRUE(ShardFiles({"a", "b", "c", "d"}, 0, 6).by_record);
   for (int count : {1, 2, 3, 4, 6}) ExpectPartition(o, count, 101);
+  Result<int64_t> all = ExamplesPerEpoch(o);
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  EXPECT_EQ(*all, 101);
 }
 
 TEST(InputPipelineTest, SeedsChooseTheOrder) {

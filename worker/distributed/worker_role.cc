@@ -47,7 +47,7 @@ Result<Setup> Load(const RoleOptions& o) {
   ASSIGN_OR_RETURN(ConfigNode train_node, s.config.Child("train"));
   ASSIGN_OR_RETURN(s.train, ReadTrainConfig(train_node));
   ASSIGN_OR_RETURN(s.input, ReadInputOptions(s.config, o.data_dir));
-  const int64_t examples = s.input.images ? s.input.images->count : 60000;
+  ASSIGN_OR_RETURN(const int64_t examples, ExamplesPerEpoch(s.input));
   // Global steps per epoch do not depend on the number of workers: each push is one step.
   s.steps_per_epoch = std::max<int64_t>(1, examples / s.train.batch_size);
   const int64_t epochs = o.epochs > 0 ? o.epochs : s.train.epochs;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "common/record_io.h"
+
 namespace pstrain {
 namespace {
 
@@ -40,8 +42,13 @@ class ImageSetSource : public ExampleSource {
 
 class TfRecordSource : public ExampleSource {
  public:
-  TfRecordSource(FileShard shard, const ImageShape& shape, const ExampleFeatures& features)
-      : shard_(std::move(shard)), shape_(shape), features_(features), order_(shard_.files.size()) {
+  TfRecordSource(FileShard shard, const ImageShape& shape, const ExampleFeatures& features,
+                 int64_t size)
+      : shard_(std::move(shard)),
+        shape_(shape),
+        features_(features),
+        order_(shard_.files.size()),
+        size_(size) {
     std::iota(order_.begin(), order_.end(), 0);
   }
 
@@ -83,13 +90,14 @@ class TfRecordSource : public ExampleSource {
   }
 
   ImageShape shape() const override { return shape_; }
-  int64_t size() const override { return -1; }
+  int64_t size() const override { return size_; }
 
  private:
   FileShard shard_;
   ImageShape shape_;
   ExampleFeatures features_;
   std::vector<int> order_;
+  int64_t size_;
   size_t position_ = 0;
   std::optional<ImageExampleReader> reader_;
   int64_t file_number_ = 0;
@@ -118,9 +126,25 @@ FileShard ShardFiles(const std::vector<std::string>& files, int worker_index, in
   return shard;
 }
 
+Result<int64_t> CountShardExamples(const FileShard& shard) {
+  int64_t total = 0;
+  for (size_t i = 0; i < shard.files.size(); ++i) {
+    ASSIGN_OR_RETURN(int64_t records, CountRecords(shard.files[i]));
+    if (!shard.by_record) {
+      total += records;
+      continue;
+    }
+    // Records r with (file + r) % count == index: r = first, first + count, ...
+    const int64_t count = shard.worker_count;
+    const int64_t first = ((shard.worker_index - shard.file_numbers[i]) % count + count) % count;
+    total += records > first ? (records - first + count - 1) / count : 0;
+  }
+  return total;
+}
+
 std::unique_ptr<ExampleSource> MakeTfRecordSource(FileShard shard, const ImageShape& shape,
-                                                  const ExampleFeatures& features) {
-  return std::make_unique<TfRecordSource>(std::move(shard), shape, features);
+                                                  const ExampleFeatures& features, int64_t size) {
+  return std::make_unique<TfRecordSource>(std::move(shard), shape, features, size);
 }
 
 }  // namespace pstrain

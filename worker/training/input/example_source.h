@@ -54,7 +54,12 @@ struct FileShard {
 FileShard ShardFiles(const std::vector<std::string>& files, int worker_index, int worker_count);
 
 // `shape`: what raw records hold (encoded records are decoded and fitted later).
+// The examples `shard` holds (every record of its files, or its share of them by record), from
+// the files' record headers.
+Result<int64_t> CountShardExamples(const FileShard& shard);
+
+// `size`: CountShardExamples(shard).
 std::unique_ptr<ExampleSource> MakeTfRecordSource(FileShard shard, const ImageShape& shape,
-                                                  const ExampleFeatures& features);
+                                                  const ExampleFeatures& features, int64_t size);
 
 }  // namespace pstrain

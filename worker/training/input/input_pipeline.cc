@@ -17,6 +17,19 @@ uint64_t Mix(uint64_t a, uint64_t b) {
   return z ^ (z >> 31);
 }
 
+// The TFRecord files of the options' split: `tfrecord_files`, else the split's pattern's matches.
+Result<std::vector<std::string>> SplitFiles(const InputOptions& o) {
+  if (!o.tfrecord_files.empty()) return o.tfrecord_files;
+  const std::string& pattern =
+      o.split == Split::kTrain ? o.tfrecord_pattern : o.test_tfrecord_pattern;
+  if (pattern.empty()) {
+    return InvalidArgument(
+        std::string("no TFRecord files for the ") + SplitName(o.split) + " split: set " +
+        (o.split == Split::kTrain ? "tfrecord_pattern" : "test_tfrecord_pattern"));
+  }
+  return MatchFiles(pattern);
+}
+
 Result<std::unique_ptr<ExampleSource>> OpenSource(const InputOptions& o, int worker_index,
                                                   int worker_count) {
   if (o.source == InputSource::kIdx) {
@@ -34,22 +47,29 @@ Result<std::unique_ptr<ExampleSource>> OpenSource(const InputOptions& o, int wor
     }
     return source;
   }
-  std::vector<std::string> files = o.tfrecord_files;
-  if (files.empty()) {
-    const std::string& pattern =
-        o.split == Split::kTrain ? o.tfrecord_pattern : o.test_tfrecord_pattern;
-    if (pattern.empty()) {
-      return InvalidArgument(
-          std::string("no TFRecord files for the ") + SplitName(o.split) + " split: set " +
-          (o.split == Split::kTrain ? "tfrecord_pattern" : "test_tfrecord_pattern"));
-    }
-    ASSIGN_OR_RETURN(files, MatchFiles(pattern));
+  ASSIGN_OR_RETURN(std::vector<std::string> files, SplitFiles(o));
+  FileShard shard = ShardFiles(files, worker_index, worker_count);
+  ASSIGN_OR_RETURN(int64_t examples, CountShardExamples(shard));
+  if (examples == 0) {
+    return FailedPrecondition("worker " + std::to_string(worker_index) + " of " +
+                              std::to_string(worker_count) + " has no examples in the " +
+                              SplitName(o.split) + " split's " + std::to_string(files.size()) +
+                              " TFRecord file(s)");
   }
-  return MakeTfRecordSource(ShardFiles(files, worker_index, worker_count), o.image_shape,
-                            o.features);
+  return MakeTfRecordSource(std::move(shard), o.image_shape, o.features, examples);
 }
 
 }  // namespace
+
+Result<int64_t> ExamplesPerEpoch(const InputOptions& o) {
+  if (o.source == InputSource::kIdx) {
+    if (o.images) return o.images->count;
+    ASSIGN_OR_RETURN(ImageSet set, LoadFashionMnist(o.data_dir, o.split));
+    return set.count;
+  }
+  ASSIGN_OR_RETURN(std::vector<std::string> files, SplitFiles(o));
+  return CountShardExamples(ShardFiles(files, 0, 1));
+}
 
 Result<std::unique_ptr<InputPipeline>> InputPipeline::Create(const InputOptions& options,
                                                              int64_t batch_size, int worker_index,

@@ -32,6 +32,10 @@ struct Batch {
   int64_t epoch = 0;  // counted from 0
 };
 
+// The examples of the options' split over all workers: the IDX set's, or the records of its
+// TFRecord files (counted from their headers).
+Result<int64_t> ExamplesPerEpoch(const InputOptions& options);
+
 class InputPipeline {
  public:
   // Loads or opens the data and starts the background threads. `seed` fixes the shuffle order
@@ -49,7 +53,7 @@ class InputPipeline {
   // on every later call.
   Result<Batch> Next();
 
-  // Examples in this worker's share per epoch, or -1 when unknown (TFRecord files).
+  // Examples in this worker's share per epoch (TFRecord files: counted from record headers).
   int64_t examples_per_epoch() const { return source_->size(); }
   // [C, H, W]
   Shape image_shape() const;
