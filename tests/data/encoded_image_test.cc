@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "common/data/image_codec.h"
@@ -12,6 +14,7 @@
 #include "common/record_io.h"
 #include "tests/data/encoded_images.h"
 #include "tests/data/test_images.h"
+#include "tests/test_env.h"
 #include "worker/training/input/input_pipeline.h"
 
 namespace pstrain {
@@ -284,6 +287,39 @@ TEST(AugmentTest, SameSeedAndShardGiveTheSameBatchesAndEvaluationIsUnaugmented) 
     EXPECT_EQ(eval.labels[i], i);
     EXPECT_EQ(eval.images[i], Pixels(s, i)) << "evaluation is decoded, not augmented";
   }
+}
+
+// tests/data/testdata/tf_written: records TensorFlow's own tf.io.TFRecordWriter wrote, with
+// images its own encoders made, and the pixels its own tf.io.decode_image gives back
+// (write_fixture.py). PNG must match TensorFlow exactly, JPEG tf.io.decode_jpeg with
+// dct_method="INTEGER_ACCURATE" (libjpeg's ISLOW, as pstrain decodes) within a level. The last
+// record's JPEG is cut short: an error naming the file and the record, after the good records
+// arrive.
+TEST(EncodedTfRecordTest, RecordsTensorFlowWroteDecodeAsTensorFlowDecodesThem) {
+  const std::string dir = testing::SourceDir() + "/tests/data/testdata/tf_written";
+  std::ifstream in(dir + "/tf_images_decoded.json");
+  ASSERT_TRUE(in) << "missing " << dir << "/tf_images_decoded.json";
+  const nlohmann::json expected = nlohmann::json::parse(in);
+  const ImageShape s{expected["height"].get<int64_t>(), expected["width"].get<int64_t>(),
+                     expected["channels"].get<int64_t>()};
+  Decoded d = ReadAll(Encoded({dir + "/tf_images.tfrecord"}, s), /*batch=*/1);
+  const auto& records = expected["records"];
+  ASSERT_EQ(d.images.size(), records.size()) << d.status.ToString();
+  for (size_t i = 0; i < records.size(); ++i) {
+    EXPECT_EQ(d.labels[i], records[i]["label"].get<int32_t>()) << "record " << i;
+    if (records[i]["format"] == "png") {
+      EXPECT_EQ(d.images[i], records[i]["pixels"].get<std::vector<uint8_t>>())
+          << "record " << i << " (PNG)";
+    } else {
+      const auto want = records[i]["pixels_accurate"].get<std::vector<uint8_t>>();
+      EXPECT_LE(MaxDiff(std::string(d.images[i].begin(), d.images[i].end()), want), 1)
+          << "record " << i << " (JPEG)";
+    }
+  }
+  ASSERT_FALSE(d.status.ok()) << "the cut-short JPEG of the last record was read";
+  const std::string corrupt = "(record " + std::to_string(records.size()) + ")";
+  EXPECT_NE(d.status.message().find("tf_images.tfrecord"), std::string::npos) << d.status.message();
+  EXPECT_NE(d.status.message().find(corrupt), std::string::npos) << d.status.message();
 }
 
 }  // namespace
