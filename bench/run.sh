@@ -9,6 +9,8 @@
 #                         ratio is CURVE over plaintext (below 1: what authentication costs)
 #   bench/run.sh hub      intra-node sync of CPU workers: an all-reduce of 16 MiB per rank by 2 ranks
 #                         through the host hub vs the same bytes over raw loopback socket pairs
+#   bench/run.sh scale    ResNet-50's exchange over 1-8 worker and 1-4 server netns hosts with
+#                         10/25 Gbit/s tbf links, synthetic compute: a table, no ratio (as root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 name=${1:-}
@@ -81,8 +83,13 @@ case "$name" in
     # The weaker of the two models is the one that counts.
     printf '%s\n' "${ratios[@]}" | sort -n | head -1 | sed 's/^/ratio: /'
     ;;
+  scale)
+    # Not a ratio: a table of images/s, efficiency, server CPU and link use over namespace hosts
+    # (docs/scaling.md); needs root. Builds only the pstrain binary.
+    exec bash bench/scale.sh "$@"
+    ;;
   *)
-    echo "usage: bench/run.sh refnet|ps|curve|hub|gpu [flags for the pstrain side]" >&2
+    echo "usage: bench/run.sh refnet|ps|curve|hub|gpu|scale [flags for the pstrain side]" >&2
     exit 2
     ;;
 esac
