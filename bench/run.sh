@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Benchmarks, each ending with `ratio: X.XX` (ours over the reference measured in the same run;
 # above 1 means pstrain is faster).
-#   bench/run.sh refnet   RefNet training steps (batch 128) vs PyTorch (../shared/bench/torch_refnet.py)
+#   bench/run.sh refnet   RefNet training steps (batch 128) vs PyPI's PyTorch (the script at
+#                         PSTRAIN_TORCH_REFNET, default ../shared/bench/torch_refnet.py)
+#   bench/run.sh tf1 [--steps N]  the README's whole job (1 ps + 2 workers, 2,808 global steps) vs
+#                         TensorFlow's PS runtime (PSTRAIN_TF1_REFNET, default
+#                         ../shared/bench/tf1_ps_refnet.py): wall, accuracy, examples/s, CPU-seconds
 #   bench/run.sh ps       wire transport push+pull of a 64 MiB variable vs a raw TCP socket pair
 #   bench/run.sh gpu      RefNet (batch 128) and ResNet-50 (batch 64, 224x224x3 synthetic) training
 #                         on the GPU vs the same nets in PyTorch (bench/torch_gpu_ref.py); no build
@@ -16,9 +20,18 @@ cd "$(dirname "$0")/.."
 name=${1:-}
 shift || true
 ref_script=${PSTRAIN_TORCH_REFNET:-../shared/bench/torch_refnet.py}
+# PSTRAIN_BENCH_BUILD_DIR: binaries already built there (e.g. a snapshot of a commit) instead of
+# scripts/build.sh into build/.
+bdir=${PSTRAIN_BENCH_BUILD_DIR:-build}
 
 build() {
+  [[ -n ${PSTRAIN_BENCH_BUILD_DIR:-} ]] && return
   PSTRAIN_INSTALL_ARGS=--bench bash scripts/build.sh >/dev/null
+}
+
+# The references' Python: a venv with PyPI's torch and tensorflow-cpu (scripts/bench-venv.sh).
+bench_python() {
+  bash scripts/bench-venv.sh "${PSTRAIN_BENCH_VENV:-$bdir/bench-venv}"
 }
 
 case "$name" in
@@ -26,17 +39,27 @@ case "$name" in
     build
     steps=${BENCH_STEPS:-50}
     echo "== pstrain: RefNet training steps, batch 128, $(nproc) cores"
-    ours=$(build/bench/pstrain-bench-train --config=configs/refnet.yaml --steps="$steps" "$@" |
+    py=$(bench_python)
+    echo "== load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+    ours=$("$bdir"/bench/pstrain-bench-train --config=configs/refnet.yaml --steps="$steps" "$@" |
       tee /dev/stderr | awk '/^PSTRAIN_BENCH_TRAIN/{print $3}')
-    echo "== PyTorch reference: $ref_script --bench-steps $steps"
-    ref=$(/usr/bin/python3 "$ref_script" --bench-steps "$steps" | tee /dev/stderr |
+    torch_version=$("$py" -c 'import torch; print(torch.__version__)')
+    echo "== PyTorch $torch_version (PyPI, $py): $ref_script --bench-steps $steps"
+    ref=$("$py" "$ref_script" --bench-steps "$steps" | tee /dev/stderr |
       awk '/^BENCH_TRAIN/{print $3}')
-    echo "pstrain ${ours} img/s, PyTorch ${ref} img/s"
+    echo "== load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "pstrain ${ours} img/s, PyTorch $torch_version ${ref} img/s"
     awk -v a="$ours" -v b="$ref" 'BEGIN{printf "ratio: %.2f\n", a/b}'
+    ;;
+  tf1)
+    build
+    py=$(bench_python)
+    python3 bench/tf1_job.py --python "$py" --build_dir "$bdir" "$@"
     ;;
   ps)
     build
-    bin=build/bench/pstrain-bench-ps-transport
+    echo "== load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+    bin=$bdir/bench/pstrain-bench-ps-transport
     # Every received tensor is a fresh ZeroMQ frame; with plain glibc malloc each 64 MiB frame is
     # a new mmap paid for in 4 KiB page faults, which transparent huge pages (glibc >= 2.35)
     # avoid. The raw socket reuses one buffer. Both are shown; the last ratio uses huge pages.
@@ -48,13 +71,13 @@ case "$name" in
   hub)
     build
     echo "== as pstrain-launch runs roles: OMP_WAIT_POLICY=PASSIVE"
-    OMP_WAIT_POLICY=PASSIVE build/bench/pstrain-bench-hub-allreduce "$@"
+    OMP_WAIT_POLICY=PASSIVE "$bdir"/bench/pstrain-bench-hub-allreduce "$@"
     ;;
   curve)
     build
     echo "== as pstrain-launch runs roles: GLIBC_TUNABLES=glibc.malloc.hugetlb=1 OMP_WAIT_POLICY=PASSIVE"
     GLIBC_TUNABLES=glibc.malloc.hugetlb=1 OMP_WAIT_POLICY=PASSIVE \
-      build/bench/pstrain-bench-ps-transport --curve "$@"
+      "$bdir"/bench/pstrain-bench-ps-transport --curve "$@"
     ;;
   gpu)
     # Runs where the GPU is: no build here (a GPU machine may lack our build dependencies; see
@@ -89,7 +112,7 @@ case "$name" in
     exec bash bench/scale.sh "$@"
     ;;
   *)
-    echo "usage: bench/run.sh refnet|ps|curve|hub|gpu|scale [flags for the pstrain side]" >&2
+    echo "usage: bench/run.sh refnet|tf1|ps|curve|hub|gpu|scale [flags for the pstrain side]" >&2
     exit 2
     ;;
 esac
