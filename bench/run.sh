@@ -41,7 +41,11 @@ case "$name" in
     echo "== pstrain: RefNet training steps, batch 128, $(nproc) cores"
     py=$(bench_python)
     echo "== load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-    ours=$("$bdir"/bench/pstrain-bench-train --config=configs/refnet.yaml --steps="$steps" "$@" |
+    # As pstrain-launch runs roles and as the PyTorch script runs itself: idle OpenMP threads
+    # sleep; spinning ones lose whole time slices to any other load on 2 cores (3x slower here).
+    echo "== as pstrain-launch runs roles: OMP_WAIT_POLICY=PASSIVE"
+    ours=$(OMP_WAIT_POLICY=PASSIVE "$bdir"/bench/pstrain-bench-train --config=configs/refnet.yaml \
+      --steps="$steps" "$@" |
       tee /dev/stderr | awk '/^PSTRAIN_BENCH_TRAIN/{print $3}')
     torch_version=$("$py" -c 'import torch; print(torch.__version__)')
     echo "== PyTorch $torch_version (PyPI, $py): $ref_script --bench-steps $steps"
