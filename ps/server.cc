@@ -26,9 +26,9 @@ Result<UpdateMode> ParseUpdateMode(const std::string& name) {
 ParameterServer::ParameterServer(ServerOptions options, std::unique_ptr<VariableStore> store)
     : options_(std::move(options)),
       store_(std::move(store)),
-      checkpoints_(std::make_unique<ShardCheckpoints>(
-          ShardDir(), options_.max_to_keep, "ps " + std::to_string(options_.task_index),
-          options_.before_checkpoint_write)) {}
+      checkpoints_(std::make_unique<ShardCheckpoints>(ShardDir(), options_.max_to_keep,
+                                                      "ps " + std::to_string(options_.task_index),
+                                                      options_.before_checkpoint_write)) {}
 
 std::string ParameterServer::ShardDir() const {
   return options_.train_dir + "/ps-" + std::to_string(options_.task_index) + "-of-" +
@@ -242,11 +242,10 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandlePull(const std::st
     for (const Waiting& w : waiting_pushes_) {
       if (w.peer == peer) {
         // One pull waits per sender (a worker pulls once per step): a newer one replaces it.
-        waiting_pulls_.erase(std::remove_if(waiting_pulls_.begin(), waiting_pulls_.end(),
-                                            [&](const Waiting& p) {
-                                              return Who(p.request) == Who(request);
-                                            }),
-                             waiting_pulls_.end());
+        waiting_pulls_.erase(
+            std::remove_if(waiting_pulls_.begin(), waiting_pulls_.end(),
+                           [&](const Waiting& p) { return Who(p.request) == Who(request); }),
+            waiting_pulls_.end());
         waiting_pulls_.push_back({peer, request});
         return {};
       }
@@ -289,8 +288,7 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandlePush(const std::st
       return {{peer, Error(request, s.message())}};
     }
     const bool assign =
-        std::find(request.assigns.begin(), request.assigns.end(), t.name) !=
-        request.assigns.end();
+        std::find(request.assigns.begin(), request.assigns.end(), t.name) != request.assigns.end();
     (assign ? assigns : grads).emplace_back(t.name, t.tensor);
   }
   ++stats_.pushes;
@@ -301,7 +299,7 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandlePush(const std::st
   }
   if (options_.mode == UpdateMode::kAsync) {
     NoteStaleness(request.step);
-    Status s = Apply(request.step, grads);
+    Status s = Apply(request.step, grads, VariableStore::Checked::kYes);
     if (!s.ok()) return {{peer, Error(request, s.message())}};
     ++global_step_;
     ++stats_.updates;
@@ -350,10 +348,11 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandlePush(const std::st
 }
 
 Status ParameterServer::Apply(int64_t step,
-                              const std::vector<std::pair<std::string, Tensor>>& grads) {
+                              const std::vector<std::pair<std::string, Tensor>>& grads,
+                              VariableStore::Checked checked) {
   const auto start = std::chrono::steady_clock::now();
   for (const auto& g : grads) store_->DetachIfShared(g.first);
-  Status s = store_->ApplyGradientsAt(step, grads);
+  Status s = store_->ApplyGradientsAt(step, grads, checked);
   const int64_t nanos =
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
           .count();
@@ -373,9 +372,10 @@ Status ParameterServer::CheckPushFields(const Message& request) const {
   // Steps beyond 2^53 are not exact in the learning-rate schedule's double arithmetic.
   constexpr int64_t kMaxStep = int64_t{1} << 53;
   if (request.incarnation == 0 || request.sequence == 0) {
-    return InvalidArgument("a push must carry its sender's incarnation and sequence number "
-                           "(both > 0; got " + std::to_string(request.incarnation) + " and " +
-                           std::to_string(request.sequence) + ")");
+    return InvalidArgument(
+        "a push must carry its sender's incarnation and sequence number "
+        "(both > 0; got " +
+        std::to_string(request.incarnation) + " and " + std::to_string(request.sequence) + ")");
   }
   if (request.tensors.empty()) return InvalidArgument("a push without gradients");
   if (request.step < 0 || request.step > kMaxStep) {
@@ -385,9 +385,8 @@ Status ParameterServer::CheckPushFields(const Message& request) const {
   auto it = peers_.find(Who(request));
   if (it != peers_.end() && it->second.last_push_sequence != 0 &&
       request.sequence > it->second.last_push_sequence + 1) {
-    return InvalidArgument("push " + std::to_string(request.sequence) + " from " +
-                           Who(request) + " skips ahead of push " +
-                           std::to_string(it->second.last_push_sequence) +
+    return InvalidArgument("push " + std::to_string(request.sequence) + " from " + Who(request) +
+                           " skips ahead of push " + std::to_string(it->second.last_push_sequence) +
                            ", the last one applied (expected the next, or a retry)");
   }
   return Status::OK();
@@ -533,9 +532,8 @@ Status ParameterServer::Serve(wire::ServerSocket* socket, ServerSummary* summary
     for (const Outgoing& o : out) {
       Status s = socket->Reply(o.peer, o.message);
       if (!s.ok()) {  // a peer gone, or one that reads nothing: logged once a while
-        PSTRAIN_REFUSAL_WARNING("ps-reply:" + o.peer,
-                                "ps " + std::to_string(options_.task_index) +
-                                    ": reply failed: " + s.ToString());
+        PSTRAIN_REFUSAL_WARNING("ps-reply:" + o.peer, "ps " + std::to_string(options_.task_index) +
+                                                          ": reply failed: " + s.ToString());
       }
     }
   }
@@ -545,9 +543,8 @@ Status ParameterServer::Serve(wire::ServerSocket* socket, ServerSummary* summary
   while (std::chrono::steady_clock::now() < drain_end) {
     Result<wire::Incoming> in = socket->Receive(std::chrono::milliseconds(100));
     if (!in.ok() || !in->message.ok()) continue;
-    Status s =
-        socket->Reply(in->peer, Error(in->message.value(), "shutting down: training is over",
-                                      StatusCode::kOutOfRange));
+    Status s = socket->Reply(in->peer, Error(in->message.value(), "shutting down: training is over",
+                                             StatusCode::kOutOfRange));
     if (!s.ok()) break;
   }
   LOG(INFO) << "ps " << options_.task_index << ": stopped at global step " << global_step_ << " ("

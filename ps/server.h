@@ -49,7 +49,7 @@ Result<UpdateMode> ParseUpdateMode(const std::string& name);
 struct ServerOptions {
   int task_index = 0;
   int num_ps = 1;
-  int num_workers = 1;          // workers that push (one per host with intra-node sync)
+  int num_workers = 1;  // workers that push (one per host with intra-node sync)
   // The cluster's worker and evaluator tasks, bounding the task indices senders may claim and
   // counting who a barrier waits for (0 workers: unknown, in-process tests; not checked, and a
   // barrier waits for the count its first participant names).
@@ -132,7 +132,10 @@ class ParameterServer {
   std::vector<Outgoing> Dispatch(const std::string& peer, const wire::Message& request,
                                  const std::string& identity);
   // Applies `grads` as the update of `step`, timed.
-  Status Apply(int64_t step, const std::vector<std::pair<std::string, Tensor>>& grads);
+  // `checked`: a push's own tensors, each through CheckGradient as the push was taken;
+  // accumulated means are checked again (a sum of finite floats can overflow).
+  Status Apply(int64_t step, const std::vector<std::pair<std::string, Tensor>>& grads,
+               VariableStore::Checked checked = VariableStore::Checked::kNo);
   void NoteStaleness(int64_t computed_at);
   wire::Message Reply(const wire::Message& request, wire::MessageType type) const;
   wire::Message Error(const wire::Message& request, const std::string& what,
@@ -182,7 +185,7 @@ class ParameterServer {
   std::vector<Waiting> waiting_pushes_;                   // sync mode
   std::vector<Waiting> waiting_pulls_;                    // sync mode, behind their push
   std::map<std::string, std::vector<Waiting>> barriers_;  // by barrier name
-  std::map<std::string, PeerState> peers_;  // by Who(): "worker 1"
+  std::map<std::string, PeerState> peers_;                // by Who(): "worker 1"
   ServerStats stats_;
   ServerHighs highs_;
   std::unique_ptr<ShardCheckpoints> checkpoints_;

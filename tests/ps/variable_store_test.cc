@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 namespace pstrain {
 namespace ps {
@@ -51,6 +52,35 @@ TEST(VariableStoreTest, LeavesTheGlobalNormToTheWorkers) {
   ASSERT_TRUE(store->ApplyGradients({{"w", Tensor::FromVector(Shape{2}, {3.0f, 40.0f})}}).ok());
   EXPECT_FLOAT_EQ(w[0], -3.0f);   // not scaled to norm 1
   EXPECT_FLOAT_EQ(w[1], -10.0f);  // by_value is the server's
+}
+
+TEST(VariableStoreTest, EveryNanAndInfIsFoundAndEveryFiniteFloatPasses) {
+  auto store = MakeStore("{optimizer: {type: sgd}, learning_rate: {initial: 0.1}}");
+  ASSERT_TRUE(store->AddVariable("w", Tensor::Filled(Shape{1000}, 0.0f)).ok());
+  const float finite[] = {0.0f,
+                          -0.0f,
+                          1.0f,
+                          -1.0f,
+                          std::numeric_limits<float>::max(),
+                          -std::numeric_limits<float>::max(),
+                          std::numeric_limits<float>::min(),
+                          std::numeric_limits<float>::denorm_min()};
+  const float bad[] = {
+      std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+      std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN(),
+      std::numeric_limits<float>::signaling_NaN()};
+  for (float f : finite) {
+    Tensor g = Tensor::Filled(Shape{1000}, 0.0f);
+    g[999] = f;
+    EXPECT_TRUE(store->CheckGradient("w", g).ok()) << f;
+  }
+  for (float f : bad) {
+    for (int64_t at : {0, 500, 999}) {  // first, middle and last: no lane of a vector skipped
+      Tensor g = Tensor::Filled(Shape{1000}, 0.0f);
+      g[at] = f;
+      EXPECT_FALSE(store->CheckGradient("w", g).ok()) << f << " at " << at;
+    }
+  }
 }
 
 TEST(VariableStoreTest, BadGradientsChangeNothing) {
