@@ -3,7 +3,7 @@
 # CUDA, cuDNN and NCCL are not installed here: CMake picks them up from /usr/local/cuda
 # when present (-DPSTRAIN_CUDA=AUTO|ON|OFF).
 #   scripts/install-deps.sh            build + test dependencies and the Fashion-MNIST data set
-#   scripts/install-deps.sh --bench    also PyTorch (Debian's python3-torch) for bench/ references
+#   scripts/install-deps.sh --bench    the same (bench/ references come from PyPI: scripts/bench-venv.sh)
 set -euo pipefail
 
 packages=(
@@ -24,9 +24,6 @@ packages=(
   # /etc/slurm/slurm.conf)
   slurmctld slurmd slurm-client munge
 )
-if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(python3-torch)
-fi
 
 sudo=""
 if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
