@@ -31,7 +31,7 @@ from headless_chromium import BrowserError, HeadlessChromium, find_chromium
 SOURCE_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 FASHION_MNIST = "/usr/share/datasets/fashion-mnist"
 STEPS = 24
-CLUSTER_STEPS = 24
+CLUSTER_STEPS = 40
 TRAIN_EXAMPLES = 2048  # 16 steps of 128 an epoch: evaluations at steps 16 and 24
 TEST_EXAMPLES = 512
 
@@ -145,7 +145,7 @@ class TensorBoardInBrowserTest(unittest.TestCase):
             f.write("mode: local\nbinary: %s\nps:\n  - {host: 127.0.0.1, port: %d}\n"
                     "worker:\n  - {host: 127.0.0.1, port: %d}\n  - {host: 127.0.0.1, port: %d}\n"
                     "flags: {max_steps: %d, data_dir: %s, log_every_n_steps: 4,"
-                    " ps_summary_secs: 1, save_checkpoints_secs: 0}\n"
+                    " ps_summary_secs: 0.5, save_checkpoints_secs: 0}\n"
                     "restart: {policy: never}\n"
                     % (binary, ports[0], ports[1], ports[2], CLUSTER_STEPS, cls.data))
         run = subprocess.run(
