@@ -7,6 +7,7 @@
 
 #include "common/config.h"
 #include "common/wire/listen_address.h"
+#include "common/wire/same_host.h"
 #include "common/wire/transport.h"
 
 namespace pstrain {
@@ -26,6 +27,13 @@ Status RunParameterServer(const PsRoleOptions& o) {
     LOG(INFO) << "ps " << o.server.task_index << ": CURVE authentication on (keys from "
               << o.curve.dir << "): " << o.curve.client_keys.size()
               << " worker and evaluator keys let in";
+    // Roles on this host that reach it at a loopback address come in here, unencrypted.
+    const std::string same_host = wire::SameHostEndpoint(o.curve, o.server.task_index);
+    if (!same_host.empty()) {
+      RETURN_IF_ERROR(socket->ListenAlsoOn(same_host).WithContext(who));
+      LOG(INFO) << who << ": same-host roles on " << same_host
+                << " (their keys checked, no encryption: the directory is this user's alone)";
+    }
   } else {
     LOG(INFO) << "ps " << o.server.task_index
               << ": plaintext, no authentication (no --curve_keys) on " << listen

@@ -45,6 +45,10 @@ DEFINE_string(data_dir, "", "Fashion-MNIST IDX directory (default: the config's)
 DEFINE_string(curve_keys, "",
               "this role's CURVE key directory (from pstrain-keygen; the launcher passes it): "
               "servers let in only the cluster's workers and evaluators; empty: plaintext");
+DEFINE_bool(same_host_ipc, true,
+            "with --curve_keys: reach a parameter server at a loopback address over a Unix socket "
+            "in its key directory (mode 0700), the key proved without CURVE's encryption; false: "
+            "CURVE over TCP for every peer. Give every role of a cluster the same value");
 DEFINE_bool(insecure, false,
             "without --curve_keys, serve plaintext (no authentication) on a non-loopback address "
             "anyway; by default a plaintext role listens on loopback only and refuses anything "
@@ -193,6 +197,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     curve = std::move(keys).value();
+    curve.same_host_ipc = FLAGS_same_host_ipc;
   }
   pstrain::Status status;
   if (FLAGS_job_name == "ps") {

@@ -177,6 +177,7 @@ Security ClusterKeys::ForServer() const {
   Security s;
   if (!curve()) return s;
   s.own = own;
+  s.own_name = own_name;
   s.client_keys = client_keys;
   return s;
 }
@@ -190,6 +191,7 @@ Result<Security> ClusterKeys::ForClientOf(int ps_task) const {
                               ".key; are the keys from another cluster?)");
   }
   s.own = own;
+  s.own_name = own_name;
   s.server_key = ps_keys[ps_task];
   return s;
 }
@@ -199,6 +201,7 @@ Result<ClusterKeys> LoadClusterKeys(const std::string& dir, const std::string& j
   ClusterKeys keys;
   keys.dir = dir;
   const std::string own_name = RoleName(job, task_index);
+  keys.own_name = own_name;
   ASSIGN_OR_RETURN(keys.own, ReadSecretCertificate(dir + "/" + own_name + ".key" + kSecretSuffix));
   std::error_code error;
   std::map<int, std::string> ps;

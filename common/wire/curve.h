@@ -39,7 +39,10 @@ Result<CurveKeyPair> ReadSecretCertificate(const std::string& path);
 
 // How one socket authenticates. Default-constructed: plaintext (ZeroMQ's NULL mechanism).
 struct Security {
-  CurveKeyPair own;        // this process's key pair; empty for plaintext
+  CurveKeyPair own;  // this process's key pair; empty for plaintext
+  // This process's name among the cluster's keys ("worker-1"): a client's user name on a
+  // same-host ipc:// channel (same_host.h), where it proves its key without CURVE.
+  std::string own_name;
   std::string server_key;  // a client: the public key of the server it connects to
   // A server: the client public keys it lets in, each with a name for the logs ("worker-1").
   std::map<std::string, std::string> client_keys;
@@ -50,9 +53,13 @@ struct Security {
 // One role's keys from a cluster's key directory; empty `dir` means plaintext.
 struct ClusterKeys {
   std::string dir;
+  std::string own_name;  // "<job>-<task>", as the other roles' key files name this one
   CurveKeyPair own;
   std::vector<std::string> ps_keys;                // public key of ps task i
   std::map<std::string, std::string> client_keys;  // worker and evaluator public keys -> name
+  // Same-host peers talk over ipc:// sockets beside the keys instead of CURVE over TCP
+  // (same_host.h); --same_host_ipc=false keeps CURVE for them too.
+  bool same_host_ipc = true;
 
   bool curve() const { return !dir.empty(); }
   // For the parameter server's socket: lets in every worker and evaluator of the cluster.

@@ -71,28 +71,44 @@ Result<void*> NewSocket(int type, const MessageLimits& limits, const std::string
   return socket;
 }
 
-// Sets the CURVE options of `security` (nothing for plaintext); `zap_domain` for servers.
+bool IsSameHost(const std::string& endpoint) { return endpoint.rfind("ipc://", 0) == 0; }
+
+// Sets the options of `security` (nothing for plaintext); `zap_domain` for servers. Over TCP:
+// CURVE. Over a same-host ipc:// socket (same_host.h): PLAIN, the client's key name and secret key
+// checked by the server's ZAP handler.
 Status ApplySecurity(void* socket, const Security& security, const std::string& zap_domain,
                      const std::string& endpoint) {
   if (!security.curve()) return Status::OK();
   const bool server = !zap_domain.empty();
-  const auto set_key = [&](int option, const std::string& key, const char* what) -> Status {
-    if (zmq_setsockopt(socket, option, key.data(), key.size()) == 0) return Status::OK();
-    return InvalidArgument(std::string(what) + " for " + endpoint + " is not a CURVE key (" +
-                           zmq_strerror(zmq_errno()) + ")");
+  const auto set = [&](int option, const std::string& value, const char* what) -> Status {
+    if (zmq_setsockopt(socket, option, value.data(), value.size()) == 0) return Status::OK();
+    return InvalidArgument(
+        std::string(what) + " for " + endpoint +
+        (IsSameHost(endpoint) ? " is refused by ZeroMQ (" : " is not a CURVE key (") +
+        zmq_strerror(zmq_errno()) + ")");
   };
-  RETURN_IF_ERROR(set_key(ZMQ_CURVE_PUBLICKEY, security.own.public_key, "the public key"));
-  RETURN_IF_ERROR(set_key(ZMQ_CURVE_SECRETKEY, security.own.secret_key, "the secret key"));
+  const int one = 1;
+  if (IsSameHost(endpoint) && !server) {
+    if (security.own_name.empty()) {
+      return InvalidArgument("a same-host client of " + endpoint + " needs its key's name");
+    }
+    RETURN_IF_ERROR(set(ZMQ_PLAIN_USERNAME, security.own_name, "the key's name"));
+    return set(ZMQ_PLAIN_PASSWORD, security.own.secret_key, "the secret key");
+  }
+  if (!IsSameHost(endpoint)) {
+    RETURN_IF_ERROR(set(ZMQ_CURVE_PUBLICKEY, security.own.public_key, "the public key"));
+    RETURN_IF_ERROR(set(ZMQ_CURVE_SECRETKEY, security.own.secret_key, "the secret key"));
+  }
   if (!server) {
     if (security.server_key.empty()) {
       return InvalidArgument("a CURVE client of " + endpoint + " needs the server's public key");
     }
-    return set_key(ZMQ_CURVE_SERVERKEY, security.server_key, "the server's public key");
+    return set(ZMQ_CURVE_SERVERKEY, security.server_key, "the server's public key");
   }
-  const int one = 1;
-  if (zmq_setsockopt(socket, ZMQ_CURVE_SERVER, &one, sizeof(one)) != 0 ||
+  const int mechanism = IsSameHost(endpoint) ? ZMQ_PLAIN_SERVER : ZMQ_CURVE_SERVER;
+  if (zmq_setsockopt(socket, mechanism, &one, sizeof(one)) != 0 ||
       zmq_setsockopt(socket, ZMQ_ZAP_DOMAIN, zap_domain.data(), zap_domain.size()) != 0) {
-    return Unavailable(ZmqError("zmq_setsockopt (CURVE server)", endpoint));
+    return Unavailable(ZmqError("zmq_setsockopt (authenticating server)", endpoint));
   }
   zmq_setsockopt(socket, kZapEnforceDomain, &one, sizeof(one));  // best effort: a draft option
   return Status::OK();
@@ -107,16 +123,15 @@ Status SendPart(void* socket, zmq_msg_t* msg, bool more, bool never_block,
                 const std::string& endpoint) {
   const int flags = (more ? ZMQ_SNDMORE : 0) | (never_block ? ZMQ_DONTWAIT : 0);
   if (zmq_msg_send(msg, socket, flags) >= 0) return Status::OK();
-  Status error = zmq_errno() == EAGAIN && never_block
-                     ? Unavailable("a peer of " + endpoint + " has " +
-                                   std::to_string(kHighWaterMark) +
-                                   " replies queued that it does not read: reply dropped")
-                 : zmq_errno() == EAGAIN
-                     ? Unavailable("send to " + endpoint + " timed out after " +
-                                   std::to_string(kSendTimeoutMs) + " ms (peer not reading?)")
-                 : zmq_errno() == EHOSTUNREACH
-                     ? Unavailable("peer of " + endpoint + " is gone (disconnected)")
-                     : Unavailable(ZmqError("zmq_msg_send", endpoint));
+  Status error =
+      zmq_errno() == EAGAIN && never_block
+          ? Unavailable("a peer of " + endpoint + " has " + std::to_string(kHighWaterMark) +
+                        " replies queued that it does not read: reply dropped")
+      : zmq_errno() == EAGAIN
+          ? Unavailable("send to " + endpoint + " timed out after " +
+                        std::to_string(kSendTimeoutMs) + " ms (peer not reading?)")
+      : zmq_errno() == EHOSTUNREACH ? Unavailable("peer of " + endpoint + " is gone (disconnected)")
+                                    : Unavailable(ZmqError("zmq_msg_send", endpoint));
   zmq_msg_close(msg);  // on failure the message is still ours (runs its free function)
   return error;
 }
@@ -144,8 +159,7 @@ Status SendMessage(void* socket, const std::string* peer, const Message& message
       auto* keep = new Tensor(t);
       zmq_msg_init_data(&msg, const_cast<float*>(t.data()), t.bytes(), ReleaseSentTensor, keep);
     }
-    RETURN_IF_ERROR(
-        SendPart(socket, &msg, i + 1 < encoded.tensor_frames.size(), false, endpoint));
+    RETURN_IF_ERROR(SendPart(socket, &msg, i + 1 < encoded.tensor_frames.size(), false, endpoint));
   }
   return Status::OK();
 }
@@ -275,16 +289,66 @@ std::string TcpEndpoint(const std::string& host_port) {
 
 // ServerSocket ----------------------------------------------------------------------------------
 
-struct ServerSocket::Impl {
-  std::unique_ptr<ZapDomain> zap;  // CURVE only; outlives the socket, so no client slips in
+namespace {
+
+// One bound ROUTER socket of a server: its TCP endpoint, or its same-host ipc:// one.
+struct Listener {
+  std::unique_ptr<ZapDomain> zap;  // with keys; outlives the socket, so no client slips in
   void* socket = nullptr;
   std::unique_ptr<HandshakeMonitor> monitor;
   std::string endpoint;
-  MessageLimits limits;
-  ~Impl() {
+  ~Listener() {
     monitor.reset();  // stops monitoring, which needs the socket
     CloseSocket(socket);
   }
+};
+
+Result<std::unique_ptr<Listener>> Listen(const std::string& endpoint, const MessageLimits& limits,
+                                         const Security& security) {
+  auto l = std::make_unique<Listener>();
+  if (security.curve()) {
+    if (security.client_keys.empty()) {
+      return InvalidArgument("a CURVE server on " + endpoint + " needs its clients' public keys");
+    }
+    ASSIGN_OR_RETURN(
+        l->zap, ZapDomain::Register(security.client_keys, IsSameHost(endpoint)
+                                                              ? ZapDomain::Proof::kPlainSecretKey
+                                                              : ZapDomain::Proof::kCurve));
+  }
+  ASSIGN_OR_RETURN(l->socket, NewSocket(ZMQ_ROUTER, limits, endpoint));
+  RETURN_IF_ERROR(ApplySecurity(l->socket, security, l->zap ? l->zap->name() : "", endpoint));
+  ASSIGN_OR_RETURN(l->monitor, HandshakeMonitor::Start(l->socket, HandshakeMonitor::Side::kServer,
+                                                       security.curve()));
+  // A reply to a peer that has gone fails instead of vanishing silently.
+  const int mandatory = 1, queue = kServerReceiveQueue, handshake = kHandshakeMs;
+  if (zmq_setsockopt(l->socket, ZMQ_ROUTER_MANDATORY, &mandatory, sizeof(mandatory)) != 0 ||
+      zmq_setsockopt(l->socket, ZMQ_RCVHWM, &queue, sizeof(queue)) != 0 ||
+      zmq_setsockopt(l->socket, ZMQ_HANDSHAKE_IVL, &handshake, sizeof(handshake)) != 0) {
+    return Unavailable(ZmqError("zmq_setsockopt (server limits)", endpoint));
+  }
+  if (zmq_bind(l->socket, endpoint.c_str()) != 0) {
+    return Unavailable(ZmqError("cannot bind", endpoint));
+  }
+  char bound[256] = {0};
+  size_t size = sizeof(bound);
+  if (zmq_getsockopt(l->socket, ZMQ_LAST_ENDPOINT, bound, &size) != 0) {
+    return Unavailable(ZmqError("ZMQ_LAST_ENDPOINT", endpoint));
+  }
+  l->endpoint = bound;
+  l->monitor->set_endpoint(bound);
+  if (l->zap) l->zap->set_endpoint(bound);
+  return l;
+}
+
+}  // namespace
+
+struct ServerSocket::Impl {
+  // [0] the endpoint Bind was given; then same-host ones. A peer's id is its listener's index
+  // (one byte) before ZeroMQ's routing id, so that its reply leaves by the socket it came in on.
+  std::vector<std::unique_ptr<Listener>> listeners;
+  MessageLimits limits;
+  Security security;
+  size_t next = 0;  // the listener read first next time: turns, so none starves the others
 };
 
 ServerSocket::ServerSocket(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -295,52 +359,69 @@ Result<std::unique_ptr<ServerSocket>> ServerSocket::Bind(const std::string& endp
                                                          const Security& security) {
   auto impl = std::make_unique<Impl>();
   impl->limits = limits;
-  if (security.curve()) {
-    if (security.client_keys.empty()) {
-      return InvalidArgument("a CURVE server on " + endpoint + " needs its clients' public keys");
-    }
-    ASSIGN_OR_RETURN(impl->zap, ZapDomain::Register(security.client_keys));
-  }
-  ASSIGN_OR_RETURN(impl->socket, NewSocket(ZMQ_ROUTER, limits, endpoint));
-  RETURN_IF_ERROR(
-      ApplySecurity(impl->socket, security, impl->zap ? impl->zap->name() : "", endpoint));
-  ASSIGN_OR_RETURN(
-      impl->monitor,
-      HandshakeMonitor::Start(impl->socket, HandshakeMonitor::Side::kServer, security.curve()));
-  // A reply to a peer that has gone fails instead of vanishing silently.
-  const int mandatory = 1, queue = kServerReceiveQueue, handshake = kHandshakeMs;
-  if (zmq_setsockopt(impl->socket, ZMQ_ROUTER_MANDATORY, &mandatory, sizeof(mandatory)) != 0 ||
-      zmq_setsockopt(impl->socket, ZMQ_RCVHWM, &queue, sizeof(queue)) != 0 ||
-      zmq_setsockopt(impl->socket, ZMQ_HANDSHAKE_IVL, &handshake, sizeof(handshake)) != 0) {
-    return Unavailable(ZmqError("zmq_setsockopt (server limits)", endpoint));
-  }
-  if (zmq_bind(impl->socket, endpoint.c_str()) != 0) {
-    return Unavailable(ZmqError("cannot bind", endpoint));
-  }
-  char bound[256] = {0};
-  size_t size = sizeof(bound);
-  if (zmq_getsockopt(impl->socket, ZMQ_LAST_ENDPOINT, bound, &size) != 0) {
-    return Unavailable(ZmqError("ZMQ_LAST_ENDPOINT", endpoint));
-  }
-  impl->endpoint = bound;
-  impl->monitor->set_endpoint(bound);
-  if (impl->zap) impl->zap->set_endpoint(bound);
+  impl->security = security;
+  ASSIGN_OR_RETURN(std::unique_ptr<Listener> first, Listen(endpoint, limits, security));
+  impl->listeners.push_back(std::move(first));
   return std::unique_ptr<ServerSocket>(new ServerSocket(std::move(impl)));
 }
 
-std::string ServerSocket::endpoint() const { return impl_->endpoint; }
+Status ServerSocket::ListenAlsoOn(const std::string& endpoint) {
+  if (impl_->listeners.size() >= 255) return ResourceExhausted("too many endpoints");
+  ASSIGN_OR_RETURN(std::unique_ptr<Listener> l, Listen(endpoint, impl_->limits, impl_->security));
+  impl_->listeners.push_back(std::move(l));
+  return Status::OK();
+}
+
+std::string ServerSocket::endpoint() const { return impl_->listeners[0]->endpoint; }
 
 int64_t ServerSocket::refused_handshakes() const {
-  return impl_->monitor->refused() + (impl_->zap ? impl_->zap->refused() : 0);
+  int64_t refused = 0;
+  for (const auto& l : impl_->listeners) {
+    refused += l->monitor->refused() + (l->zap ? l->zap->refused() : 0);
+  }
+  return refused;
 }
 
 Result<Incoming> ServerSocket::Receive(std::chrono::milliseconds timeout) {
-  RETURN_IF_ERROR(WaitReadable(impl_->socket, impl_->monitor.get(), DeadlineAfter(timeout), timeout,
-                               "waiting for a message on " + impl_->endpoint));
+  const auto deadline = DeadlineAfter(timeout);
+  std::vector<std::unique_ptr<Listener>>& listeners = impl_->listeners;
+  const size_t n = listeners.size();
+  std::vector<zmq_pollitem_t> items;
+  for (const auto& l : listeners) {
+    RETURN_IF_ERROR(l->monitor->ReadEvents());  // a server's monitor logs refusals
+    items.push_back({l->socket, 0, ZMQ_POLLIN, 0});
+    items.push_back({l->monitor->events(), 0, ZMQ_POLLIN, 0});
+  }
+  size_t ready = n;
+  while (ready == n) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    for (auto& item : items) item.revents = 0;
+    const int rc =
+        zmq_poll(items.data(), static_cast<int>(items.size()), std::max<int64_t>(left.count(), 0));
+    if (rc == 0) {
+      return Unavailable("timeout after " + std::to_string(timeout.count()) +
+                         " ms waiting for a message on " + endpoint() +
+                         listeners[0]->monitor->Hint());
+    }
+    if (rc < 0) {
+      if (zmq_errno() == EINTR) continue;
+      return Unavailable("zmq_poll failed waiting for a message on " + endpoint() + ": " +
+                         zmq_strerror(zmq_errno()));
+    }
+    for (size_t k = 0; k < n; ++k) {
+      const size_t i = (impl_->next + k) % n;
+      if (items[2 * i + 1].revents & ZMQ_POLLIN)
+        RETURN_IF_ERROR(listeners[i]->monitor->ReadEvents());
+      if (ready == n && (items[2 * i].revents & ZMQ_POLLIN)) ready = i;
+    }
+  }
+  impl_->next = (ready + 1) % n;
+  Listener& l = *listeners[ready];
   ASSIGN_OR_RETURN(ReceivedFrames parts,
-                   ReadParts(impl_->socket, /*routed=*/true, impl_->limits, impl_->endpoint));
+                   ReadParts(l.socket, /*routed=*/true, impl_->limits, l.endpoint));
   Incoming in;
-  in.peer = std::move(parts.peer);
+  in.peer = std::string(1, static_cast<char>(ready)) + parts.peer;
   in.identity = std::move(parts.identity);
   if (!parts.status.ok()) {
     in.message = parts.status;
@@ -354,7 +435,13 @@ Result<Incoming> ServerSocket::Receive(std::chrono::milliseconds timeout) {
 }
 
 Status ServerSocket::Reply(const std::string& peer, const Message& message) {
-  return SendMessage(impl_->socket, &peer, message, impl_->endpoint);
+  const size_t i = peer.empty() ? impl_->listeners.size() : static_cast<unsigned char>(peer[0]);
+  if (i >= impl_->listeners.size()) {
+    return InvalidArgument("no peer '" + peer + "' on " + endpoint() + " (not from Receive)");
+  }
+  const std::string routing_id = peer.substr(1);
+  return SendMessage(impl_->listeners[i]->socket, &routing_id, message,
+                     impl_->listeners[i]->endpoint);
 }
 
 // Connection ------------------------------------------------------------------------------------

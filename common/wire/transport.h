@@ -5,7 +5,8 @@
 // Sockets are not thread-safe: use each from one thread.
 // With a wire::Security holding keys, both ends use CurveZMQ (curve.h): traffic is encrypted, a
 // server lets in only the client keys it was given and logs every refused attempt, and a client
-// refused by its server gets an error saying so.
+// refused by its server gets an error saying so. On a same-host ipc:// endpoint (same_host.h) the
+// same keys are proved over ZMTP PLAIN instead, without encryption.
 // Send and Reply return before ZeroMQ has written the tensors (it holds a copy of each Tensor, so
 // the buffers stay alive): do not modify a sent tensor's buffer in place until the peer has it
 // (replacing or detaching the buffer, as copy-on-write does, is safe).
@@ -30,7 +31,7 @@ std::string TcpEndpoint(const std::string& host_port);
 int64_t ReceivedFramesHeld();
 
 struct Incoming {
-  std::string peer;  // ZeroMQ routing id of the sender, to Reply() to
+  std::string peer;  // who to Reply() to: the endpoint it came in on and its ZeroMQ routing id
   // Who the sender is as its CURVE key says: the name its key was registered under in
   // Security::client_keys ("worker-1"), set by the ZAP handler, never by the peer. Empty for
   // plaintext, where nothing is authenticated.
@@ -51,7 +52,11 @@ class ServerSocket {
                                                     const MessageLimits& limits = {},
                                                     const Security& security = {});
   ~ServerSocket();
-  // The bound endpoint with the actual port.
+  // Listens on `endpoint` too, with the same limits and keys: a same-host ipc:// endpoint
+  // (same_host.h), where clients prove their key by PLAIN instead of CURVE. Receive takes
+  // messages from every endpoint in turn; a reply leaves by the one its request came in on.
+  Status ListenAlsoOn(const std::string& endpoint);
+  // The bound endpoint (Bind's) with the actual port.
   std::string endpoint() const;
   // Waits up to `timeout` for a message; Unavailable("timeout") when none came.
   Result<Incoming> Receive(std::chrono::milliseconds timeout);

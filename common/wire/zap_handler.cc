@@ -17,6 +17,7 @@ namespace wire {
 
 struct ZapDomainState {
   std::string name;
+  ZapDomain::Proof proof = ZapDomain::Proof::kCurve;
   std::map<std::string, std::string> clients;  // 32-byte binary public key -> name
   std::mutex mu;
   std::string endpoint;  // guarded by mu
@@ -94,26 +95,42 @@ std::vector<std::string> Answer(const std::vector<std::string>& request) {
     std::lock_guard<std::mutex> lock(state->mu);
     endpoint = state->endpoint;
   }
-  if (request[5] != "CURVE" || request.size() < 7) {
+  const char* mechanism = state->proof == ZapDomain::Proof::kCurve ? "CURVE" : "PLAIN";
+  if (request[5] != mechanism || request.size() < (request[5] == "PLAIN" ? 8u : 7u)) {
     state->refused.fetch_add(1);
     PSTRAIN_REFUSAL_WARNING("zap-mechanism:" + domain + address,
                             "refused a client from " + address + " on " + endpoint +
-                                ": it uses the " + request[5] + " mechanism, not CURVE");
-    return reply("400", "CURVE required");
+                                ": it uses the " + request[5] + " mechanism, not " + mechanism);
+    return reply("400", std::string(mechanism) + " required");
   }
-  const std::string& key = request[6];
+  std::string key = request[6];
+  if (state->proof == ZapDomain::Proof::kPlainSecretKey) {
+    // PLAIN: user name, then the password, which must be the secret key of that name's key.
+    char derived[41] = {0};
+    key = std::string(32, '\0');
+    if (request[7].size() != 40 || zmq_curve_public(derived, request[7].c_str()) != 0 ||
+        zmq_z85_decode(reinterpret_cast<uint8_t*>(key.data()), derived) == nullptr) {
+      key.clear();
+    }
+  }
   auto client = state->clients.find(key);
-  if (client == state->clients.end()) {
+  if (client == state->clients.end() ||
+      (state->proof == ZapDomain::Proof::kPlainSecretKey && client->second != request[6])) {
     state->refused.fetch_add(1);
+    const std::string what = state->proof == ZapDomain::Proof::kCurve
+                                 ? "an unknown CURVE public key " + Z85(key)
+                                 : "a secret key that is not " + request[6].substr(0, 64) + "'s";
     PSTRAIN_REFUSAL_WARNING(
         "zap-key:" + domain + address + key,
-        "authentication refused: a client from " + address + " on " + endpoint +
-            " has an unknown CURVE public key " + Z85(key) + " (not one of the " +
-            std::to_string(state->clients.size()) +
+        "authentication refused: a client from " + address + " on " + endpoint + " has " + what +
+            " (not one of the " + std::to_string(state->clients.size()) +
             " this server lets in; a stray process, or keys from another cluster?)");
-    return reply("400", "unknown public key");
+    return reply("400", "unknown key");
   }
-  VLOG(1) << "accepted " << client->second << " from " << address << " on " << endpoint;
+  // As sshd logs each accepted login: which key came in, from where, and on which socket.
+  LOG(INFO) << "accepted " << client->second << " from "
+            << (address.empty() ? "this host" : address) << " on " << endpoint
+            << (state->proof == ZapDomain::Proof::kCurve ? " (CURVE)" : " (key proved, same host)");
   return reply("200", "OK", client->second);
 }
 
@@ -156,9 +173,10 @@ Status StartHandler() {
 }  // namespace
 
 Result<std::unique_ptr<ZapDomain>> ZapDomain::Register(
-    const std::map<std::string, std::string>& client_keys) {
+    const std::map<std::string, std::string>& client_keys, Proof proof) {
   RETURN_IF_ERROR(StartHandler());
   auto state = std::make_shared<ZapDomainState>();
+  state->proof = proof;
   for (const auto& [z85, name] : client_keys) {
     std::string binary(32, '\0');
     if (z85.size() != 40 ||

@@ -3,7 +3,9 @@
 // from the keys each CURVE ServerSocket registered under its own ZAP domain, and logs every
 // refusal with the client's address. czmq's zauth actor does the same and more (certificate
 // directories, IP allow/deny lists, PLAIN); this is the small part pstrain needs, so that the
-// transport depends on libzmq alone. Inside the wire library.
+// transport depends on libzmq alone. A same-host ipc:// socket (same_host.h) uses PLAIN instead:
+// the user name is a key's name and the password its CURVE secret key, which the handler checks
+// against the registered public key. Inside the wire library.
 #pragma once
 
 #include <cstdint>
@@ -21,11 +23,15 @@ struct ZapDomainState;
 // One server socket's allow-list, registered for as long as this object lives.
 class ZapDomain {
  public:
+  // How clients prove their key: CURVE's handshake, or (same-host ipc:// sockets only) PLAIN
+  // with the key's name as user name and its secret key as password.
+  enum class Proof { kCurve, kPlainSecretKey };
+
   // Registers `client_keys` (Z85 public key -> name for the logs) under a fresh domain name,
   // starting the handler first if needed. Call before the socket binds: ZeroMQ lets every
   // CURVE client in when no handler runs.
   static Result<std::unique_ptr<ZapDomain>> Register(
-      const std::map<std::string, std::string>& client_keys);
+      const std::map<std::string, std::string>& client_keys, Proof proof = Proof::kCurve);
   ~ZapDomain();  // later clients of this domain are refused
 
   // For the socket's ZMQ_ZAP_DOMAIN.

@@ -167,6 +167,14 @@ class RealClusterCurveTest(unittest.TestCase):
             everything = result.stdout + result.stderr + "".join(logs.values())
             self.assertEqual(result.returncode, 0, everything)
             self.assertIn("CURVE authentication on", logs["ps-0"])
+            # Every role is on this host: each reached the server over its same-host socket,
+            # proving its key there (common/wire/same_host.h), never over CURVE.
+            sock = os.path.join(train_dir, "keys", "ps-0", "ps.sock")
+            self.assertIn(f"same-host roles on ipc://{sock}", logs["ps-0"])
+            for role in ("worker-0", "evaluator-0"):
+                self.assertRegex(logs["ps-0"], f"accepted {role} from .* on ipc://{sock} "
+                                 r"\(key proved, same host\)")
+            self.assertNotIn("(CURVE)", logs["ps-0"])
             self.assertNotIn("handshake failed", logs["ps-0"])
             self.assertNotIn("authentication refused", logs["ps-0"])
             self.assertIn("done: global step 20", logs["worker-0"])

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "common/checkpoint/cluster_checkpoint.h"
+#include "common/wire/same_host.h"
 
 namespace pstrain {
 namespace worker {
@@ -44,10 +45,11 @@ Result<std::unique_ptr<PsClient>> PsClient::Connect(const std::vector<std::strin
   for (Variable* v : variables) specs.push_back({v->name, v->value.shape()});
   ASSIGN_OR_RETURN(c->sharding_, ps::Sharding::Compute(specs, static_cast<int>(ps_hosts.size()),
                                                        partition_bytes));
-  // Every connection to server s (heartbeats too) trusts ps task s's public key with --curve_keys.
+  // Every connection to server s (heartbeats too) trusts ps task s's public key with --curve_keys;
+  // one on this host is reached over its same-host socket (common/wire/same_host.h).
   const auto connect = [ps_hosts, curve](int s) -> Result<std::unique_ptr<wire::Connection>> {
-    ASSIGN_OR_RETURN(wire::Security security, curve.ForClientOf(s));
-    return wire::Connection::Connect(wire::TcpEndpoint(ps_hosts[s]), {}, security);
+    ASSIGN_OR_RETURN(wire::ServerRoute route, wire::RouteToServer(curve, s, ps_hosts[s]));
+    return wire::Connection::Connect(route.endpoint, {}, route.security);
   };
   for (size_t s = 0; s < ps_hosts.size(); ++s) {
     ASSIGN_OR_RETURN(auto conn, connect(static_cast<int>(s)));

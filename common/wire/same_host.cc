@@ -1,0 +1,49 @@
+#include "common/wire/same_host.h"
+
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "common/wire/listen_address.h"
+#include "common/wire/transport.h"
+
+namespace pstrain {
+namespace wire {
+namespace {
+
+// A directory only this user may enter: nobody else can place a socket in it or reach one there.
+bool OwnPrivateDirectory(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
+         (st.st_mode & 077) == 0;
+}
+
+}  // namespace
+
+std::string SameHostEndpoint(const ClusterKeys& keys, int ps_task) {
+  if (!keys.curve() || !keys.same_host_ipc || ps_task < 0) return "";
+  std::error_code error;
+  const std::filesystem::path own = std::filesystem::absolute(keys.dir, error);
+  if (error) return "";
+  const std::string dir =
+      (own.lexically_normal().parent_path() / ("ps-" + std::to_string(ps_task))).string();
+  const std::string socket = dir + "/ps.sock";
+  if (socket.size() >= sizeof(sockaddr_un{}.sun_path) || !OwnPrivateDirectory(dir)) return "";
+  return "ipc://" + socket;
+}
+
+Result<ServerRoute> RouteToServer(const ClusterKeys& keys, int ps_task,
+                                  const std::string& host_port) {
+  ServerRoute route;
+  ASSIGN_OR_RETURN(route.security, keys.ForClientOf(ps_task));
+  const size_t colon = host_port.rfind(':');
+  const std::string host = colon == std::string::npos ? host_port : host_port.substr(0, colon);
+  const std::string local = SameHostEndpoint(keys, ps_task);
+  route.endpoint = !local.empty() && IsLoopbackHost(host) ? local : TcpEndpoint(host_port);
+  return route;
+}
+
+}  // namespace wire
+}  // namespace pstrain
