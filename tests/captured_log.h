@@ -31,6 +31,13 @@ class CapturedLog : public google::LogSink {
     }
     return "";
   }
+  // Everything captured, a line each (for a failing assertion's message).
+  std::string All() {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::string all;
+    for (const std::string& line : lines_) all += line + "\n";
+    return all;
+  }
 
  private:
   std::mutex mu_;

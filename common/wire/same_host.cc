@@ -20,18 +20,28 @@ bool OwnPrivateDirectory(const std::string& path) {
          (st.st_mode & 077) == 0;
 }
 
-}  // namespace
-
-std::string SameHostEndpoint(const ClusterKeys& keys, int ps_task) {
-  if (!keys.curve() || !keys.same_host_ipc || ps_task < 0) return "";
+// ipc://<keys root>/<role>/<name> when every condition of same_host.h holds, else "".
+std::string SocketBeside(const ClusterKeys& keys, const std::string& role, const char* name) {
+  if (!keys.curve() || !keys.same_host_ipc) return "";
   std::error_code error;
   const std::filesystem::path own = std::filesystem::absolute(keys.dir, error);
   if (error) return "";
-  const std::string dir =
-      (own.lexically_normal().parent_path() / ("ps-" + std::to_string(ps_task))).string();
-  const std::string socket = dir + "/ps.sock";
+  const std::string dir = (own.lexically_normal().parent_path() / role).string();
+  const std::string socket = dir + "/" + name;
   if (socket.size() >= sizeof(sockaddr_un{}.sun_path) || !OwnPrivateDirectory(dir)) return "";
   return "ipc://" + socket;
+}
+
+}  // namespace
+
+std::string SameHostEndpoint(const ClusterKeys& keys, int ps_task) {
+  if (ps_task < 0) return "";
+  return SocketBeside(keys, "ps-" + std::to_string(ps_task), "ps.sock");
+}
+
+std::string SameHostHubEndpoint(const ClusterKeys& keys, int leader_task) {
+  if (leader_task < 0) return "";
+  return SocketBeside(keys, "worker-" + std::to_string(leader_task), "hub.sock");
 }
 
 Result<ServerRoute> RouteToServer(const ClusterKeys& keys, int ps_task,

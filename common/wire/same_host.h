@@ -27,6 +27,11 @@ namespace wire {
 // alone (mode 0700), or when the path is longer than a Unix socket address allows.
 std::string SameHostEndpoint(const ClusterKeys& keys, int ps_task);
 
+// The ipc:// endpoint of a host hub (intra-node sync) led by worker `leader_task`:
+// ipc://<keys root>/worker-<leader>/hub.sock, on the same terms as above. Every rank of a hub is on
+// its leader's host, so each reaches it there when the leader's directory is private.
+std::string SameHostHubEndpoint(const ClusterKeys& keys, int leader_task);
+
 // Where and how to reach ps task `ps_task`, listed as `host_port` in --ps_hosts.
 struct ServerRoute {
   std::string endpoint;  // ipc://... on the same host, tcp://host:port otherwise

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "tests/captured_log.h"
 #include "tests/collectives/rank_threads.h"
 #include "tests/distributed/ports.h"
 #include "tests/distributed/role_process.h"
@@ -243,9 +244,18 @@ TEST(IntraNodeGroupTest, WorkersOfOneHostAverageThroughTheHubOverCurve) {
   const std::string dir = ::testing::TempDir() + "/hub_curve_keys_" + std::to_string(getpid());
   std::filesystem::remove_all(dir);
   ASSERT_TRUE(wire::WriteClusterKeys(dir, /*ps=*/1, /*workers=*/2, /*evaluators=*/0).ok());
+  testing::CapturedLog log;
   auto joined = JoinTwo("refnet, 2 variables, 10 floats", "refnet, 2 variables, 10 floats", dir);
   for (auto& j : joined) ASSERT_TRUE(j.ok()) << j.status().ToString();
   ExpectBothAverage(joined);
+  // Both ranks are on this host: each proved its key on the hub's Unix socket beside the
+  // leader's keys (common/wire/same_host.h), not over CURVE.
+  for (const char* rank : {"accepted worker-0 ", "accepted worker-1 "}) {
+    const std::string socket =
+        std::filesystem::path(dir + "/worker-0/hub.sock").lexically_normal().string();
+    EXPECT_NE(log.Find({rank, "on ipc://" + socket + " (key proved, same host)"}), "") << log.All();
+  }
+  EXPECT_EQ(log.Find({"(CURVE)"}), "") << "no rank went over CURVE";
   std::filesystem::remove_all(dir);
 }
 

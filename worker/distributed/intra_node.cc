@@ -6,6 +6,7 @@
 #include <set>
 
 #include "common/wire/listen_address.h"
+#include "common/wire/same_host.h"
 #include "worker/distributed/collectives/hub_collectives.h"
 #if PSTRAIN_HAVE_NCCL
 #include "worker/distributed/collectives/nccl_collectives.h"
@@ -69,6 +70,7 @@ Result<HubKeys> HubSecurity(const wire::ClusterKeys& keys, const HostGroup& g) {
   }
   const std::string leader = "worker-" + std::to_string(g.leader());
   hub.client.own = keys.own;
+  hub.client.own_name = keys.own_name;
   for (const auto& [key, name] : keys.client_keys) {
     if (name == leader) hub.client.server_key = key;
   }
@@ -139,6 +141,9 @@ Result<std::unique_ptr<IntraNodeGroup>> JoinIntraNodeGroup(const IntraNodeOption
   ASSIGN_OR_RETURN(HubKeys keys, HubSecurity(o.curve, g));
   const bool curve = keys.client.curve();
   const std::string leader_entry = o.worker_hosts[g.leader()];
+  // Every rank is on the leader's host: with keys, they meet on a Unix socket beside the
+  // leader's (common/wire/same_host.h) rather than over CURVE; TCP stays open as before.
+  const std::string same_host = wire::SameHostHubEndpoint(o.curve, g.leader());
   if (g.is_leader()) {
     HostHubOptions hub;
     hub.size = g.size();
@@ -148,14 +153,14 @@ Result<std::unique_ptr<IntraNodeGroup>> JoinIntraNodeGroup(const IntraNodeOption
     }
     ASSIGN_OR_RETURN(std::string listen,
                      wire::ListenEndpoint(leader_entry, curve, o.insecure, who));
-    auto started = HostHub::Start(listen, hub, keys.server);
+    auto started = HostHub::Start(listen, hub, keys.server, same_host);
     if (!started.ok()) {
       return started.status().WithContext(who + ": serving the host's hub on port " +
                                           PortOf(leader_entry) + " (its --worker_hosts entry)");
     }
     joined->hub = std::move(started).value();
   }
-  const std::string endpoint = wire::TcpEndpoint(leader_entry);
+  const std::string endpoint = same_host.empty() ? wire::TcpEndpoint(leader_entry) : same_host;
   ASSIGN_OR_RETURN(joined->store,
                    ZmqStore::Connect(endpoint, g.local_rank, keys.client, o.timeout));
   RETURN_IF_ERROR(

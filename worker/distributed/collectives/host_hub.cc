@@ -13,7 +13,8 @@ using wire::MessageType;
 
 Result<std::unique_ptr<HostHub>> HostHub::Start(const std::string& endpoint,
                                                 const HostHubOptions& options,
-                                                const wire::Security& security) {
+                                                const wire::Security& security,
+                                                const std::string& same_host) {
   if (options.size < 1) {
     return InvalidArgument("a host hub needs a group of at least one rank, got " +
                            std::to_string(options.size));
@@ -21,6 +22,7 @@ Result<std::unique_ptr<HostHub>> HostHub::Start(const std::string& endpoint,
   auto hub = std::unique_ptr<HostHub>(new HostHub());
   hub->state_ = std::make_unique<HubState>(options);
   ASSIGN_OR_RETURN(hub->socket_, wire::ServerSocket::Bind(endpoint, {}, security));
+  if (!same_host.empty()) RETURN_IF_ERROR(hub->socket_->ListenAlsoOn(same_host));
   hub->thread_ = std::thread([h = hub.get()] { h->Serve(); });
   return hub;
 }

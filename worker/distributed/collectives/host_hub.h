@@ -20,10 +20,12 @@ namespace pstrain {
 
 class HostHub {
  public:
-  // Serves on `endpoint` ("tcp://*:2232") from a thread until destroyed.
+  // Serves on `endpoint` ("tcp://*:2232"), and on `same_host` too unless empty (an ipc://
+  // endpoint, common/wire/same_host.h), from a thread until destroyed.
   static Result<std::unique_ptr<HostHub>> Start(const std::string& endpoint,
                                                 const HostHubOptions& options,
-                                                const wire::Security& security = {});
+                                                const wire::Security& security = {},
+                                                const std::string& same_host = "");
   ~HostHub();
   std::string endpoint() const { return socket_->endpoint(); }
 
