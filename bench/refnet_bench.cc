@@ -21,6 +21,10 @@ DEFINE_int32(steps, 50, "timed steps per repeat");
 DEFINE_int32(warmup, 5, "untimed steps first");
 DEFINE_int32(repeats, 3, "timed repeats; the median is reported");
 DEFINE_bool(profile, false, "print the time spent in each layer");
+DEFINE_bool(
+    relu_after_max_pool, true,
+    "run a relu that only a max_pool reads after the pool (Model::set_relu_after_max_pool); "
+    "false: in config order, to compare");
 DEFINE_string(optimizer, "{type: momentum, momentum: 0.9}",
               "optimizer config (YAML), as the PyTorch reference's default SGD with momentum");
 
@@ -36,6 +40,7 @@ int Run() {
   CHECK(model_or.ok()) << model_or.status().ToString();
   auto& model = model_or.value();
   model->InitVariables(1);
+  model->set_relu_after_max_pool(FLAGS_relu_after_max_pool);
   // --device=auto|cpu|gpu and the other TensorFlow-style device flags (tools/device_flags.h).
   auto device = worker::ComputeDevice::Open(worker::DeviceOptionsFromFlags(), "bench");
   CHECK(device.ok()) << device.status().ToString();

@@ -2,8 +2,12 @@
 //   pstrain-train --config=configs/refnet.yaml --train_dir=runs/refnet --logdir=runs/refnet/logs
 #include <gflags/gflags.h>
 #include <glog/logging.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 
 #include "common/flags.h"
@@ -31,7 +35,45 @@ DEFINE_string(data_dir, "",
               "/usr/share/datasets/fashion-mnist)");
 DEFINE_double(stop_at_accuracy, 0, "stop once an evaluation reaches this test accuracy");
 
+namespace {
+
+// Set in the re-executed process only, so that it says once why it was started again.
+constexpr char kReexecMarker[] = "PSTRAIN_TRAIN_SET_OMP_WAIT_POLICY";
+
+// GOMP's default waits spin: on a loaded machine idle OpenMP threads take whole time slices
+// from the ones working (3.4x slower on 2 busy cores, docs/performance.md fix 6). libgomp reads
+// OMP_WAIT_POLICY once, when it loads, before main; so when the user has not set it, start this
+// binary again with PASSIVE, as pstrain-launch runs every role. The user's value always wins.
+// Returns only when no re-exec happened (set already, or exec failed: *exec_error says why).
+void ReexecWithPassiveOpenMpWaits(char** argv, std::string* exec_error) {
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
+  setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+  setenv(kReexecMarker, "1", 1);
+  execv("/proc/self/exe", argv);
+  *exec_error = std::strerror(errno);
+  unsetenv("OMP_WAIT_POLICY");
+  unsetenv(kReexecMarker);
+}
+
+// After logging starts: says once what the re-exec did, and hides the marker from children.
+void LogOpenMpWaitPolicy(const std::string& exec_error) {
+  if (!exec_error.empty()) {
+    LOG(WARNING) << "OMP_WAIT_POLICY is unset and re-executing /proc/self/exe with "
+                    "OMP_WAIT_POLICY=PASSIVE failed ("
+                 << exec_error << "): OpenMP threads spin while idle; set it by hand";
+  } else if (std::getenv(kReexecMarker) != nullptr) {
+    unsetenv(kReexecMarker);
+    LOG(INFO) << "OMP_WAIT_POLICY was unset: running with OMP_WAIT_POLICY=PASSIVE (idle OpenMP "
+                 "threads sleep instead of spinning, as pstrain-launch runs roles; set "
+                 "OMP_WAIT_POLICY yourself to choose)";
+  }
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  std::string exec_error;
+  ReexecWithPassiveOpenMpWaits(argv, &exec_error);
   std::string command_line;
   for (int i = 0; i < argc; ++i) command_line += (i ? " " : "") + std::string(argv[i]);
   gflags::SetUsageMessage("Trains a model from a config in one process.\n  " +
@@ -39,6 +81,7 @@ int main(int argc, char** argv) {
   pstrain::ParseFlags(&argc, &argv, {"tools/train_main.cc", "tools/device_flags.cc"});
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
+  LogOpenMpWaitPolicy(exec_error);
   if (argc > 1) {
     LOG(ERROR) << "unexpected argument '" << argv[1] << "' (flags are --name=value)";
     return 2;

@@ -5,6 +5,8 @@
 #include <map>
 #include <sstream>
 
+#include "worker/network/layers/pool2d.h"
+#include "worker/network/layers/relu.h"
 #include "worker/network/layers/softmax_cross_entropy.h"
 
 namespace pstrain {
@@ -109,8 +111,49 @@ Result<std::unique_ptr<Model>> Model::FromConfig(const ConfigNode& node) {
     }
   }
   model->num_classes_ = model->nodes_[model->nodes_.back().inputs[0]].shape.dim(0);
+  model->PlanReluAfterMaxPool();
   model->scratch_per_example_ = model->ScratchPerExample();
   return model;
+}
+
+void Model::set_relu_after_max_pool(bool on) {
+  relu_after_max_pool_ = on;
+  PlanReluAfterMaxPool();
+  scratch_per_example_ = ScratchPerExample();
+  batch_ = -1;  // the relu's own output is allocated only when it runs on its own
+}
+
+void Model::PlanReluAfterMaxPool() {
+  for (Node& n : nodes_) {
+    n.relu_after = -1;
+    n.runs_after_pool = false;
+  }
+  if (!relu_after_max_pool_) return;
+  std::vector<int> readers(nodes_.size(), 0);
+  for (const Node& n : nodes_) {
+    for (int k : n.inputs) readers[k] += k >= 0;
+  }
+  for (size_t j = 0; j < nodes_.size(); ++j) {
+    if (nodes_[j].inputs.size() != 1 || !dynamic_cast<MaxPool2D*>(layers_[j].get())) continue;
+    const int r = nodes_[j].inputs[0];
+    // Only a relu nothing else reads: its full-size output is never made.
+    if (r < 0 || readers[r] != 1 || !dynamic_cast<Relu*>(layers_[r].get())) continue;
+    nodes_[j].relu_after = r;
+    nodes_[r].runs_after_pool = true;
+  }
+}
+
+std::vector<std::string> Model::RelusRunAfterMaxPool() const {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (nodes_[i].runs_after_pool) names.push_back(layers_[i]->name());
+  }
+  return names;
+}
+
+const std::vector<int>& Model::RunInputs(int i) const {
+  const int relu = nodes_[i].relu_after;
+  return relu >= 0 ? nodes_[relu].inputs : nodes_[i].inputs;
 }
 
 int64_t Model::ScratchPerExample() const {
@@ -123,7 +166,7 @@ int64_t Model::ScratchPerExample() const {
   for (int i = static_cast<int>(nodes_.size()) - 1; i >= 0; --i) {
     if (!written[i]) continue;
     int64_t need = 0;
-    for (int k : nodes_[i].inputs) {
+    for (int k : RunInputs(i)) {
       if (k < 0 || !nodes_[k].needs_grad) continue;
       if (written[k]) need += nodes_[k].shape.num_elements();
       written[k] = true;
@@ -207,6 +250,11 @@ void Model::Allocate(int64_t batch) {
     std::vector<int64_t> dims{batch};
     dims.insert(dims.end(), n.shape.dims().begin(), n.shape.dims().end());
     const std::string what = who + ": " + layers_[i]->name();
+    if (n.runs_after_pool) {  // its pool's output holds its values
+      outputs_.emplace_back();
+      grads_.emplace_back();
+      continue;
+    }
     outputs_.push_back(device_->NewTensor(Shape(dims), what + " output"));
     grads_.push_back(n.needs_grad || i + 1 == nodes_.size()
                          ? device_->NewTensor(Shape(dims), what + " gradient")
@@ -229,16 +277,14 @@ float Model::Forward(const Tensor& images, const std::vector<int32_t>& labels, b
   ctx_ = LayerContext{training, rng, &labels_};
   input_ = device_->UploadBatch(images, labels, num_classes_, &ctx_);
   std::vector<const Tensor*> in;
-  for (size_t i = 0; i < layers_.size(); ++i) {
+  for (int i = 0; i < static_cast<int>(layers_.size()); ++i) {
+    if (nodes_[i].runs_after_pool) continue;
     in.clear();
-    for (int k : nodes_[i].inputs) in.push_back(k < 0 ? input_ : &outputs_[k]);
-    auto t0 = std::chrono::steady_clock::now();
-    layers_[i]->Forward(in, &outputs_[i], ctx_);
-    if (profiling_) {
-      Synchronize();
-      forward_seconds_.resize(layers_.size());
-      forward_seconds_[i] +=
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    for (int k : RunInputs(i)) in.push_back(k < 0 ? input_ : &outputs_[k]);
+    Timed(&forward_seconds_, i, [&] { layers_[i]->Forward(in, &outputs_[i], ctx_); });
+    if (const int relu = nodes_[i].relu_after; relu >= 0) {  // in place, on the pooled values
+      Timed(&forward_seconds_, relu,
+            [&] { layers_[relu]->Forward({&outputs_[i]}, &outputs_[i], ctx_); });
     }
   }
   return device_->FinishForward(outputs_.back(), outputs_[nodes_.back().inputs[0]]);
@@ -257,7 +303,8 @@ void Model::Backward(const std::function<void(int layer)>& on_layer_done) {
     in.clear();
     in_grads.clear();
     std::vector<int> accumulate;
-    for (int k : nodes_[i].inputs) {
+    const std::vector<int>& inputs = RunInputs(i);
+    for (int k : inputs) {
       in.push_back(k < 0 ? input_ : &outputs_[k]);
       if (k < 0 || !nodes_[k].needs_grad) {
         in_grads.push_back(nullptr);
@@ -273,25 +320,35 @@ void Model::Backward(const std::function<void(int layer)>& on_layer_done) {
     std::vector<Tensor> scratch(accumulate.size());  // regions of scratch_grad_, in slot order
     int64_t offset = 0;
     for (size_t a = 0; a < accumulate.size(); ++a) {
-      const Tensor& g = grads_[nodes_[i].inputs[accumulate[a]]];
+      const Tensor& g = grads_[inputs[accumulate[a]]];
       CHECK_LE(offset + g.size(), scratch_grad_.size()) << "scratch for " << layers_[i]->Describe();
       scratch[a] = Tensor::Wrap(g.shape(), scratch_grad_.data() + offset, nullptr);
       offset += g.size();
       in_grads[accumulate[a]] = &scratch[a];
     }
-    auto t0 = std::chrono::steady_clock::now();
-    layers_[i]->Backward(in, outputs_[i], grads_[i], in_grads, ctx_);
-    if (profiling_) {
-      Synchronize();
-      backward_seconds_.resize(layers_.size());
-      backward_seconds_[i] +=
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const int relu = nodes_[i].relu_after;
+    if (relu >= 0) {  // the pooled values' gradient through the relu, in place
+      Timed(&backward_seconds_, relu, [&] {
+        layers_[relu]->Backward({&outputs_[i]}, outputs_[i], grads_[i], {&grads_[i]}, ctx_);
+      });
     }
+    Timed(&backward_seconds_, i,
+          [&] { layers_[i]->Backward(in, outputs_[i], grads_[i], in_grads, ctx_); });
     for (size_t a = 0; a < accumulate.size(); ++a) {
-      device_->Accumulate(scratch[a], &grads_[nodes_[i].inputs[accumulate[a]]]);
+      device_->Accumulate(scratch[a], &grads_[inputs[accumulate[a]]]);
     }
     if (on_layer_done) on_layer_done(i);
+    if (on_layer_done && relu >= 0) on_layer_done(relu);
   }
+}
+
+void Model::Timed(std::vector<double>* seconds, int layer, const std::function<void()>& run) {
+  if (!profiling_) return run();
+  auto t0 = std::chrono::steady_clock::now();
+  run();
+  Synchronize();
+  seconds->resize(layers_.size());
+  (*seconds)[layer] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 std::function<Status()> Model::DeviceFence() { return device_->Fence(); }

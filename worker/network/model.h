@@ -80,13 +80,32 @@ class Model {
   std::string ProfileReport() const;
   const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
 
+  // A `relu` whose only reader is a `max_pool` runs after the pool, on the pooled values (a
+  // quarter of them for 2x2): max commutes with a monotone function, so outputs and gradients
+  // are the same (the zeros ReLU writes and the gradient it blocks stay where they were). The
+  // layers, their names and variables do not change; only the order Forward/Backward run them
+  // in. On by default; off to compare against (tests, bench/refnet_bench.cc).
+  void set_relu_after_max_pool(bool on);
+  bool relu_after_max_pool() const { return relu_after_max_pool_; }
+  // The relus that run after their max_pool now, by name.
+  std::vector<std::string> RelusRunAfterMaxPool() const;
+
  private:
   struct Node {
     std::vector<int> inputs;  // -1 is the model input
     Shape shape;              // per example
     bool needs_grad = false;  // some trainable variable is at or before this node
+    // A max_pool: the relu it reads, run after it (set_relu_after_max_pool); -1 when none.
+    int relu_after = -1;
+    // A relu that its max_pool runs after itself: never run on its own, no output of its own.
+    bool runs_after_pool = false;
   };
+  // What layer i is run on: its inputs, or its relu's inputs when the relu runs after it.
+  const std::vector<int>& RunInputs(int i) const;
+  void PlanReluAfterMaxPool();
   void Allocate(int64_t batch);
+  // Runs `run`; when profiling, adds its time (the device synchronised) to (*seconds)[layer].
+  void Timed(std::vector<double>* seconds, int layer, const std::function<void()>& run);
   // Per example, the most gradient scratch one layer's backward needs (see Backward).
   int64_t ScratchPerExample() const;
 
@@ -103,6 +122,7 @@ class Model {
   std::vector<int32_t> labels_;
   LayerContext ctx_;
   bool profiling_ = false;
+  bool relu_after_max_pool_ = true;
   std::vector<double> forward_seconds_, backward_seconds_;
   // Where the layers run: memory, copies and waits (model_device.h).
   std::unique_ptr<ModelDevice> device_ = NewHostModelDevice();
