@@ -108,7 +108,7 @@ def run_pstrain(a, extra_flags):
     os.makedirs(work)
     binary = os.path.join(REPO, a.build_dir, "pstrain")
     wrapper = os.path.join(work, "role.sh")
-    perf = (f'perf record -q -F 199 -o {sh_quote(work)}/perf-"$PSTRAIN_ROLE".data -- '
+    perf = (f'perf record -q {a.perf_flags} -o {sh_quote(work)}/perf-"$PSTRAIN_ROLE".data -- '
             if a.perf else "")
     with open(wrapper, "w") as f:
         f.write("#!/bin/bash\n# One pstrain role, its CPU-seconds written by /usr/bin/time.\n"
@@ -236,6 +236,9 @@ def main():
     p.add_argument("--role_env", default="", help="VAR=VALUE ... for every pstrain role")
     p.add_argument("--sample_threads", action="store_true")
     p.add_argument("--perf", action="store_true", help="perf record each role (build_dir/bench-tf1)")
+    p.add_argument("--perf_flags", default="-F 199",
+                   help="perf record's flags with --perf ('-F 999 -g': call graphs, e.g. who "
+                   "faults pages in)")
     argv = sys.argv[1:]
     extra = []
     if "--" in argv:

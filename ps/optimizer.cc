@@ -80,22 +80,41 @@ Status Optimizer::CheckSlots(const Shape& var_shape, const Slots& slots) const {
 
 Status Optimizer::Apply(float lr, int64_t global_step, const Tensor& grad, Tensor* var,
                         Slots* slots) const {
-  CHECK(var != nullptr && slots != nullptr);
-  if (var->empty()) return InvalidArgument(std::string(name()) + " optimizer: variable is empty");
+  CHECK(var != nullptr);
+  return ApplyInto(lr, global_step, grad, *var, var, slots);
+}
+
+Status Optimizer::ApplyInto(float lr, int64_t global_step, const Tensor& grad, const Tensor& var,
+                            Tensor* out, Slots* slots) const {
+  CHECK(out != nullptr && slots != nullptr);
+  if (var.empty()) return InvalidArgument(std::string(name()) + " optimizer: variable is empty");
   if (grad.empty()) return InvalidArgument(std::string(name()) + " optimizer: gradient is empty");
-  if (grad.shape() != var->shape()) {
+  if (grad.shape() != var.shape()) {
     return InvalidArgument(std::string(name()) + " optimizer: gradient has shape " +
                            grad.shape().ToString() + " but the variable has shape " +
-                           var->shape().ToString());
+                           var.shape().ToString());
+  }
+  if (out->empty() || out->shape() != var.shape()) {
+    return InvalidArgument(std::string(name()) + " optimizer: the output has shape " +
+                           (out->empty() ? "(empty)" : out->shape().ToString()) +
+                           " but the variable has shape " + var.shape().ToString());
+  }
+  const float* in_begin = var.data();
+  const float* out_begin = out->data();
+  if (out_begin != in_begin && out_begin < in_begin + var.size() &&
+      in_begin < out_begin + var.size()) {
+    return InvalidArgument(std::string(name()) +
+                           " optimizer: the output overlaps the variable without being it "
+                           "(expected the same buffer or a separate one)");
   }
   if (global_step < 0) {
     return InvalidArgument(std::string(name()) + " optimizer: global_step must be >= 0, got " +
                            std::to_string(global_step));
   }
-  RETURN_IF_ERROR(CheckSlots(var->shape(), *slots));
+  RETURN_IF_ERROR(CheckSlots(var.shape(), *slots));
   std::vector<float*> slot_data;
   for (const std::string& slot : slot_names()) slot_data.push_back(slots->at(slot).data());
-  Update(lr, global_step, var->size(), grad.data(), var->data(), slot_data.data());
+  Update(lr, global_step, var.size(), grad.data(), var.data(), out->data(), slot_data.data());
   return Status::OK();
 }
 

@@ -51,14 +51,21 @@ class Optimizer {
   // applied before this one (0 for the first). Fails, changing nothing, when shapes differ
   // or a slot is missing.
   Status Apply(float lr, int64_t global_step, const Tensor& grad, Tensor* var, Slots* slots) const;
+  // The same update with the new values written to `out` (shaped as `var`; may be `var`'s own
+  // buffer) and `var` left as it was: bitwise what Apply would have left in `var`, in the same
+  // single pass. The server updates a variable this way while a pull reply still holds its
+  // buffer, instead of copying the whole variable first.
+  Status ApplyInto(float lr, int64_t global_step, const Tensor& grad, const Tensor& var,
+                   Tensor* out, Slots* slots) const;
 
  protected:
   // The value a fresh slot is filled with (0 unless overridden).
   virtual float InitialSlotValue(const std::string& slot) const;
-  // The element-wise update over `n` elements after all checks passed. `slots` points at
-  // the slot buffers in slot_names() order.
-  virtual void Update(float lr, int64_t global_step, int64_t n, const float* grad, float* var,
-                      float* const* slots) const = 0;
+  // The element-wise update over `n` elements after all checks passed: reads `var`, writes
+  // `out` (the same buffer for an update in place, never overlapping it otherwise). `slots`
+  // points at the slot buffers in slot_names() order, updated in place.
+  virtual void Update(float lr, int64_t global_step, int64_t n, const float* grad, const float* var,
+                      float* out, float* const* slots) const = 0;
 };
 
 // tf.train.MomentumOptimizer: accum = momentum * accum + g; var -= lr * accum, or with

@@ -259,7 +259,7 @@ Message ParameterServer::PullReply(const Message& request) {
   const std::vector<std::string> names = request.names.empty() ? store_->Names() : request.names;
   for (const std::string& name : names) {
     if (!store_->Has(name)) return Error(request, "no variable named '" + name + "'");
-    // Shared, not copied: an update while the send is in flight detaches first.
+    // Shared, not copied: an update while the send is in flight writes to another buffer.
     m.tensors.push_back({name, store_->Value(name)});
   }
   ++stats_.pulls;
@@ -292,11 +292,7 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandlePush(const std::st
     (assign ? assigns : grads).emplace_back(t.name, t.tensor);
   }
   ++stats_.pushes;
-  for (const auto& [name, value] : assigns) {
-    store_->DetachIfShared(name);
-    Tensor dst = store_->Value(name);
-    dst.CopyFrom(value);
-  }
+  for (const auto& [name, value] : assigns) store_->Assign(name, value);
   if (options_.mode == UpdateMode::kAsync) {
     NoteStaleness(request.step);
     Status s = Apply(request.step, grads, VariableStore::Checked::kYes);
@@ -351,8 +347,9 @@ Status ParameterServer::Apply(int64_t step,
                               const std::vector<std::pair<std::string, Tensor>>& grads,
                               VariableStore::Checked checked) {
   const auto start = std::chrono::steady_clock::now();
-  for (const auto& g : grads) store_->DetachIfShared(g.first);
-  Status s = store_->ApplyGradientsAt(step, grads, checked);
+  // A pull reply still being sent, or a checkpoint being written, keeps the values it was given.
+  Status s =
+      store_->ApplyGradientsAt(step, grads, checked, VariableStore::Holders::kKeepTheirBytes);
   const int64_t nanos =
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
           .count();

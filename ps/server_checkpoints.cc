@@ -117,7 +117,7 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandleCheckpoint(const s
   }
   CheckpointData data;
   data.global_step = request.step;
-  data.tensors = store_->StateTensors();  // shared: an update meanwhile copies first
+  data.tensors = store_->StateTensors();  // shared: an update meanwhile leaves them be
   std::string names;
   for (const std::string& n : store_->Names()) names += (names.empty() ? "" : ",") + n;
   data.metadata["variables"] = names;

@@ -3,12 +3,12 @@
 // writing new ones on a background thread so that the server goes on answering heartbeats, pulls
 // and pushes while a large shard is written and fsync'd.
 //
-// A save is given a snapshot: Tensor handles of the store's state, not copies. The store copies
-// a variable (and its slots) before changing it while a snapshot still holds it
-// (VariableStore::DetachIfShared), so the file holds the state at the request, and only what
-// changes during the write is ever copied. Snapshots come back to the serving thread with their
-// results and are released there, so that the store's check for other holders is ordered with
-// the writer's last read.
+// A save is given a snapshot: Tensor handles of the store's state, not copies. An update while a
+// snapshot still holds them writes the variable's new value to another buffer and copies its
+// slots first (VariableStore::Holders::kKeepTheirBytes), so the file holds the state at the
+// request, and only what changes during the write is ever copied. Snapshots come back to the
+// serving thread with their results and are released there, so that the store's check for other
+// holders is ordered with the writer's last read.
 //
 // Which step to restore is not decided here: the chief picks the newest committed step every
 // shard holds whole (common/checkpoint/cluster_checkpoint.h) and asks each server for it. A file

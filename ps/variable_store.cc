@@ -27,7 +27,7 @@ VariableStore::VariableStore(std::unique_ptr<Optimizer> optimizer, LearningRateS
 
 Status VariableStore::AddVariable(const std::string& name, Tensor value) {
   if (variables_.count(name)) return AlreadyExists("variable '" + name + "' is already held");
-  Entry e{value, optimizer_->CreateSlots(value.shape())};
+  Entry e{value, optimizer_->CreateSlots(value.shape()), Tensor()};
   variables_.emplace(name, std::move(e));
   return Status::OK();
 }
@@ -62,9 +62,15 @@ Status VariableStore::CheckGradient(const std::string& name, const Tensor& grad)
   return Status::OK();
 }
 
+Tensor VariableStore::TakeSpare(Entry* e) {
+  Tensor spare = std::move(e->spare);
+  if (!spare.empty() && !spare.shared() && spare.shape() == e->value.shape()) return spare;
+  return Tensor::Uninitialized(e->value.shape());  // the old one is still being sent: dropped
+}
+
 Status VariableStore::ApplyGradientsAt(int64_t step,
                                        const std::vector<std::pair<std::string, Tensor>>& grads,
-                                       Checked checked) {
+                                       Checked checked, Holders holders) {
   // Everything is checked before anything changes.
   if (checked == Checked::kNo) {
     for (const auto& [name, grad] : grads) RETURN_IF_ERROR(CheckGradient(name, grad));
@@ -76,7 +82,19 @@ Status VariableStore::ApplyGradientsAt(int64_t step,
     if (clipping_.by_value)
       ClipByValue(clipping_.by_value->first, clipping_.by_value->second, &grad);
     if (clipping_.by_norm) ClipByNorm(*clipping_.by_norm, &grad);
-    RETURN_IF_ERROR(optimizer_->Apply(lr, step, grad, &e.value, &e.slots));
+    if (holders == Holders::kKeepTheirBytes) {
+      for (auto& [slot, t] : e.slots) {
+        if (t.shared()) t = t.Clone();  // a checkpoint being written: once per save
+      }
+    }
+    if (holders == Holders::kSeeUpdates || !e.value.shared()) {
+      RETURN_IF_ERROR(optimizer_->Apply(lr, step, grad, &e.value, &e.slots));
+      continue;
+    }
+    Tensor out = TakeSpare(&e);
+    RETURN_IF_ERROR(optimizer_->ApplyInto(lr, step, grad, e.value, &out, &e.slots));
+    e.spare = std::move(e.value);
+    e.value = std::move(out);
   }
   return Status::OK();
 }
@@ -92,6 +110,16 @@ void VariableStore::DetachIfShared(const std::string& name) {
   if (e.value.shared()) e.value = e.value.Clone();
   for (auto& [slot, t] : e.slots) {
     if (t.shared()) t = t.Clone();
+  }
+}
+
+void VariableStore::Assign(const std::string& name, const Tensor& value) {
+  Entry& e = variables_.at(name);
+  CHECK_EQ(e.value.size(), value.size()) << "Assign: '" << name << "'";
+  if (e.value.shared()) {
+    e.value = value.Clone().Reshaped(e.value.shape());
+  } else {
+    e.value.CopyFrom(value);
   }
 }
 

@@ -44,9 +44,16 @@ class VariableStore {
   // a server whose global step is kept elsewhere (PS task 0) uses this.
   // `checked`: the caller has already passed every gradient through CheckGradient (the server
   // checks a push's tensors as it takes them), so they are not scanned twice.
+  // `holders`: what other holders of a value's or slot's buffer see. kSeeUpdates (the
+  // single-process trainer, whose model shares the buffers) updates in place. kKeepTheirBytes
+  // (the server: a pull reply still being sent, a checkpoint being written) leaves a shared
+  // buffer as it is: the optimizer writes the new value into the variable's other buffer (the
+  // one an earlier reply has released; two per variable, swapped) in the same pass, and a
+  // shared slot is copied first (a checkpoint holds them, once per save).
   enum class Checked { kNo, kYes };
+  enum class Holders { kSeeUpdates, kKeepTheirBytes };
   Status ApplyGradientsAt(int64_t step, const std::vector<std::pair<std::string, Tensor>>& grads,
-                          Checked checked = Checked::kNo);
+                          Checked checked = Checked::kNo, Holders holders = Holders::kSeeUpdates);
   // Why `grad` cannot be applied to `name` (unknown, wrong shape, NaN/Inf), or OK.
   Status CheckGradient(const std::string& name, const Tensor& grad) const;
 
@@ -58,6 +65,10 @@ class VariableStore {
   // in-flight pull reply, a checkpoint being written), so that the next update cannot tear the
   // bytes being sent or saved.
   void DetachIfShared(const std::string& name);
+  // Sets `name`'s value to `value`'s (a pushed batch-norm statistic), in place unless another
+  // holder shares the buffer, which then keeps its bytes. CHECKs that `name` exists and that the
+  // sizes agree (the push was checked).
+  void Assign(const std::string& name, const Tensor& value);
 
   int64_t global_step() const { return global_step_; }
   void set_global_step(int64_t step) { global_step_ = step; }
@@ -72,7 +83,12 @@ class VariableStore {
   struct Entry {
     Tensor value;
     Slots slots;
+    // The value's previous buffer after an update written elsewhere (Holders::kKeepTheirBytes):
+    // the next such update writes into it once its other holder has let go.
+    Tensor spare;
   };
+  // The buffer an update of `e` that keeps the value's bytes writes into.
+  static Tensor TakeSpare(Entry* e);
   std::unique_ptr<Optimizer> optimizer_;
   LearningRateSchedule schedule_;
   ClippingOptions clipping_;

@@ -19,15 +19,15 @@ class AdagradOptimizer : public Optimizer {
     return options_.initial_accumulator_value;
   }
 
-  void Update(float lr, int64_t /*global_step*/, int64_t n, const float* grad, float* var,
-              float* const* slots) const override {
+  void Update(float lr, int64_t /*global_step*/, int64_t n, const float* grad, const float* var,
+              float* out, float* const* slots) const override {
     float* accum = slots[0];
 #pragma omp parallel for simd if (parallel : n >= kMinParallelElements)
     for (int64_t i = 0; i < n; ++i) {
       const float g = grad[i];
       const float a = accum[i] + g * g;
       accum[i] = a;
-      var[i] -= g * lr * (1.0f / std::sqrt(a));
+      out[i] = var[i] - g * lr * (1.0f / std::sqrt(a));
     }
   }
 

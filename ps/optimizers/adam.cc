@@ -16,8 +16,8 @@ class AdamOptimizer : public Optimizer {
   std::vector<std::string> slot_names() const override { return {"m", "v"}; }
 
  protected:
-  void Update(float lr, int64_t global_step, int64_t n, const float* grad, float* var,
-              float* const* slots) const override {
+  void Update(float lr, int64_t global_step, int64_t n, const float* grad, const float* var,
+              float* out, float* const* slots) const override {
     float* m = slots[0];
     float* v = slots[1];
     // TF keeps beta^t in variables that start at beta and are multiplied after each update.
@@ -35,7 +35,7 @@ class AdamOptimizer : public Optimizer {
       const float vi = v[i] + (g * g - v[i]) * one_minus_beta2;
       m[i] = mi;
       v[i] = vi;
-      var[i] -= (mi * alpha) / (std::sqrt(vi) + epsilon);
+      out[i] = var[i] - (mi * alpha) / (std::sqrt(vi) + epsilon);
     }
   }
 

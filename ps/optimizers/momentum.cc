@@ -14,8 +14,8 @@ class MomentumOptimizer : public Optimizer {
   std::vector<std::string> slot_names() const override { return {"momentum"}; }
 
  protected:
-  void Update(float lr, int64_t /*global_step*/, int64_t n, const float* grad, float* var,
-              float* const* slots) const override {
+  void Update(float lr, int64_t /*global_step*/, int64_t n, const float* grad, const float* var,
+              float* out, float* const* slots) const override {
     float* accum = slots[0];
     const float momentum = options_.momentum;
     if (options_.nesterov) {
@@ -23,14 +23,14 @@ class MomentumOptimizer : public Optimizer {
       for (int64_t i = 0; i < n; ++i) {
         const float a = accum[i] * momentum + grad[i];
         accum[i] = a;
-        var[i] -= grad[i] * lr + a * momentum * lr;
+        out[i] = var[i] - (grad[i] * lr + a * momentum * lr);
       }
     } else {
 #pragma omp parallel for simd if (parallel : n >= kMinParallelElements)
       for (int64_t i = 0; i < n; ++i) {
         const float a = accum[i] * momentum + grad[i];
         accum[i] = a;
-        var[i] -= a * lr;
+        out[i] = var[i] - a * lr;
       }
     }
   }

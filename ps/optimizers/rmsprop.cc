@@ -24,8 +24,8 @@ class RMSPropOptimizer : public Optimizer {
     return slot == "ms" ? 1.0f : 0.0f;
   }
 
-  void Update(float lr, int64_t /*global_step*/, int64_t n, const float* grad, float* var,
-              float* const* slots) const override {
+  void Update(float lr, int64_t /*global_step*/, int64_t n, const float* grad, const float* var,
+              float* out, float* const* slots) const override {
     float* ms = slots[0];
     float* mom = slots[1];
     const float one_minus_decay = 1.0f - options_.decay;
@@ -43,7 +43,7 @@ class RMSPropOptimizer : public Optimizer {
         ms[i] = msi;
         mg[i] = mgi;
         mom[i] = momi;
-        var[i] -= momi;
+        out[i] = var[i] - momi;
       }
     } else {
 #pragma omp parallel for simd if (parallel : n >= kMinParallelElements)
@@ -53,7 +53,7 @@ class RMSPropOptimizer : public Optimizer {
         const float momi = mom[i] * momentum + (g * lr) / std::sqrt(msi + epsilon);
         ms[i] = msi;
         mom[i] = momi;
-        var[i] -= momi;
+        out[i] = var[i] - momi;
       }
     }
   }

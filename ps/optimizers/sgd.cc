@@ -13,10 +13,10 @@ class SgdOptimizer : public Optimizer {
   std::vector<std::string> slot_names() const override { return {}; }
 
  protected:
-  void Update(float lr, int64_t /*global_step*/, int64_t n, const float* grad, float* var,
-              float* const* /*slots*/) const override {
+  void Update(float lr, int64_t /*global_step*/, int64_t n, const float* grad, const float* var,
+              float* out, float* const* /*slots*/) const override {
 #pragma omp parallel for simd if (parallel : n >= kMinParallelElements)
-    for (int64_t i = 0; i < n; ++i) var[i] -= lr * grad[i];
+    for (int64_t i = 0; i < n; ++i) out[i] = var[i] - lr * grad[i];
   }
 };
 

@@ -55,7 +55,7 @@ TEST(PermissionsTest, TheKeyDecidesWhoSentItAndTheHeaderMustAgree) {
   const Message shutdown = From("chief", 0, MessageType::kShutdown);
   EXPECT_TRUE(IdentifySender("worker-0", shutdown).ok());
   EXPECT_TRUE(IdentifySender("", shutdown).ok());  // plaintext: the header is all there is
-  for (const std::string& key : {"worker-1", "evaluator-0", "ps-0", "stranger", "worker-"}) {
+  for (const char* key : {"worker-1", "evaluator-0", "ps-0", "stranger", "worker-"}) {
     Result<Sender> s = IdentifySender(key, shutdown);
     EXPECT_EQ(s.status().code(), StatusCode::kPermissionDenied) << key;
   }

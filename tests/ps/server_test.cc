@@ -139,6 +139,35 @@ TEST(ServerTest, AnUpdateNeverChangesBytesAPullReplyStillHolds) {
   EXPECT_FLOAT_EQ(fresh[0].message.tensors[0].tensor[0], 9.0f);
 }
 
+TEST(ServerTest, AnAssignNeverChangesBytesAPullReplyStillHolds) {
+  auto server = MakeServer(UpdateMode::kAsync, 1);
+  auto pulled = Send(server.get(), 0, Pull(1));
+  const Tensor in_flight = pulled[0].message.tensors[0].tensor;
+  Message m = Push(0, 4.0f, 2);
+  m.assigns = {"w"};  // batch-norm moving statistics, assigned while the reply is being sent
+  Send(server.get(), 0, m);
+  EXPECT_FLOAT_EQ(in_flight[0], 10.0f);
+  auto fresh = Send(server.get(), 0, Pull(3));
+  EXPECT_FLOAT_EQ(fresh[0].message.tensors[0].tensor[0], 4.0f);
+}
+
+TEST(ServerTest, RepliesInFlightChangeNoUpdateValue) {
+  // The same pushes through two servers, one with a pull reply held across every push: the
+  // values agree bit for bit, though one server wrote them to its variable's other buffer.
+  auto held = MakeServer(UpdateMode::kAsync, 1), alone = MakeServer(UpdateMode::kAsync, 1);
+  std::vector<Tensor> in_flight;
+  for (int i = 0; i < 5; ++i) {
+    in_flight.push_back(Send(held.get(), 0, Pull(100 + i))[0].message.tensors[0].tensor);
+    if (i % 2 == 1) in_flight.clear();  // some replies are sent before the next push
+    Send(held.get(), 0, Push(i, 0.1f * static_cast<float>(i + 1), 200 + i));
+    Send(alone.get(), 1, Push(i, 0.1f * static_cast<float>(i + 1), 200 + i));
+  }
+  const Tensor a = Send(held.get(), 0, Pull(300))[0].message.tensors[0].tensor;
+  const Tensor b = Send(alone.get(), 1, Pull(300))[0].message.tensors[0].tensor;
+  EXPECT_EQ(a.ToVector(), b.ToVector());
+  EXPECT_FLOAT_EQ(a[0], 10.0f - 1.5f);
+}
+
 }  // namespace
 }  // namespace ps
 }  // namespace pstrain
