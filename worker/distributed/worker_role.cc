@@ -109,6 +109,20 @@ Status RunWorker(const RoleOptions& o) {
   } else {
     RETURN_IF_ERROR(client->WaitUntilInitialized(std::chrono::seconds(o.init_timeout_secs)));
   }
+  // The push overlaps backward where it may; said once either way.
+  const std::string whole =
+      !o.overlap_push ? "--overlap_push=false"
+                      : WhyPushWholeSteps(s.train, o.async, group == nullptr, device->device());
+  if (whole.empty()) {
+    client->set_push_part_bytes(o.push_part_bytes);
+  }
+  if (client->push_part_bytes() > 0) {
+    LOG(INFO) << who << ": the push overlaps backward, in parts of " << (o.push_part_bytes >> 20)
+              << " MiB a server, pulled back as they are applied";
+  } else {
+    LOG(INFO) << who << ": one push per server a step, after backward ("
+              << (whole.empty() ? "see the warning above" : whole) << ")";
+  }
   TrainingStep training_step(model, s.train, client.get(), group.get(), who,
                              std::chrono::milliseconds(o.synthetic_step_ms));
   // Said on every progress line: its loss and examples/s are not a model's.
