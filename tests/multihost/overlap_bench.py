@@ -20,6 +20,7 @@ import argparse
 import datetime
 import os
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -45,7 +46,9 @@ def glog_seconds(line):
 
 
 def run_once(a, hosts, tmp, overlap):
-    """Mean step time (s) of a worker with --overlap_push=`overlap`, and its log."""
+    """Mean step time (s) of a worker with --overlap_push=`overlap`, its log, and the CPU-seconds
+    per step of both roles together (whole run, start included)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     d = tempfile.mkdtemp(prefix=f"overlap-{overlap}-", dir=tmp)
     cluster = [f"--ps_hosts={hosts.address(1)}:2222", f"--worker_hosts={hosts.address(2)}:2230",
                f"--config={a.config}", f"--train_dir={d}/td", "--insecure",
@@ -79,7 +82,9 @@ def run_once(a, hosts, tmp, overlap):
         raise RuntimeError(f"worker exited {code}: {logs['worker0']}\n{log[-3000:]}")
     times = [glog_seconds(l) for l in log.splitlines() if re.search(r": step \d+/\d+ ", l)]
     gaps = [b - t for t, b in zip(times[2:], times[3:])]
-    return sum(gaps) / len(gaps), log
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) / a.steps
+    return sum(gaps) / len(gaps), log, cpu
 
 
 def main():
@@ -101,12 +106,13 @@ def main():
     with netns_hosts.NetnsHosts(2, tmp, rate=a.rate) as hosts:
         results = {}
         for overlap in (False, True):
-            results[overlap], log = run_once(a, hosts, tmp, overlap)
+            results[overlap], log, cpu = run_once(a, hosts, tmp, overlap)
             params = int(re.search(r"(\d+) parameters", log).group(1))
             said = [l.split("] ", 1)[-1] for l in log.splitlines()
                     if "the push overlaps" in l or "one push per server" in l]
-            print(f"--overlap_push={str(overlap).lower()}: {results[overlap] * 1000:.0f} ms a step"
-                  f" ({said[0] if said else '?'})", flush=True)
+            print(f"--overlap_push={str(overlap).lower()}: {results[overlap] * 1000:.0f} ms a step,"
+                  f" {cpu:.3f} CPU-s a step (ps and worker) ({said[0] if said else '?'})",
+                  flush=True)
     with open("/proc/loadavg") as f:
         print(f"== load after: {' '.join(f.read().split()[:3])}")
     model_bytes = 4 * params
