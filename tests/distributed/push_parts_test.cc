@@ -1,12 +1,14 @@
 // How a step's push is cut into parts (worker/distributed/push_parts.h): each server's partitions
 // in the order backward finishes them, every one exactly once, in parts of at least the size
-// asked for (the last of a server may be smaller).
+// asked for (the last of a server may be smaller); and where a worker pushes whole steps instead.
 #include "worker/distributed/push_parts.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <map>
+
+#include "worker/distributed/training_step.h"
 
 namespace pstrain {
 namespace worker {
@@ -69,6 +71,23 @@ TEST(PushPartsTest, APartAsLargeAsTheModelIsOnePushPerServer) {
   ASSERT_EQ(parts[0][0].partitions.size(), 3u);
   EXPECT_EQ(parts[0][0].partitions[0].variable, "c");
   EXPECT_EQ(parts[0][0].partitions[2].variable, "a");
+}
+
+TEST(PushPartsTest, TheWorkerPushesWholeStepsWhereAPartCouldNotGoAloneAndSaysWhy) {
+  TrainConfig train;
+  EXPECT_EQ(WhyPushWholeSteps(train, /*async=*/true, /*alone_on_host=*/true, Device::kCpu), "");
+  EXPECT_NE(WhyPushWholeSteps(train, false, true, Device::kCpu).find("accumulate or sync"),
+            std::string::npos);
+  EXPECT_NE(WhyPushWholeSteps(train, true, false, Device::kCpu).find("host's average"),
+            std::string::npos);
+  EXPECT_NE(WhyPushWholeSteps(train, true, true, Device::kGpu).find("GPU"), std::string::npos);
+  train.clipping.by_global_norm = 5.0f;
+  EXPECT_NE(WhyPushWholeSteps(train, true, true, Device::kCpu).find("clip_by_global_norm"),
+            std::string::npos);
+  // Per-tensor clipping is the servers': the push may still overlap.
+  train.clipping.by_global_norm.reset();
+  train.clipping.by_norm = 1.0f;
+  EXPECT_EQ(WhyPushWholeSteps(train, true, true, Device::kCpu), "");
 }
 
 }  // namespace
