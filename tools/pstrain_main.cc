@@ -70,11 +70,12 @@ DEFINE_int32(synthetic_step_ms, 0,
              "forward and backward, wait this many ms a step (a GPU's time for the batch), push "
              "constant gradients of the model's real sizes; needs --device=cpu; 0: off");
 
-DEFINE_bool(overlap_push, true,
-            "worker: push each part of the model's gradients as soon as backward has it, last "
-            "layer first, and pull it back at once (async servers, no clip_by_global_norm, a CPU "
-            "worker alone on its host; elsewhere one push a step, the reason logged); false: one "
-            "push per server a step after backward");
+DEFINE_string(overlap_push, "auto",
+              "worker: true: push each part of the model's gradients as soon as backward has it, "
+              "last layer first, and pull it back at once (async servers, no clip_by_global_norm, "
+              "a CPU worker alone on its host; elsewhere one push a step, the reason logged); "
+              "auto: the same unless every server is on loopback (no link to overlap with); "
+              "false: one push per server a step after backward");
 DEFINE_int32(push_part_mb, 4,
              "worker, with --overlap_push: the size of a push's parts (MiB, 1 to 1024), as DDP's "
              "25 MB buckets or Horovod's fusion buffer");
@@ -137,6 +138,10 @@ bool Validate(const std::vector<std::string>& ps, const std::vector<std::string>
   if (FLAGS_synthetic_step_ms < 0 || FLAGS_synthetic_step_ms > 600000) {
     return Fail("--synthetic_step_ms must be from 0 (off) to 600000 ms, got " +
                 std::to_string(FLAGS_synthetic_step_ms));
+  }
+  if (FLAGS_overlap_push != "auto" && FLAGS_overlap_push != "true" &&
+      FLAGS_overlap_push != "false") {
+    return Fail("--overlap_push must be auto, true or false, got '" + FLAGS_overlap_push + "'");
   }
   if (FLAGS_push_part_mb < 1 || FLAGS_push_part_mb > 1024) {
     return Fail("--push_part_mb must be from 1 to 1024 (MiB), got " +

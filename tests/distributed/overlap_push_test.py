@@ -8,7 +8,8 @@ and without (one push per server a step). Proved for both: every role exits clea
 falls to well under half its start, the final test accuracy is of the same kind, and each
 server's global step counts the workers' steps exactly (the sum of their local steps: a step
 pushed in parts counts once). With overlap the servers receive several pushes per update, without
-exactly one. Under --update_mode=accumulate the workers push whole steps and say why.
+exactly one. By default (--overlap_push=auto) workers whose servers are all on loopback push
+whole steps, and under --update_mode=accumulate every worker does; they say why.
 A minute or two on 2 cores.
 """
 
@@ -142,6 +143,17 @@ class OverlapPushTest(unittest.TestCase):
         self.assertGreater(on["accuracy"], 0.6)
         self.assertGreater(off["accuracy"], 0.6)
         self.assertLess(abs(on["accuracy"] - off["accuracy"]), 0.1)
+
+    def test_by_default_servers_on_loopback_get_whole_pushes_and_workers_say_why(self):
+        codes, logs = run_cluster(self.tmp, [], max_steps=10)
+        for role, code in codes.items():
+            self.assertEqual(code, 0, f"{role} failed:\n{logs[role][-5000:]}")
+        for w in ("worker0", "worker1"):
+            self.assertIn("one push per server a step, after backward (every server is on "
+                          "loopback, where there is no link to overlap with", logs[w])
+        steps = local_steps(logs["worker0"]) + local_steps(logs["worker1"])
+        for ps in ("ps0", "ps1"):
+            self.assertEqual(counts(logs[ps]), (steps, steps, steps), ps)
 
     def test_accumulating_servers_get_whole_pushes_and_workers_say_why(self):
         codes, logs = run_cluster(self.tmp, ["--update_mode=accumulate"], max_steps=10)

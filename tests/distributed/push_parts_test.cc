@@ -90,6 +90,14 @@ TEST(PushPartsTest, TheWorkerPushesWholeStepsWhereAPartCouldNotGoAloneAndSaysWhy
   EXPECT_EQ(WhyPushWholeSteps(train, true, true, Device::kCpu), "");
 }
 
+TEST(PushPartsTest, OnlyServersAllOnLoopbackAreOnLoopback) {
+  EXPECT_TRUE(AllOnLoopback({"127.0.0.1:2222", "127.0.0.2:2223", "localhost:2224"}));
+  EXPECT_TRUE(AllOnLoopback({"[::1]:2222"}));
+  EXPECT_FALSE(AllOnLoopback({"127.0.0.1:2222", "10.213.0.1:2222"}));
+  EXPECT_FALSE(AllOnLoopback({"ps0.example.com:2222"}));
+  EXPECT_FALSE(AllOnLoopback({}));
+}
+
 }  // namespace
 }  // namespace worker
 }  // namespace pstrain

@@ -2,7 +2,8 @@
 against max(compute, transfer) (a measurement, not a test: the numbers are printed, not checked).
 
   python3 tests/multihost/overlap_bench.py --pstrain build/pstrain \
-      [--config configs/resnet50.yaml] [--rate 1gbit] [--step_ms 800] [--steps 12]
+      [--config configs/resnet50.yaml] [--rate 1gbit] [--step_ms 800] [--steps 12] \
+      [--baseline OTHER/pstrain]
 
 Two hosts of tests/multihost/netns_hosts.py, their links shaped with tc tbf to --rate in each
 direction: ps0 on h1, one worker in synthetic compute on h2 (--synthetic_step_ms: forward a
@@ -45,15 +46,17 @@ def glog_seconds(line):
     return datetime.datetime(y, mo, d, h, mi, s, us).timestamp()
 
 
-def run_once(a, hosts, tmp, overlap):
+def run_once(a, hosts, tmp, overlap, binary=None):
     """Mean step time (s) of a worker with --overlap_push=`overlap`, its log, and the CPU-seconds
     per step of both roles together (whole run, start included)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     d = tempfile.mkdtemp(prefix=f"overlap-{overlap}-", dir=tmp)
     cluster = [f"--ps_hosts={hosts.address(1)}:2222", f"--worker_hosts={hosts.address(2)}:2230",
                f"--config={a.config}", f"--train_dir={d}/td", "--insecure",
-               "--ps_unavailable_timeout_secs=60", f"--overlap_push={str(overlap).lower()}",
-               f"--push_part_mb={a.part_mb}"]
+               "--ps_unavailable_timeout_secs=60"]
+    if binary is None:
+        binary = a.pstrain
+        cluster += [f"--overlap_push={str(overlap).lower()}", f"--push_part_mb={a.part_mb}"]
     env = dict(os.environ, **ROLE_ENV)
     procs = []
     logs = {}
@@ -65,7 +68,7 @@ def run_once(a, hosts, tmp, overlap):
                             "--save_checkpoints_secs=1000000"])):
         logs[name] = os.path.join(d, name + ".log")
         with open(logs[name], "w") as f:
-            procs.append(subprocess.Popen(["ip", "netns", "exec", hosts.ns(host), a.pstrain]
+            procs.append(subprocess.Popen(["ip", "netns", "exec", hosts.ns(host), binary]
                                           + flags + cluster, stdout=f, stderr=subprocess.STDOUT,
                                           env=env, preexec_fn=netns_hosts.die_with_parent()))
     try:
@@ -95,6 +98,8 @@ def main():
     p.add_argument("--step_ms", type=int, default=800)
     p.add_argument("--steps", type=int, default=12)
     p.add_argument("--part_mb", type=int, default=4)
+    p.add_argument("--baseline", help="also run this pstrain binary (one without --overlap_push: "
+                   "what one push a step cost before), first")
     a = p.parse_args()
     missing = netns_hosts.missing_tools()
     if missing:
@@ -105,6 +110,10 @@ def main():
         print(f"== load before: {' '.join(f.read().split()[:3])}; logs in {tmp}", flush=True)
     with netns_hosts.NetnsHosts(2, tmp, rate=a.rate) as hosts:
         results = {}
+        if a.baseline:
+            base, _, cpu = run_once(a, hosts, tmp, None, binary=a.baseline)
+            print(f"baseline {a.baseline}: {base * 1000:.0f} ms a step, {cpu:.3f} CPU-s a step "
+                  f"(ps and worker)", flush=True)
         for overlap in (False, True):
             results[overlap], log, cpu = run_once(a, hosts, tmp, overlap)
             params = int(re.search(r"(\d+) parameters", log).group(1))

@@ -22,6 +22,14 @@ std::string WhyPushWholeSteps(const TrainConfig& train, bool async, bool alone_o
   return "";
 }
 
+bool AllOnLoopback(const std::vector<std::string>& hosts) {
+  for (const std::string& h : hosts) {
+    const std::string host = h.substr(0, h.rfind(':'));
+    if (host.rfind("127.", 0) != 0 && host != "localhost" && host != "[::1]") return false;
+  }
+  return !hosts.empty();
+}
+
 Result<StepOutcome> TrainingStep::Run(const Batch& batch, int64_t step, std::mt19937_64* rng) {
   StepOutcome outcome;
   const auto started = std::chrono::steady_clock::now();

@@ -27,7 +27,8 @@
 // servers, no worker-side clipping by global norm (it needs every gradient before any can go),
 // a CPU worker alone on its host (a host average, or a GPU's download, come between backward and
 // the push). Elsewhere the step pushes once per server, as before; WhyPushWholeSteps says why,
-// and the worker logs it once.
+// and the worker logs it once. By default (--overlap_push=auto) not on loopback either, where
+// the transfer is copies by the cores that run backward and the overlap only adds messages.
 //
 // Synthetic compute (--synthetic_step_ms, for measuring the exchange at scale without GPUs, as
 // tf_cnn_benchmarks' and BytePS's synthetic modes do): stages 1 and 2 become a wait of N ms,
@@ -43,6 +44,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "worker/distributed/host_sync.h"
@@ -67,6 +69,9 @@ struct StepOutcome {
 // it may overlap. `async`: the servers run --update_mode=async.
 std::string WhyPushWholeSteps(const TrainConfig& train, bool async, bool alone_on_host,
                               Device device);
+// Whether every host:port of `hosts` is a loopback address (127.x.x.x, localhost, [::1]):
+// --overlap_push=auto does not overlap there.
+bool AllOnLoopback(const std::vector<std::string>& hosts);
 
 class TrainingStep {
  public:

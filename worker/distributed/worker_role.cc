@@ -109,10 +109,17 @@ Status RunWorker(const RoleOptions& o) {
   } else {
     RETURN_IF_ERROR(client->WaitUntilInitialized(std::chrono::seconds(o.init_timeout_secs)));
   }
-  // The push overlaps backward where it may; said once either way.
-  const std::string whole =
-      !o.overlap_push ? "--overlap_push=false"
-                      : WhyPushWholeSteps(s.train, o.async, group == nullptr, device->device());
+  // The push overlaps backward where it may; said once either way. On loopback the transfer
+  // is copies by the same cores that run backward: nothing to hide it behind (a 300-step local
+  // RefNet job: 27.3 against 26.6 CPU-s with it, wall time within noise).
+  std::string whole = o.overlap_push == "false"
+                          ? "--overlap_push=false"
+                          : WhyPushWholeSteps(s.train, o.async, group == nullptr, device->device());
+  if (whole.empty() && o.overlap_push == "auto" && AllOnLoopback(o.ps_hosts)) {
+    whole =
+        "every server is on loopback, where there is no link to overlap with; "
+        "--overlap_push=true to overlap all the same";
+  }
   if (whole.empty()) {
     client->set_push_part_bytes(o.push_part_bytes);
   }

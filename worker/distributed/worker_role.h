@@ -38,9 +38,9 @@ struct RoleOptions {
   // constant gradients (worker/distributed/training_step.h); 0: real compute.
   int synthetic_step_ms = 0;
   bool async = true;  // --update_mode=async: the servers apply every push on arrival
-  // --overlap_push, --push_part_mb: the push overlaps backward where it may
-  // (worker/distributed/training_step.h).
-  bool overlap_push = true;
+  // --overlap_push (auto, true, false), --push_part_mb: the push overlaps backward where it may
+  // (worker/distributed/training_step.h); auto: not when every server is on loopback.
+  std::string overlap_push = "auto";
   int64_t push_part_bytes = int64_t{4} << 20;
 };
 
