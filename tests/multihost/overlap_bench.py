@@ -46,14 +46,15 @@ def glog_seconds(line):
     return datetime.datetime(y, mo, d, h, mi, s, us).timestamp()
 
 
-def run_once(a, hosts, tmp, overlap, binary=None):
+def run_once(a, hosts, tmp, overlap, binary=None, ps_host=1):
     """Mean step time (s) of a worker with --overlap_push=`overlap`, its log, and the CPU-seconds
     per step of both roles together (whole run, start included)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     d = tempfile.mkdtemp(prefix=f"overlap-{overlap}-", dir=tmp)
-    cluster = [f"--ps_hosts={hosts.address(1)}:2222", f"--worker_hosts={hosts.address(2)}:2230",
+    cluster = [f"--ps_hosts={hosts.address(ps_host)}:2222",
+               f"--worker_hosts={hosts.address(2)}:2230",
                f"--config={a.config}", f"--train_dir={d}/td", "--insecure",
-               "--ps_unavailable_timeout_secs=60"]
+               "--ps_unavailable_timeout_secs=60", f"--partition_bytes={a.partition_bytes}"]
     if binary is None:
         binary = a.pstrain
         cluster += [f"--overlap_push={str(overlap).lower()}", f"--push_part_mb={a.part_mb}"]
@@ -61,9 +62,10 @@ def run_once(a, hosts, tmp, overlap, binary=None):
     procs = []
     logs = {}
     for host, name, flags in (
-            (1, "ps0", ["--job_name=ps", "--task_index=0", "--ps_summary_secs=0"]),
+            (ps_host, "ps0", ["--job_name=ps", "--task_index=0", "--ps_summary_secs=0"]),
             (2, "worker0", ["--job_name=worker", "--task_index=0", "--device=cpu",
                             f"--synthetic_step_ms={a.step_ms}", f"--max_steps={a.steps}",
+                            "--eval_interval_secs=1000000",
                             "--log_every_n_steps=1", "--histogram_every_n_steps=0",
                             "--save_checkpoints_secs=1000000"])):
         logs[name] = os.path.join(d, name + ".log")
@@ -95,9 +97,14 @@ def main():
     p.add_argument("--pstrain", default=os.path.join(ROOT, "build", "pstrain"))
     p.add_argument("--config", default=os.path.join(ROOT, "configs", "resnet50.yaml"))
     p.add_argument("--rate", default="1gbit")
-    p.add_argument("--step_ms", type=int, default=800)
+    p.add_argument("--step_ms", type=int, default=800,
+                   help="synthetic compute a step; 0: the model's real forward and backward "
+                   "(one OpenMP thread), whose time is measured first with the server on the "
+                   "worker's own host (no link between them)")
     p.add_argument("--steps", type=int, default=12)
     p.add_argument("--part_mb", type=int, default=4)
+    p.add_argument("--partition_bytes", type=int, default=8 << 20,
+                   help="--partition_bytes of every role: a part never splits a partition")
     p.add_argument("--baseline", help="also run this pstrain binary (one without --overlap_push: "
                    "what one push a step cost before), first")
     a = p.parse_args()
@@ -110,6 +117,10 @@ def main():
         print(f"== load before: {' '.join(f.read().split()[:3])}; logs in {tmp}", flush=True)
     with netns_hosts.NetnsHosts(2, tmp, rate=a.rate) as hosts:
         results = {}
+        if not a.step_ms:  # real compute: a step with no link to cross
+            compute, _, _ = run_once(a, hosts, tmp, False, ps_host=2)
+            print(f"real compute: {compute * 1000:.0f} ms a step with the server on the "
+                  f"worker's host", flush=True)
         if a.baseline:
             base, _, cpu = run_once(a, hosts, tmp, None, binary=a.baseline)
             print(f"baseline {a.baseline}: {base * 1000:.0f} ms a step, {cpu:.3f} CPU-s a step "
@@ -126,9 +137,11 @@ def main():
         print(f"== load after: {' '.join(f.read().split()[:3])}")
     model_bytes = 4 * params
     transfer = model_bytes * 8 / rate_bits(a.rate)
-    compute = a.step_ms / 1000
+    if a.step_ms:
+        compute = a.step_ms / 1000
     print(f"model {model_bytes / 1e6:.1f} MB; link {a.rate} each way: transfer {transfer * 1000:.0f}"
-          f" ms each way; compute {a.step_ms} ms")
+          f" ms each way; compute {compute * 1000:.0f} ms"
+          f"{'' if a.step_ms else ' (real, measured: includes the exchange on one host)'}")
     print(f"| overlap | step ms | compute + 2 x transfer | max(compute, transfer) | step / max |")
     for overlap in (False, True):
         print(f"| {str(overlap).lower():>7} | {results[overlap] * 1000:7.0f} | "
