@@ -294,11 +294,14 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandlePush(const std::st
   ++stats_.pushes;
   for (const auto& [name, value] : assigns) store_->Assign(name, value);
   if (options_.mode == UpdateMode::kAsync) {
-    NoteStaleness(request.step);
     Status s = Apply(request.step, grads, VariableStore::Checked::kYes);
     if (!s.ok()) return {{peer, Error(request, s.message())}};
-    ++global_step_;
-    ++stats_.updates;
+    // A step pushed in parts (PsClient's overlapped push) counts once, with its last part.
+    if (request.value == 0) {
+      NoteStaleness(request.step);
+      ++global_step_;
+      ++stats_.updates;
+    }
     out.push_back({peer, Reply(request, MessageType::kOk)});
     RememberPush(request, out.back().message);
     return out;
@@ -375,6 +378,21 @@ Status ParameterServer::CheckPushFields(const Message& request) const {
         std::to_string(request.incarnation) + " and " + std::to_string(request.sequence) + ")");
   }
   if (request.tensors.empty()) return InvalidArgument("a push without gradients");
+  // Parts of one step (value: parts still to come) are applied as they come: async only, since
+  // accumulation and sync count whole pushes.
+  if (request.value < 0 || request.value > kMaxPushParts) {
+    return InvalidArgument("a push says " + std::to_string(request.value) +
+                           " parts of its step are still to come; expected 0 to " +
+                           std::to_string(kMaxPushParts));
+  }
+  if (request.value > 0 && options_.mode != UpdateMode::kAsync) {
+    return InvalidArgument(
+        "a push in parts (" + std::to_string(request.value) +
+        " more to come) needs --update_mode=async, and this server runs " +
+        (options_.mode == UpdateMode::kSync ? "sync" : "accumulate") +
+        ": give workers the servers' --update_mode (they then push whole steps) or "
+        "--overlap_push=false");
+  }
   if (request.step < 0 || request.step > kMaxStep) {
     return InvalidArgument("push computed from step " + std::to_string(request.step) +
                            "; steps are from 0 to 2^53");

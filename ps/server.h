@@ -3,7 +3,9 @@
 // gradients in one of three update modes, keeps the global step (authoritative on task 0), saves
 // checkpoints on request in the background (ps/shard_checkpoints.h).
 //
-//   async       every push is applied on arrival;
+//   async       every push is applied on arrival; a worker may push one step in several parts
+//               (`value`: parts still to come, so that its push overlaps backward), each applied
+//               on arrival, and the global step counts the step once, at its last part (0);
 //   accumulate  pushes are summed until N have arrived, then their mean is applied once; a push
 //               computed from a version older than max_staleness updates is dropped and counted;
 //   sync        accumulate with N = workers - backup_workers, and each push's reply waits until
@@ -44,6 +46,11 @@ namespace pstrain {
 namespace ps {
 
 enum class UpdateMode { kAsync, kAccumulate, kSync };
+
+// The most parts one step's push to one server may come in (PsClient cuts a model into buckets
+// of a few MB; a 1 GiB model at 4 MB is 256).
+constexpr int64_t kMaxPushParts = 4096;
+
 Result<UpdateMode> ParseUpdateMode(const std::string& name);
 
 struct ServerOptions {

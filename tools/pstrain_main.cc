@@ -74,6 +74,16 @@ DEFINE_int32(synthetic_step_ms, 0,
              "forward and backward, wait this many ms a step (a GPU's time for the batch), push "
              "constant gradients of the model's real sizes; needs --device=cpu; 0: off");
 
+DEFINE_string(overlap_push, "auto",
+              "worker: true: push each part of the model's gradients as soon as backward has it, "
+              "last layer first, and pull it back at once (async servers, no clip_by_global_norm, "
+              "a CPU worker alone on its host; elsewhere one push a step, the reason logged); "
+              "auto: the same unless every server is on loopback (no link to overlap with); "
+              "false: one push per server a step after backward");
+DEFINE_int32(push_part_mb, 4,
+             "worker, with --overlap_push: the size of a push's parts (MiB, 1 to 1024), as DDP's "
+             "25 MB buckets or Horovod's fusion buffer");
+
 namespace {
 
 std::vector<std::string> SplitHosts(const std::string& s) {
@@ -132,6 +142,14 @@ bool Validate(const std::vector<std::string>& ps, const std::vector<std::string>
   if (FLAGS_synthetic_step_ms < 0 || FLAGS_synthetic_step_ms > 600000) {
     return Fail("--synthetic_step_ms must be from 0 (off) to 600000 ms, got " +
                 std::to_string(FLAGS_synthetic_step_ms));
+  }
+  if (FLAGS_overlap_push != "auto" && FLAGS_overlap_push != "true" &&
+      FLAGS_overlap_push != "false") {
+    return Fail("--overlap_push must be auto, true or false, got '" + FLAGS_overlap_push + "'");
+  }
+  if (FLAGS_push_part_mb < 1 || FLAGS_push_part_mb > 1024) {
+    return Fail("--push_part_mb must be from 1 to 1024 (MiB), got " +
+                std::to_string(FLAGS_push_part_mb));
   }
   if (!(FLAGS_ps_summary_secs >= 0)) return Fail("--ps_summary_secs must be >= 0 (0: none)");
   return true;
@@ -252,6 +270,9 @@ int main(int argc, char** argv) {
     o.device = pstrain::worker::DeviceOptionsFromFlags();  // --device, --allow_soft_placement...
     o.intra_node_sync = FLAGS_intra_node_sync;
     o.synthetic_step_ms = FLAGS_synthetic_step_ms;
+    o.async = FLAGS_update_mode == "async";
+    o.overlap_push = FLAGS_overlap_push;
+    o.push_part_bytes = int64_t{FLAGS_push_part_mb} << 20;
     status = FLAGS_job_name == "worker" ? pstrain::worker::RunWorker(o)
                                         : pstrain::worker::RunEvaluator(o);
   }

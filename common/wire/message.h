@@ -24,7 +24,9 @@ enum class MessageType {
                 // anyone's question whether the variables are ready (reply: value, steps)
   kPull,        // names: the variables wanted (all when empty) -> values and the global step
   kPush,        // step: the version the gradients came from; sequence: the sender's count of
-                // pushes to this server; tensors: gradients, and the values named in `assigns`
+                // pushes to this server; tensors: gradients, and the values named in `assigns`;
+                // value: parts of the same step still to come after this one (0: the step's
+                // last or only part; async servers count a step when it arrives)
   kBarrier,     // text: the barrier's name; value: how many participants it waits for
   kHeartbeat,   // text: "goodbye" on a clean exit, else empty
   kCheckpoint,  // chief -> server: step, text (train_dir): save your shard of that step
@@ -56,7 +58,7 @@ struct Message {
   std::string role;                // sender: "worker", "evaluator", "ps", "chief"
   int32_t task_index = -1;         // sender's task index
   int64_t step = 0;                // pull reply: global step; push: version the gradient came from
-  int64_t value = 0;               // barrier: participants; push: 1 to advance the global step
+  int64_t value = 0;               // barrier: participants; push: parts still to come
   std::string text;                // error message, barrier name, checkpoint directory
   std::vector<std::string> names;  // pull: the variables wanted
   std::vector<NamedTensor> tensors;  // push: gradients; pull reply: values

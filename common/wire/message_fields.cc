@@ -31,7 +31,7 @@ bool FieldsOf(MessageType type, unsigned* fields) {
       *fields = kNames;
       return true;
     case MessageType::kPush:
-      *fields = kStep | kSequence | kTensors | kAssigns;
+      *fields = kStep | kSequence | kTensors | kAssigns | kValue;
       return true;
     case MessageType::kBarrier:
       *fields = kText | kValue;

@@ -107,6 +107,40 @@ TEST_F(PsClientFaultTest, AKilledServerIsFoundDeadAndItsReplacementReinitialised
   EXPECT_EQ(step_, 3);  // re-initialised at the chief's step 2, then one update
 }
 
+TEST_F(PsClientFaultTest, AStepPushedInPartsCountsOnceAndIsAppliedOnceAcrossARestart) {
+  // Every variable a part of its own (weights, then bias, backward's order reversed: bias first).
+  client_->set_push_part_bytes(1);
+  auto step_in_parts = [&](float g) {
+    client_->BeginStep(step_);
+    vars_.SetGradients(g);
+    ASSERT_TRUE(client_->Ready(&vars_.bias).ok());
+    ASSERT_TRUE(client_->Ready(&vars_.weights).ok());
+    auto r = client_->FinishStep();
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    step_ = r->global_step;
+  };
+  step_in_parts(0.25f);
+  step_in_parts(0.25f);
+  EXPECT_EQ(step_, 2);  // two parts a step, each step counted once
+  EXPECT_FLOAT_EQ(vars_.weights.value[0], 0.5f);
+  EXPECT_FLOAT_EQ(vars_.bias.value[0], 0.0f);
+  KillAndNotice();
+  // The parts go out while the server is down; it comes back empty, the chief initialises it
+  // from its values at step 2 and the parts are sent again, each applied once.
+  auto restart = std::async(std::launch::async, [this] {
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    ps_->Start();
+  });
+  step_in_parts(0.25f);
+  restart.get();
+  EXPECT_FLOAT_EQ(vars_.weights.value[0], 0.25f);
+  EXPECT_FLOAT_EQ(vars_.bias.value[1], -0.25f);
+  EXPECT_EQ(step_, 3);
+  step_in_parts(0.25f);
+  EXPECT_FLOAT_EQ(vars_.weights.value[0], 0.0f);
+  EXPECT_EQ(step_, 4);
+}
+
 TEST_F(PsClientFaultTest, AServerRestartedUnderALiveChiefTakesItsValuesNotItsCheckpoint) {
   Step(0.25f);
   ASSERT_TRUE(client_->Checkpoint(step_, ps_->dir()).ok());  // at step 1: weights 0.75

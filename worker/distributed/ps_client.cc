@@ -95,21 +95,48 @@ std::string PsClient::ServerName(int s) const {
   return "ps " + std::to_string(s) + " (" + hosts_[s] + ")";
 }
 
+// Defined here, where Pending and ServerRound are.
+struct PsClient::InFlight {
+  std::vector<Pending> pending;     // the caller's requests in the order sent, then reinits
+  std::vector<ServerRound> rounds;  // by server
+  size_t requested = 0;             // the caller's requests
+};
+
+PsClient::PsClient() = default;
+PsClient::~PsClient() = default;
+
+std::shared_ptr<PsClient::InFlight> PsClient::Start() {
+  auto f = std::make_shared<InFlight>();
+  f->rounds.resize(servers_.size());
+  for (size_t s = 0; s < servers_.size(); ++s) {
+    f->rounds[s].generation = heartbeat_ ? heartbeat_->Of(static_cast<int>(s)).generation : 0;
+  }
+  return f;
+}
+
+Status PsClient::Send(InFlight* f, int server, Message message) {
+  Pending p;
+  p.server = server;
+  p.message = std::move(message);
+  p.message.request_id = next_id_++;
+  f->pending.push_back(std::move(p));
+  ++f->requested;
+  return servers_[server]->Send(f->pending.back().message).WithContext(ServerName(server));
+}
+
 Result<std::vector<Message>> PsClient::Exchange(const std::vector<std::pair<int, Message>>& out,
                                                 milliseconds timeout) {
-  std::vector<Pending> pending;
-  for (const auto& [server, message] : out) {
-    Pending p;
-    p.server = server;
-    p.message = message;
-    p.message.request_id = next_id_++;
-    pending.push_back(std::move(p));
-  }
+  std::shared_ptr<InFlight> f = Start();
+  for (const auto& [server, message] : out) RETURN_IF_ERROR(Send(f.get(), server, message));
+  return Await(f.get(), timeout);
+}
+
+Result<std::vector<Message>> PsClient::Await(
+    InFlight* f, milliseconds timeout,
+    const std::function<void(size_t, const Message&)>& on_reply) {
+  std::vector<Pending>& pending = f->pending;
+  std::vector<ServerRound>& rounds = f->rounds;
   auto health = [&](int s) { return heartbeat_ ? heartbeat_->Of(s) : HeartbeatMonitor::Health{}; };
-  std::vector<ServerRound> rounds(servers_.size());
-  for (size_t s = 0; s < servers_.size(); ++s) {
-    rounds[s].generation = health(static_cast<int>(s)).generation;
-  }
   auto send = [&](const Pending& p) {
     return servers_[p.server]->Send(p.message).WithContext(ServerName(p.server));
   };
@@ -121,7 +148,6 @@ Result<std::vector<Message>> PsClient::Exchange(const std::vector<std::pair<int,
     }
     return Status::OK();
   };
-  for (const Pending& p : pending) RETURN_IF_ERROR(send(p));
   auto deadline = Clock::now() + timeout;
   milliseconds backoff(100);
   while (true) {
@@ -179,6 +205,7 @@ Result<std::vector<Message>> PsClient::Exchange(const std::vector<std::pair<int,
     if (status.ok()) {
       pending[k].done = true;
       pending[k].reply = std::move(reply).value();
+      if (on_reply && k < f->requested) on_reply(k, pending[k].reply);
       if (pending[k].reinit) {
         LOG(WARNING) << Who() << ": " << ServerName(server) << " initialised again";
         rounds[server].reinit_pending = false;
@@ -218,7 +245,7 @@ Result<std::vector<Message>> PsClient::Exchange(const std::vector<std::pair<int,
     return status;
   }
   std::vector<Message> replies;
-  for (size_t i = 0; i < out.size(); ++i) replies.push_back(std::move(pending[i].reply));
+  for (size_t i = 0; i < f->requested; ++i) replies.push_back(std::move(pending[i].reply));
   return replies;
 }
 
@@ -357,24 +384,29 @@ Result<int64_t> PsClient::Pull() {
   return replies[0].step;
 }
 
+Message PsClient::PushOf(int s, const std::vector<ps::Partition>& partitions, int64_t step) {
+  Message push = Request(MessageType::kPush);
+  push.step = step;
+  push.sequence = ++push_sequence_[s];
+  for (const ps::Partition& p : partitions) {
+    for (Variable* v : variables_) {
+      if (v->name != p.variable) continue;
+      if (v->trainable) {
+        push.tensors.push_back({p.key, Rows(v->grad, p)});
+      } else {
+        push.tensors.push_back({p.key, Rows(v->value, p)});
+        push.assigns.push_back(p.key);  // a value to assign, not a gradient
+      }
+    }
+  }
+  return push;
+}
+
 Result<PushPullResult> PsClient::PushAndPull(int64_t step) {
   std::vector<std::pair<int, Message>> out;
   for (size_t s = 0; s < servers_.size(); ++s) {
-    Message push = Request(MessageType::kPush);
-    push.step = step;
-    push.sequence = ++push_sequence_[s];
-    for (const ps::Partition& p : sharding_.OnTask(static_cast<int>(s))) {
-      for (Variable* v : variables_) {
-        if (v->name != p.variable) continue;
-        if (v->trainable) {
-          push.tensors.push_back({p.key, Rows(v->grad, p)});
-        } else {
-          push.tensors.push_back({p.key, Rows(v->value, p)});
-          push.assigns.push_back(p.key);  // a value to assign, not a gradient
-        }
-      }
-    }
-    out.emplace_back(static_cast<int>(s), std::move(push));
+    const int server = static_cast<int>(s);
+    out.emplace_back(server, PushOf(server, sharding_.OnTask(server), step));
   }
   for (size_t s = 0; s < servers_.size(); ++s) {
     out.emplace_back(static_cast<int>(s), Request(MessageType::kPull));

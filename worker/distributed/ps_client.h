@@ -9,12 +9,23 @@
 // values (servers never restore on their own); other roles wait for that. A server unreachable
 // for longer than the unavailable timeout fails the request, naming it.
 //
+// Overlapped push (async servers only; worker/distributed/push_parts.h): BeginStep, then
+// Ready(variable) as backward finishes each layer, then FinishStep. Each server's share of the
+// model is cut into parts of about --push_part_mb, in the order backward finishes the variables
+// (last layer first); a part leaves as soon as its variables are ready, followed by a pull of the
+// same variables, so that pushes overlap backward and pulls of the last layers overlap the pushes
+// of the first (the links are full duplex). A part says how many parts of its step are still to
+// come (`value`), so that the server counts the step once; every part has its own sequence number,
+// so a retried part is applied once. Pulled values are copied into the variables as each reply
+// arrives, while later parts are still on the wire (PushAndPull copies them all at the end).
+//
 // Checkpoints are one step across all shards (common/checkpoint/cluster_checkpoint.h): the chief
 // commits a step once every server has answered that its shard file is durable, and at start
 // restores the newest committed step every server holds whole on every server, or none.
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -43,6 +54,8 @@ class PsClient {
                                                    int64_t partition_bytes,
                                                    const wire::ClusterKeys& curve = {});
 
+  ~PsClient();
+
   struct Initialized {
     int kept = 0;                     // servers that kept the variables they held
     std::optional<int64_t> restored;  // the committed step every server restored
@@ -59,6 +72,17 @@ class PsClient {
   // Pushes the gradients (and state) computed at `step` and pulls the new values, with both
   // requests to every server in flight together.
   Result<PushPullResult> PushAndPull(int64_t step);
+  // The overlapped push of one step (above): `part_bytes` > 0 enables it (Connect leaves it off).
+  void set_push_part_bytes(int64_t part_bytes);
+  int64_t push_part_bytes() const { return part_bytes_; }
+  // Starts the step computed at `step`; nothing is sent yet.
+  void BeginStep(int64_t step);
+  // `v`'s gradient (or state, for a non-trainable variable) is final for this step: sends every
+  // part of every server that this completes, in each server's order.
+  Status Ready(const Variable* v);
+  // Sends the parts not sent yet and waits for every reply; the step's PushPullResult.
+  Result<PushPullResult> FinishStep();
+
   // Blocks until `participants` callers reached barrier `name` (on PS task 0).
   Status Barrier(const std::string& name, int participants);
   // Chief: every server saves its shard at `step` under `train_dir`; once every one has answered
@@ -75,12 +99,29 @@ class PsClient {
   void set_unavailable_timeout(std::chrono::seconds t) { unavailable_timeout_ = t; }
 
  private:
-  PsClient() = default;
+  // Requests sent and not yet answered (ps_client.cc).
+  struct InFlight;
+  // One step's parts (push_parts.cc).
+  struct StepParts;
+
+  PsClient();
   wire::Message Request(wire::MessageType type) const;
   // Sends one request per (server, message) and collects the replies in the same order.
   Result<std::vector<wire::Message>> Exchange(const std::vector<std::pair<int, wire::Message>>& out,
                                               std::chrono::milliseconds timeout);
+  // Exchange in three calls: Start, Send each request (it leaves at once), then Await the
+  // replies, in the order sent; `on_reply` (if set) sees each as it arrives, by its index.
+  std::shared_ptr<InFlight> Start();  // shared: deleted where InFlight is whole
+  Status Send(InFlight* f, int server, wire::Message message);
+  Result<std::vector<wire::Message>> Await(
+      InFlight* f, std::chrono::milliseconds timeout,
+      const std::function<void(size_t, const wire::Message&)>& on_reply = {});
   void CopyIn(const std::vector<wire::Message>& replies);
+  // A push of `partitions` of server `s` computed at `step` (trainable variables' gradients,
+  // the others' values as assigns).
+  wire::Message PushOf(int s, const std::vector<ps::Partition>& partitions, int64_t step);
+  // Sends part `k` of server `s` (its push, then the pull of the same partitions).
+  Status SendPart(int s, size_t k);
   // The chief's register for server `s`: the current values of its partitions.
   wire::Message InitMessage(int s, int64_t step) const;
   std::string Who() const { return role_ + " " + std::to_string(task_index_); }
@@ -97,6 +138,8 @@ class PsClient {
   int64_t last_step_ = 0;                // the global step of the last pull
   std::unique_ptr<HeartbeatMonitor> heartbeat_;
   std::chrono::seconds unavailable_timeout_{600};
+  int64_t part_bytes_ = 0;            // 0: one push per server a step
+  std::shared_ptr<StepParts> parts_;  // the overlapped step under way, if any
 };
 
 }  // namespace worker

@@ -11,10 +11,30 @@
 namespace pstrain {
 namespace worker {
 
+std::string WhyPushWholeSteps(const TrainConfig& train, bool async, bool alone_on_host,
+                              Device device) {
+  if (!async) return "the servers accumulate or sync, which count whole pushes";
+  if (train.clipping.WorkerSide().by_global_norm) {
+    return "clip_by_global_norm needs every gradient before any can go";
+  }
+  if (!alone_on_host) return "the host's average comes between backward and the push";
+  if (device != Device::kCpu) return "a GPU's gradients reach the host after backward";
+  return "";
+}
+
+bool AllOnLoopback(const std::vector<std::string>& hosts) {
+  for (const std::string& h : hosts) {
+    const std::string host = h.substr(0, h.rfind(':'));
+    if (host.rfind("127.", 0) != 0 && host != "localhost" && host != "[::1]") return false;
+  }
+  return !hosts.empty();
+}
+
 Result<StepOutcome> TrainingStep::Run(const Batch& batch, int64_t step, std::mt19937_64* rng) {
   StepOutcome outcome;
   const auto started = std::chrono::steady_clock::now();
   Status diverged = Status::OK();
+  if (pushes_parts()) client_->BeginStep(step);
   if (synthetic_step_.count() > 0) {
     // 1 and 2 as a GPU's time: no forward, no backward, the loss stays 0. Without
     // StartBackward, the host average (stage 4) averages every tensor after the wait.
@@ -39,9 +59,10 @@ Result<StepOutcome> TrainingStep::Run(const Batch& batch, int64_t step, std::mt1
   // 3 to 6. gradients to the host, host average, push and pull, upload
   const auto computed = std::chrono::steady_clock::now();
   outcome.compute = computed - started;
-  Result<PushPullResult> exchanged = group_ == nullptr ? ExchangeAlone(step)
-                                     : on_devices()    ? ExchangeOnDevices(step)
-                                                       : ExchangeThroughHostMemory(step);
+  Result<PushPullResult> exchanged = pushes_parts()      ? ExchangeOverlapped()
+                                     : group_ == nullptr ? ExchangeAlone(step)
+                                     : on_devices()      ? ExchangeOnDevices(step)
+                                                         : ExchangeThroughHostMemory(step);
   outcome.exchange_wait = std::chrono::steady_clock::now() - computed;
   if (!diverged.ok()) return diverged;
   if (!exchanged.ok())
@@ -51,6 +72,7 @@ Result<StepOutcome> TrainingStep::Run(const Batch& batch, int64_t step, std::mt1
 }
 
 void TrainingStep::Backward() {
+  if (pushes_parts()) return model_->Backward([&](int layer) { PushLayer(layer); });
   if (overlaps()) {
     // Each layer's averaged tensors join the host average as backward finishes them; on a GPU
     // the fence waits for the kernels that write them.
@@ -69,12 +91,36 @@ void TrainingStep::Backward() {
   model_->Backward([&](int layer) { model_->DownloadLayerGradientsAsync(layer); });
 }
 
+void TrainingStep::PushLayer(int layer) {
+  for (Variable& v : model_->layers()[layer]->variables()) {
+    AddWeightDecay(train_, &v);
+    // A failed send is kept by the client and returned by FinishStep, after backward.
+    (void)client_->Ready(&v);
+  }
+}
+
 void TrainingStep::SyntheticCompute(std::chrono::steady_clock::time_point start) {
   // Every gradient, and every averaged value (batch-norm statistics) left as it is; the fill
   // is the only pass over the tensors. Stage 4 and PrepareGradients may rewrite them in place,
   // so it is done every step.
   for (Variable* v : model_->trainable_variables()) {
     std::fill(v->grad.data(), v->grad.data() + v->grad.size(), kSyntheticGradient);
+  }
+  if (pushes_parts()) {
+    // Forward a third of the step, then backward hands out the layers, last first, each at the
+    // end of its share of the parameters.
+    const auto forward = synthetic_step_ / 3, backward = synthetic_step_ - forward;
+    int64_t total = 0, done = 0;
+    for (Variable* v : model_->variables()) total += v->value.size();
+    const auto& layers = model_->layers();
+    for (int i = static_cast<int>(layers.size()) - 1; i >= 0; --i) {
+      if (layers[i]->variables().empty()) continue;
+      for (const Variable& v : layers[i]->variables()) done += v.value.size();
+      std::this_thread::sleep_until(start + forward +
+                                    std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                        backward * (static_cast<double>(done) / total)));
+      PushLayer(i);
+    }
   }
   std::this_thread::sleep_until(start + synthetic_step_);
 }
@@ -83,6 +129,13 @@ Result<PushPullResult> TrainingStep::ExchangeAlone(int64_t step) {
   model_->DownloadGradients();                            // 3. gradients to the host
   ASSIGN_OR_RETURN(PushPullResult r, PushAndPull(step));  // 5. push and pull
   model_->UploadVariables();                              // 6. upload
+  return r;
+}
+
+Result<PushPullResult> TrainingStep::ExchangeOverlapped() {
+  // 5. the parts backward did not send, every reply; the pulled values are in as they came.
+  ASSIGN_OR_RETURN(PushPullResult r, client_->FinishStep());
+  model_->UploadVariables();  // 6. (nothing to do on the CPU)
   return r;
 }
 

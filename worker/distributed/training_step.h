@@ -10,7 +10,8 @@
 //   4. host average        the workers of one host average their gradients; only the leader
 //                          goes on to stage 5 (HostSync; skipped for a worker alone on its host)
 //   5. push and pull       weight decay and global-norm clipping (PrepareGradients), then one
-//                          push of the gradients and one pull of the new values (PsClient)
+//                          push of the gradients and one pull of the new values (PsClient);
+//                          or, overlapped (below), in parts that left during stage 2
 //   6. upload              the pulled values to the device; the leader's values to every rank
 //
 // Where the host average runs decides where stages 3 and 6 happen: in host memory (CPU workers,
@@ -18,16 +19,32 @@
 // go back after the leader's broadcast; over NCCL the average and broadcast run on the devices
 // and only the leader copies to and from the host, inside its exchange.
 //
+// Overlapped push (--overlap_push, issue 16; as ByteScheduler and P3 do): stage 5 starts inside
+// stage 2. Each layer's gradients get their weight decay and go to PsClient::Ready as backward
+// finishes them; PsClient sends each server's parts of a few MB as they fill, last layer first,
+// each followed by a pull of the same variables, and FinishStep waits for what is left. Only
+// where every part may be applied on its own and nothing waits for the whole gradient: async
+// servers, no worker-side clipping by global norm (it needs every gradient before any can go),
+// a CPU worker alone on its host (a host average, or a GPU's download, come between backward and
+// the push). Elsewhere the step pushes once per server, as before; WhyPushWholeSteps says why,
+// and the worker logs it once. By default (--overlap_push=auto) not on loopback either, where
+// the transfer is copies by the cores that run backward and the overlap only adds messages.
+//
 // Synthetic compute (--synthetic_step_ms, for measuring the exchange at scale without GPUs, as
 // tf_cnn_benchmarks' and BytePS's synthetic modes do): stages 1 and 2 become a wait of N ms,
 // the time a GPU would spend on the batch, and the gradients are filled with one small
-// constant; stages 3 to 6 move the model's real-sized tensors as in a real step.
+// constant; stages 3 to 6 move the model's real-sized tensors as in a real step. The wait is a
+// forward of N/3 ms, then a backward of 2N/3 ms that hands out the layers last first, each after
+// its share of the model's parameters (backward costs about twice forward), so that an
+// overlapped push starts where a real one would.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "worker/distributed/host_sync.h"
@@ -47,6 +64,14 @@ struct StepOutcome {
   // Where the step's time went: stages 1-2 and stages 3-6, as the host thread saw them.
   std::chrono::steady_clock::duration compute{}, exchange_wait{};
 };
+
+// Why this worker pushes whole steps rather than overlapping its push with backward; empty when
+// it may overlap. `async`: the servers run --update_mode=async.
+std::string WhyPushWholeSteps(const TrainConfig& train, bool async, bool alone_on_host,
+                              Device device);
+// Whether every host:port of `hosts` is a loopback address (127.x.x.x, localhost, [::1]):
+// --overlap_push=auto does not overlap there.
+bool AllOnLoopback(const std::vector<std::string>& hosts);
 
 class TrainingStep {
  public:
@@ -77,16 +102,21 @@ class TrainingStep {
  private:
   // Stage 2, with per-layer readiness where it pays.
   void Backward();
+  // Stage 2's hand-over of layer `layer`'s variables to the overlapped push.
+  void PushLayer(int layer);
   // Stages 1 and 2 in synthetic compute: the fill, then a sleep to `synthetic_step_` after
   // `start` (a GPU's host thread waits the same way, its CPU free for the exchange).
   void SyntheticCompute(std::chrono::steady_clock::time_point start);
   // Stages 3 to 6, by where the host average runs.
   Result<PushPullResult> ExchangeAlone(int64_t step);
+  Result<PushPullResult> ExchangeOverlapped();
   Result<PushPullResult> ExchangeThroughHostMemory(int64_t step);
   Result<PushPullResult> ExchangeOnDevices(int64_t step);
   // Stage 5: what the worker does to its gradients, then the push and pull.
   Result<PushPullResult> PushAndPull(int64_t step);
 
+  // Whether the push overlaps backward (PsClient was given a part size for it).
+  bool pushes_parts() const { return group_ == nullptr && client_->push_part_bytes() > 0; }
   bool on_devices() const { return group_ != nullptr && group_->mode == IntraNodeSync::kNccl; }
   // Whether backward can hand each layer's tensors to the host average as it finishes them:
   // when the averaged tensors are where backward writes them.

@@ -109,6 +109,27 @@ Status RunWorker(const RoleOptions& o) {
   } else {
     RETURN_IF_ERROR(client->WaitUntilInitialized(std::chrono::seconds(o.init_timeout_secs)));
   }
+  // The push overlaps backward where it may; said once either way. On loopback the transfer
+  // is copies by the same cores that run backward: nothing to hide it behind (a 300-step local
+  // RefNet job: 27.3 against 26.6 CPU-s with it, wall time within noise).
+  std::string whole = o.overlap_push == "false"
+                          ? "--overlap_push=false"
+                          : WhyPushWholeSteps(s.train, o.async, group == nullptr, device->device());
+  if (whole.empty() && o.overlap_push == "auto" && AllOnLoopback(o.ps_hosts)) {
+    whole =
+        "every server is on loopback, where there is no link to overlap with; "
+        "--overlap_push=true to overlap all the same";
+  }
+  if (whole.empty()) {
+    client->set_push_part_bytes(o.push_part_bytes);
+  }
+  if (client->push_part_bytes() > 0) {
+    LOG(INFO) << who << ": the push overlaps backward, in parts of " << (o.push_part_bytes >> 20)
+              << " MiB a server, pulled back as they are applied";
+  } else {
+    LOG(INFO) << who << ": one push per server a step, after backward ("
+              << (whole.empty() ? "see the warning above" : whole) << ")";
+  }
   TrainingStep training_step(model, s.train, client.get(), group.get(), who,
                              std::chrono::milliseconds(o.synthetic_step_ms));
   // Said on every progress line: its loss and examples/s are not a model's.

@@ -37,6 +37,11 @@ struct RoleOptions {
   // --synthetic_step_ms: > 0 replaces forward and backward by a wait of this many ms and
   // constant gradients (worker/distributed/training_step.h); 0: real compute.
   int synthetic_step_ms = 0;
+  bool async = true;  // --update_mode=async: the servers apply every push on arrival
+  // --overlap_push (auto, true, false), --push_part_mb: the push overlaps backward where it may
+  // (worker/distributed/training_step.h); auto: not when every server is on loopback.
+  std::string overlap_push = "auto";
+  int64_t push_part_bytes = int64_t{4} << 20;
 };
 
 Status RunWorker(const RoleOptions& options);

@@ -11,6 +11,9 @@ namespace worker {
 // Adds weight decay to the weights' gradients (not biases or batch norm) and clips by global
 // norm when the config asks for it: the worker's share of gradient processing.
 void PrepareGradients(const TrainConfig& config, Model* model);
+// The weight decay of one variable's gradient (PrepareGradients' first half), for a worker that
+// pushes each layer as backward finishes it.
+void AddWeightDecay(const TrainConfig& config, Variable* v);
 
 }  // namespace worker
 }  // namespace pstrain

@@ -1,0 +1,103 @@
+// How a step's push is cut into parts (worker/distributed/push_parts.h): each server's partitions
+// in the order backward finishes them, every one exactly once, in parts of at least the size
+// asked for (the last of a server may be smaller); and where a worker pushes whole steps instead.
+#include "worker/distributed/push_parts.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+
+#include "worker/distributed/training_step.h"
+
+namespace pstrain {
+namespace worker {
+namespace {
+
+constexpr int64_t kMiB = int64_t{1} << 20;
+
+// A float32 variable of `bytes` bytes, as rows of 1 KiB.
+ps::VariableSpec Var(const std::string& name, int64_t bytes) {
+  return {name, Shape{bytes / 1024, 256}};
+}
+
+TEST(PushPartsTest, EachServerGetsItsPartitionsLastLayerFirstInPartsOfTheSizeAsked) {
+  const std::vector<ps::VariableSpec> specs = {
+      Var("conv1/weights", kMiB / 4), Var("conv2/weights", 3 * kMiB), Var("fc1/weights", 12 * kMiB),
+      Var("fc1/bias", 4 * 1024), Var("fc2/weights", kMiB)};
+  std::vector<std::string> order;
+  for (const auto& s : specs) order.push_back(s.name);
+  auto sharding = ps::Sharding::Compute(specs, 2, 8 * kMiB);
+  ASSERT_TRUE(sharding.ok()) << sharding.status().ToString();
+  const auto parts = PlanPushParts(*sharding, order, 2 * kMiB);
+  ASSERT_EQ(parts.size(), 2u);
+  std::map<std::string, int> seen;
+  for (int s = 0; s < 2; ++s) {
+    ASSERT_FALSE(parts[s].empty()) << "server " << s;
+    int last_variable = static_cast<int>(order.size());
+    for (size_t k = 0; k < parts[s].size(); ++k) {
+      const PushPart& part = parts[s][k];
+      int64_t bytes = 0;
+      for (const ps::Partition& p : part.partitions) {
+        EXPECT_EQ(p.task, s) << p.key;
+        ++seen[p.key];
+        bytes += p.shape.num_elements() * 4;
+        // Backward's order: a variable never comes after one of a later layer.
+        const int v =
+            static_cast<int>(std::find(order.begin(), order.end(), p.variable) - order.begin());
+        EXPECT_LE(v, last_variable) << p.key;
+        last_variable = v;
+      }
+      EXPECT_EQ(bytes, part.bytes);
+      if (k + 1 < parts[s].size()) {
+        EXPECT_GE(part.bytes, 2 * kMiB) << "server " << s;
+      }
+      // A part closes as soon as it holds the size asked for: it exceeds it by one partition at
+      // most (RefNet's fc1 is cut into 8 MiB partitions by --partition_bytes).
+      EXPECT_LT(part.bytes - part.partitions.back().shape.num_elements() * 4, 2 * kMiB);
+    }
+  }
+  ASSERT_EQ(seen.size(), sharding->partitions().size());
+  for (const auto& [key, n] : seen) EXPECT_EQ(n, 1) << key;
+}
+
+TEST(PushPartsTest, APartAsLargeAsTheModelIsOnePushPerServer) {
+  const std::vector<ps::VariableSpec> specs = {Var("a", kMiB), Var("b", kMiB), Var("c", kMiB)};
+  auto sharding = ps::Sharding::Compute(specs, 1, 0);
+  ASSERT_TRUE(sharding.ok());
+  const auto parts = PlanPushParts(*sharding, {"a", "b", "c"}, 64 * kMiB);
+  ASSERT_EQ(parts.size(), 1u);
+  ASSERT_EQ(parts[0].size(), 1u);
+  ASSERT_EQ(parts[0][0].partitions.size(), 3u);
+  EXPECT_EQ(parts[0][0].partitions[0].variable, "c");
+  EXPECT_EQ(parts[0][0].partitions[2].variable, "a");
+}
+
+TEST(PushPartsTest, TheWorkerPushesWholeStepsWhereAPartCouldNotGoAloneAndSaysWhy) {
+  TrainConfig train;
+  EXPECT_EQ(WhyPushWholeSteps(train, /*async=*/true, /*alone_on_host=*/true, Device::kCpu), "");
+  EXPECT_NE(WhyPushWholeSteps(train, false, true, Device::kCpu).find("accumulate or sync"),
+            std::string::npos);
+  EXPECT_NE(WhyPushWholeSteps(train, true, false, Device::kCpu).find("host's average"),
+            std::string::npos);
+  EXPECT_NE(WhyPushWholeSteps(train, true, true, Device::kGpu).find("GPU"), std::string::npos);
+  train.clipping.by_global_norm = 5.0f;
+  EXPECT_NE(WhyPushWholeSteps(train, true, true, Device::kCpu).find("clip_by_global_norm"),
+            std::string::npos);
+  // Per-tensor clipping is the servers': the push may still overlap.
+  train.clipping.by_global_norm.reset();
+  train.clipping.by_norm = 1.0f;
+  EXPECT_EQ(WhyPushWholeSteps(train, true, true, Device::kCpu), "");
+}
+
+TEST(PushPartsTest, OnlyServersAllOnLoopbackAreOnLoopback) {
+  EXPECT_TRUE(AllOnLoopback({"127.0.0.1:2222", "127.0.0.2:2223", "localhost:2224"}));
+  EXPECT_TRUE(AllOnLoopback({"[::1]:2222"}));
+  EXPECT_FALSE(AllOnLoopback({"127.0.0.1:2222", "10.213.0.1:2222"}));
+  EXPECT_FALSE(AllOnLoopback({"ps0.example.com:2222"}));
+  EXPECT_FALSE(AllOnLoopback({}));
+}
+
+}  // namespace
+}  // namespace worker
+}  // namespace pstrain

@@ -1,0 +1,155 @@
+"""The overlapped push (--overlap_push) over a shaped link: step time with and without it,
+against max(compute, transfer) (a measurement, not a test: the numbers are printed, not checked).
+
+  python3 tests/multihost/overlap_bench.py --pstrain build/pstrain \
+      [--config configs/resnet50.yaml] [--rate 1gbit] [--step_ms 800] [--steps 12] \
+      [--baseline OTHER/pstrain]
+
+Two hosts of tests/multihost/netns_hosts.py, their links shaped with tc tbf to --rate in each
+direction: ps0 on h1, one worker in synthetic compute on h2 (--synthetic_step_ms: forward a
+third of the step, then a backward that hands out the layers, last first, each after its share
+of the parameters; worker/distributed/training_step.h). The same cluster runs twice, back to
+back, --overlap_push=false then true (parts of --push_part_mb). Step time is the mean gap
+between the worker's progress lines after the first two steps. Transfer is the model's bytes
+over the link rate, each way: without overlap a step is about compute + push + pull (the pull
+waits for the push); with it, pushes leave during backward and pulls come back while later parts
+still go up (the link is full duplex), so the bound is max(compute, transfer) plus the last
+part's push and pull. Needs root, ip, tc, sshd (as the multi-host test).
+"""
+
+import argparse
+import datetime
+import os
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import netns_hosts  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROLE_ENV = {"OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE",
+            "GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}  # as pstrain-launch runs roles
+
+
+def rate_bits(rate):
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)([kmg]?)bit", rate)
+    return float(m.group(1)) * {"": 1, "k": 1e3, "m": 1e6, "g": 1e9}[m.group(2)]
+
+
+def glog_seconds(line):
+    m = re.match(r"[IWE](\d{4})(\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d+)", line)
+    y, mo, d, h, mi, s, us = (int(g) for g in m.groups())
+    return datetime.datetime(y, mo, d, h, mi, s, us).timestamp()
+
+
+def run_once(a, hosts, tmp, overlap, binary=None, ps_host=1):
+    """Mean step time (s) of a worker with --overlap_push=`overlap`, its log, and the CPU-seconds
+    per step of both roles together (whole run, start included)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    d = tempfile.mkdtemp(prefix=f"overlap-{overlap}-", dir=tmp)
+    cluster = [f"--ps_hosts={hosts.address(ps_host)}:2222",
+               f"--worker_hosts={hosts.address(2)}:2230",
+               f"--config={a.config}", f"--train_dir={d}/td", "--insecure",
+               "--ps_unavailable_timeout_secs=60", f"--partition_bytes={a.partition_bytes}"]
+    if binary is None:
+        binary = a.pstrain
+        cluster += [f"--overlap_push={str(overlap).lower()}", f"--push_part_mb={a.part_mb}"]
+    env = dict(os.environ, **ROLE_ENV)
+    procs = []
+    logs = {}
+    for host, name, flags in (
+            (ps_host, "ps0", ["--job_name=ps", "--task_index=0", "--ps_summary_secs=0"]),
+            (2, "worker0", ["--job_name=worker", "--task_index=0", "--device=cpu",
+                            f"--synthetic_step_ms={a.step_ms}", f"--max_steps={a.steps}",
+                            "--eval_interval_secs=1000000",
+                            "--log_every_n_steps=1", "--histogram_every_n_steps=0",
+                            "--save_checkpoints_secs=1000000"])):
+        logs[name] = os.path.join(d, name + ".log")
+        with open(logs[name], "w") as f:
+            procs.append(subprocess.Popen(["ip", "netns", "exec", hosts.ns(host), binary]
+                                          + flags + cluster, stdout=f, stderr=subprocess.STDOUT,
+                                          env=env, preexec_fn=netns_hosts.die_with_parent()))
+    try:
+        code = procs[1].wait(timeout=600)
+        procs[0].wait(timeout=60)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    with open(logs["worker0"], errors="replace") as f:
+        log = f.read()
+    if code != 0:
+        raise RuntimeError(f"worker exited {code}: {logs['worker0']}\n{log[-3000:]}")
+    times = [glog_seconds(l) for l in log.splitlines() if re.search(r": step \d+/\d+ ", l)]
+    gaps = [b - t for t, b in zip(times[2:], times[3:])]
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) / a.steps
+    return sum(gaps) / len(gaps), log, cpu
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--pstrain", default=os.path.join(ROOT, "build", "pstrain"))
+    p.add_argument("--config", default=os.path.join(ROOT, "configs", "resnet50.yaml"))
+    p.add_argument("--rate", default="1gbit")
+    p.add_argument("--step_ms", type=int, default=800,
+                   help="synthetic compute a step; 0: the model's real forward and backward "
+                   "(one OpenMP thread), whose time is measured first with the server on the "
+                   "worker's own host (no link between them)")
+    p.add_argument("--steps", type=int, default=12)
+    p.add_argument("--part_mb", type=int, default=4)
+    p.add_argument("--partition_bytes", type=int, default=8 << 20,
+                   help="--partition_bytes of every role: a part never splits a partition")
+    p.add_argument("--baseline", help="also run this pstrain binary (one without --overlap_push: "
+                   "what one push a step cost before), first")
+    a = p.parse_args()
+    missing = netns_hosts.missing_tools()
+    if missing:
+        print("overlap_bench.py: missing: " + ", ".join(missing), file=sys.stderr)
+        return 2
+    tmp = tempfile.mkdtemp(prefix="pstrain-overlap-bench-")
+    with open("/proc/loadavg") as f:
+        print(f"== load before: {' '.join(f.read().split()[:3])}; logs in {tmp}", flush=True)
+    with netns_hosts.NetnsHosts(2, tmp, rate=a.rate) as hosts:
+        results = {}
+        if not a.step_ms:  # real compute: a step with no link to cross
+            compute, _, _ = run_once(a, hosts, tmp, False, ps_host=2)
+            print(f"real compute: {compute * 1000:.0f} ms a step with the server on the "
+                  f"worker's host", flush=True)
+        if a.baseline:
+            base, _, cpu = run_once(a, hosts, tmp, None, binary=a.baseline)
+            print(f"baseline {a.baseline}: {base * 1000:.0f} ms a step, {cpu:.3f} CPU-s a step "
+                  f"(ps and worker)", flush=True)
+        for overlap in (False, True):
+            results[overlap], log, cpu = run_once(a, hosts, tmp, overlap)
+            params = int(re.search(r"(\d+) parameters", log).group(1))
+            said = [l.split("] ", 1)[-1] for l in log.splitlines()
+                    if "the push overlaps" in l or "one push per server" in l]
+            print(f"--overlap_push={str(overlap).lower()}: {results[overlap] * 1000:.0f} ms a step,"
+                  f" {cpu:.3f} CPU-s a step (ps and worker) ({said[0] if said else '?'})",
+                  flush=True)
+    with open("/proc/loadavg") as f:
+        print(f"== load after: {' '.join(f.read().split()[:3])}")
+    model_bytes = 4 * params
+    transfer = model_bytes * 8 / rate_bits(a.rate)
+    if a.step_ms:
+        compute = a.step_ms / 1000
+    print(f"model {model_bytes / 1e6:.1f} MB; link {a.rate} each way: transfer {transfer * 1000:.0f}"
+          f" ms each way; compute {compute * 1000:.0f} ms"
+          f"{'' if a.step_ms else ' (real, measured: includes the exchange on one host)'}")
+    print(f"| overlap | step ms | compute + 2 x transfer | max(compute, transfer) | step / max |")
+    for overlap in (False, True):
+        print(f"| {str(overlap).lower():>7} | {results[overlap] * 1000:7.0f} | "
+              f"{(compute + 2 * transfer) * 1000:22.0f} | {max(compute, transfer) * 1000:22.0f} | "
+              f"{results[overlap] / max(compute, transfer):10.2f} |")
+    print(f"speed-up {results[False] / results[True]:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,40 @@
+// How one step's push is cut so that it overlaps backward (PsClient's overlapped push, issue 16):
+// backward finishes the variables last layer first, so each server's partitions are taken in
+// that order and grouped into parts of about `part_bytes`, as DDP groups gradients into 25 MB
+// buckets and Horovod into its fusion buffer. A part leaves as soon as every variable in it is
+// ready. Parts rather than one message per tensor because ZeroMQ sends a multipart message only
+// once its last frame is queued, and every message costs a round of headers and a server apply
+// (~31 us a message, ~3.5 us a tensor: docs/scaling.md), so a tiny bias alone is not worth one.
+//
+// Why not one part per layer: a 1 Gbit/s link carries 4 MB in 32 ms, about what one of ResNet-50's
+// conv blocks takes in backward on a GPU; smaller parts add per-message costs without starting
+// the transfer earlier in any way that shows.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ps/sharding.h"
+
+namespace pstrain {
+namespace worker {
+
+// The default size of a part, --push_part_mb.
+constexpr int64_t kDefaultPushPartBytes = int64_t{4} << 20;
+
+struct PushPart {
+  std::vector<ps::Partition> partitions;  // in the order backward finishes them
+  int64_t bytes = 0;
+};
+
+// Per server, its partitions in the order backward finishes their variables (the reverse of
+// `variable_order`, the model's layer order), cut into parts of at least `part_bytes` each (the
+// last part of a server may be smaller). A variable's partitions on one server stay in one part
+// unless the part is already full.
+std::vector<std::vector<PushPart>> PlanPushParts(const ps::Sharding& sharding,
+                                                 const std::vector<std::string>& variable_order,
+                                                 int64_t part_bytes);
+
+}  // namespace worker
+}  // namespace pstrain
