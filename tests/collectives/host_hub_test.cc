@@ -67,12 +67,12 @@ TEST(HostHubTest, ARequestNamingARankThatIsNotItsKeysIsRefused) {
   beat.task_index = 1;
   beat.incarnation = 5;
   const auto now = HubState::Clock::now();
-  for (const std::string& key : {"worker-2", "evaluator-0", "worker-9"}) {
+  for (const char* key : {"worker-2", "evaluator-0", "worker-9"}) {
     auto out = state.Handle("p", beat, now, key);
     ASSERT_EQ(out.size(), 1u);
     EXPECT_EQ(out[0].message.type, MessageType::kError) << key << " was let speak for rank 1";
     EXPECT_EQ(out[0].message.error_code, StatusCode::kPermissionDenied);
-    EXPECT_NE(out[0].message.text.find("names rank 1 but its key is " + key + "'s"),
+    EXPECT_NE(out[0].message.text.find("names rank 1 but its key is " + std::string(key) + "'s"),
               std::string::npos)
         << out[0].message.text;
   }
