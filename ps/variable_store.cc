@@ -72,16 +72,31 @@ Status VariableStore::ApplyGradientsAt(int64_t step,
                                        const std::vector<std::pair<std::string, Tensor>>& grads,
                                        Checked checked, Holders holders) {
   // Everything is checked before anything changes.
+  ASSIGN_OR_RETURN(NamedTensors prepared, PrepareGradients(grads, checked));
+  return ApplyPrepared(step, prepared, holders);
+}
+
+Result<VariableStore::NamedTensors> VariableStore::PrepareGradients(const NamedTensors& grads,
+                                                                    Checked checked) const {
   if (checked == Checked::kNo) {
     for (const auto& [name, grad] : grads) RETURN_IF_ERROR(CheckGradient(name, grad));
   }
-  const float lr = schedule_.At(step);
-  for (const auto& [name, g] : grads) {
-    Tensor grad = g;
-    Entry& e = variables_.at(name);
-    if (clipping_.by_value)
+  NamedTensors prepared = grads;  // shares the buffers
+  if (!clipping_.by_value && !clipping_.by_norm) return prepared;
+  for (auto& [name, grad] : prepared) {
+    grad = grad.Clone();
+    if (clipping_.by_value) {
       ClipByValue(clipping_.by_value->first, clipping_.by_value->second, &grad);
+    }
     if (clipping_.by_norm) ClipByNorm(*clipping_.by_norm, &grad);
+  }
+  return prepared;
+}
+
+Status VariableStore::ApplyPrepared(int64_t step, const NamedTensors& prepared, Holders holders) {
+  const float lr = schedule_.At(step);
+  for (const auto& [name, grad] : prepared) {
+    Entry& e = variables_.at(name);
     if (holders == Holders::kKeepTheirBytes) {
       for (auto& [slot, t] : e.slots) {
         if (t.shared()) t = t.Clone();  // a checkpoint being written: once per save

@@ -54,6 +54,19 @@ class VariableStore {
   enum class Holders { kSeeUpdates, kKeepTheirBytes };
   Status ApplyGradientsAt(int64_t step, const std::vector<std::pair<std::string, Tensor>>& grads,
                           Checked checked = Checked::kNo, Holders holders = Holders::kSeeUpdates);
+  // ApplyGradientsAt in its two halves, so that a replica can be sent what the optimizer sees
+  // (docs/replication.md): the gradients checked (unless `checked`) and clipped by value and by
+  // norm, and then those applied. Clipping writes into a copy, never into the bytes it was given
+  // (a received frame may be forwarded, or still in flight, at the same time); without clipping
+  // the prepared gradients share the given buffers.
+  using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+  Result<NamedTensors> PrepareGradients(const NamedTensors& grads,
+                                        Checked checked = Checked::kNo) const;
+  // Applies what PrepareGradients returned, here or on a replica that runs the same optimizer:
+  // the update is element-wise, so both end with the same bits whatever their thread counts.
+  // Names and shapes must have been checked (PrepareGradients, or CheckGradient).
+  Status ApplyPrepared(int64_t step, const NamedTensors& prepared,
+                       Holders holders = Holders::kSeeUpdates);
   // Why `grad` cannot be applied to `name` (unknown, wrong shape, NaN/Inf), or OK.
   Status CheckGradient(const std::string& name, const Tensor& grad) const;
 
