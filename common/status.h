@@ -22,6 +22,9 @@ enum class StatusCode {
   kResourceExhausted,
   kInternal,
   kPermissionDenied,  // the sender's role may not make this request (added last: on the wire)
+  // Not the head of this shard at the sender's map epoch: fetch the map and resend
+  // (docs/replication.md; added last: codes travel on the wire).
+  kAborted,
 };
 
 const char* StatusCodeName(StatusCode code);
@@ -63,6 +66,7 @@ inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move
 inline Status PermissionDenied(std::string m) {
   return {StatusCode::kPermissionDenied, std::move(m)};
 }
+inline Status Aborted(std::string m) { return {StatusCode::kAborted, std::move(m)}; }
 
 // A value or the Status that explains why there is none.
 template <typename T>

@@ -9,8 +9,11 @@
 //   evaluator  heartbeat; register without values (are the variables ready?); pull; barrier
 //   worker     the same, and push its gradients
 //   chief      (worker 0) all of that, and register with the initial values, checkpoint,
-//              restore a checkpoint, shutdown
-// Servers do not talk to servers, and nobody else may do anything.
+//              restore a checkpoint, shutdown, set the shard map
+//   ps         (key ps-<t>) replicate and replica copy, to the next server of a chain, and
+//              nothing else (docs/replication.md, section 3)
+// Workers and the chief may lease data; evaluators and workers may get the shard map. Nobody
+// else may do anything.
 #pragma once
 
 #include <string>
@@ -23,7 +26,7 @@ namespace ps {
 
 // A request's sender as the server believes it.
 struct Sender {
-  std::string role;  // "worker", "chief" or "evaluator"
+  std::string role;  // "worker", "chief", "evaluator" or "ps"
   int task = -1;
   bool authenticated = false;  // by its CURVE key; false in plaintext
 
@@ -36,6 +39,7 @@ struct Sender {
 struct ClusterSize {
   int workers = 0;
   int evaluators = 0;  // --evaluators; one evaluator is always allowed
+  int servers = 0;     // --ps_hosts; 0: unknown, not checked
 };
 
 // The sender of `request`, which arrived on a connection authenticated as `identity` (the

@@ -28,7 +28,9 @@ ParameterServer::ParameterServer(ServerOptions options, std::unique_ptr<Variable
       store_(std::move(store)),
       checkpoints_(std::make_unique<ShardCheckpoints>(ShardDir(), options_.max_to_keep,
                                                       "ps " + std::to_string(options_.task_index),
-                                                      options_.before_checkpoint_write)) {}
+                                                      options_.before_checkpoint_write)) {
+  if (options_.cluster.servers == 0) options_.cluster.servers = options_.num_ps;  // ps-<t> senders
+}
 
 std::string ParameterServer::ShardDir() const {
   return options_.train_dir + "/ps-" + std::to_string(options_.task_index) + "-of-" +
@@ -140,6 +142,14 @@ std::vector<ParameterServer::Outgoing> ParameterServer::Dispatch(const std::stri
                                                                  const std::string& identity) {
   Result<Sender> sender = IdentifySender(identity, request, options_.cluster);
   Status allowed = sender.ok() ? Authorize(*sender, request) : sender.status();
+  if (allowed.ok() && request.type >= MessageType::kReplicate) {
+    // Until the chain slice lands (docs/replication.md), refused before the peer table is touched.
+    allowed = wire::CheckRequestFields(request);
+    if (allowed.ok()) {
+      allowed = FailedPrecondition("replication is not enabled on this server; it takes no " +
+                                   std::string(wire::MessageTypeName(request.type)));
+    }
+  }
   if (allowed.ok()) allowed = NotePeer(sender->Name(), request, std::chrono::steady_clock::now());
   if (!allowed.ok()) return {{peer, Refuse(request, allowed, identity)}};
   if (Status fields = wire::CheckRequestFields(request); !fields.ok()) {

@@ -17,8 +17,9 @@ namespace pstrain {
 namespace wire {
 namespace {
 
-constexpr uint16_t kLastMessageType = static_cast<uint16_t>(MessageType::kRestore);
-constexpr uint16_t kLastStatusCode = static_cast<uint16_t>(StatusCode::kPermissionDenied);
+constexpr MessageType kLastType = MessageType::kDataLease;
+constexpr uint16_t kLastMessageType = static_cast<uint16_t>(kLastType);
+constexpr uint16_t kLastStatusCode = static_cast<uint16_t>(StatusCode::kAborted);
 // A peer's role is echoed into error messages; a hostile one must not flood the log.
 constexpr size_t kMaxEchoedRoleChars = 32;
 
@@ -81,6 +82,31 @@ Status SetNames(const std::vector<std::string>& names, const std::string& what, 
   return Status::OK();
 }
 
+// Retry-cache entries; a role is echoed into logs, where a NUL byte cuts it.
+Result<std::vector<PushEntry>> PushesOf(capnp::List<schema::PushEntry>::Reader list,
+                                        MessageType type, const std::string& sender) {
+  std::vector<PushEntry> pushes;
+  pushes.reserve(list.size());
+  for (uint32_t i = 0; i < list.size(); ++i) {
+    const auto p = list[i];
+    PushEntry e;
+    e.role = TextOf(p.getRole());
+    if (e.role.find('\0') != std::string::npos) {
+      return InvalidArgument(StrCat("push entry ", i, " of ", list.size(), " in the ",
+                                    MessageTypeName(type), " from ", sender,
+                                    " names a role holding a NUL byte"));
+    }
+    e.task_index = p.getTaskIndex();
+    e.incarnation = p.getIncarnation();
+    e.sequence = p.getSequence();
+    e.reply_step = p.getReplyStep();
+    e.reply_value = p.getReplyValue();
+    e.reply_text = TextOf(p.getReplyText());
+    pushes.push_back(std::move(e));
+  }
+  return pushes;
+}
+
 // Number of float32 elements in `dims`, or an error if a dim is negative or the tensor would be
 // larger than `max_tensor_bytes` (checked before multiplying, so it cannot overflow).
 Result<int64_t> CheckedElements(const std::string& tensor, const std::vector<int64_t>& dims,
@@ -129,8 +155,8 @@ Result<Message> DecodeHeader(schema::Header::Reader header, const std::vector<Fr
   const uint16_t type = static_cast<uint16_t>(header.getType());
   if (type > kLastMessageType) {
     return InvalidArgument(StrCat("unknown message type ", type, " from ", sender,
-                                  "; known types are 0 (register) to ", kLastMessageType,
-                                  " (restore)"));
+                                  "; known types are 0 (register) to ", kLastMessageType, " (",
+                                  MessageTypeName(kLastType), ")"));
   }
   m.type = static_cast<MessageType>(type);
   const uint16_t code = header.getErrorCode();
@@ -152,6 +178,19 @@ Result<Message> DecodeHeader(schema::Header::Reader header, const std::vector<Fr
   const auto steps = header.getSteps();
   m.steps.reserve(steps.size());
   for (int64_t step : steps) m.steps.push_back(step);
+  m.shard = header.getShard();
+  m.map_epoch = header.getMapEpoch();
+  ASSIGN_OR_RETURN(m.pushes, PushesOf(header.getPushes(), m.type, sender));
+  for (const auto chain : header.getChains()) {
+    Chain c;
+    c.shard = chain.getShard();
+    for (int32_t t : chain.getTasks()) c.tasks.push_back(t);
+    for (int32_t t : chain.getJoining()) c.joining.push_back(t);
+    m.chains.push_back(std::move(c));
+  }
+  for (const auto use : header.getUses()) {
+    m.uses.push_back({use.getEpoch(), use.getChunk(), use.getCount()});
+  }
 
   const auto metas = header.getTensors();
   if (frames.size() != size_t{metas.size()} + 1) {
@@ -233,6 +272,40 @@ Result<EncodedMessage> Encode(const Message& message) {
   header.setRoot(message.root);
   auto steps = header.initSteps(message.steps.size());
   for (size_t i = 0; i < message.steps.size(); ++i) steps.set(i, message.steps[i]);
+  header.setShard(message.shard);
+  header.setMapEpoch(message.map_epoch);
+  auto pushes = header.initPushes(message.pushes.size());
+  for (size_t i = 0; i < message.pushes.size(); ++i) {
+    const PushEntry& e = message.pushes[i];
+    if (e.role.find('\0') != std::string::npos) {
+      return InvalidArgument(StrCat("push entry ", i, " of the ", MessageTypeName(message.type),
+                                    " names a role holding a NUL byte"));
+    }
+    auto p = pushes[i];
+    p.setRole(AsText(e.role));
+    p.setTaskIndex(e.task_index);
+    p.setIncarnation(e.incarnation);
+    p.setSequence(e.sequence);
+    p.setReplyStep(e.reply_step);
+    p.setReplyValue(e.reply_value);
+    p.setReplyText(AsText(e.reply_text));
+  }
+  auto chains = header.initChains(message.chains.size());
+  for (size_t i = 0; i < message.chains.size(); ++i) {
+    const Chain& c = message.chains[i];
+    auto chain = chains[i];
+    chain.setShard(c.shard);
+    auto tasks = chain.initTasks(c.tasks.size());
+    for (size_t t = 0; t < c.tasks.size(); ++t) tasks.set(t, c.tasks[t]);
+    auto joining = chain.initJoining(c.joining.size());
+    for (size_t t = 0; t < c.joining.size(); ++t) joining.set(t, c.joining[t]);
+  }
+  auto uses = header.initUses(message.uses.size());
+  for (size_t i = 0; i < message.uses.size(); ++i) {
+    uses[i].setEpoch(message.uses[i].epoch);
+    uses[i].setChunk(message.uses[i].chunk);
+    uses[i].setCount(message.uses[i].count);
+  }
   EncodedMessage encoded;
   encoded.tensor_frames.reserve(message.tensors.size());
   auto metas = header.initTensors(message.tensors.size());

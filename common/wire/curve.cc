@@ -179,6 +179,9 @@ Security ClusterKeys::ForServer() const {
   s.own = own;
   s.own_name = own_name;
   s.client_keys = client_keys;
+  // Servers replicate to one another (docs/replication.md), each under its own name.
+  for (size_t t = 0; t < ps_keys.size(); ++t)
+    s.client_keys[ps_keys[t]] = RoleName("ps", static_cast<int>(t));
   return s;
 }
 

@@ -62,7 +62,8 @@ struct ClusterKeys {
   bool same_host_ipc = true;
 
   bool curve() const { return !dir.empty(); }
-  // For the parameter server's socket: lets in every worker and evaluator of the cluster.
+  // For the parameter server's socket: lets in every worker, evaluator and ps of the cluster
+  // (ps-<t>: servers replicate to one another).
   Security ForServer() const;
   // For a connection to ps task `ps_task` (plaintext without keys).
   Result<Security> ForClientOf(int ps_task) const;

@@ -48,8 +48,30 @@ const char* MessageTypeName(MessageType type) {
       return "collective";
     case MessageType::kRestore:
       return "restore";
+    case MessageType::kReplicate:
+      return "replicate";
+    case MessageType::kReplicaCopy:
+      return "replica copy";
+    case MessageType::kShardMap:
+      return "shard map";
+    case MessageType::kDataLease:
+      return "data lease";
   }
   return "unknown";
+}
+
+bool operator==(const PushEntry& a, const PushEntry& b) {
+  return a.role == b.role && a.task_index == b.task_index && a.incarnation == b.incarnation &&
+         a.sequence == b.sequence && a.reply_step == b.reply_step &&
+         a.reply_value == b.reply_value && a.reply_text == b.reply_text;
+}
+
+bool operator==(const Chain& a, const Chain& b) {
+  return a.shard == b.shard && a.tasks == b.tasks && a.joining == b.joining;
+}
+
+bool operator==(const ChunkUse& a, const ChunkUse& b) {
+  return a.epoch == b.epoch && a.chunk == b.chunk && a.count == b.count;
 }
 
 Message ErrorReply(const Message& request, const Status& status) {

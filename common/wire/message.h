@@ -14,11 +14,11 @@ namespace pstrain {
 namespace wire {
 
 // Bumped on any incompatible change; a peer speaking another version is refused by name.
-constexpr uint32_t kProtocolVersion = 2;
+constexpr uint32_t kProtocolVersion = 3;  // 3: replication (docs/replication.md)
 
 // Each request type has its own fields (besides the envelope every message carries: role,
-// task_index, incarnation, request_id); a request carrying a field of another type is refused by
-// CheckRequestFields (message_fields.h), so no field means two things.
+// task_index, incarnation, request_id, shard, map_epoch); a request carrying a field of another
+// type is refused by CheckRequestFields (message_fields.h), so no field means two things.
 enum class MessageType {
   kRegister,    // step, tensors: the chief's initial values at that global step; without them,
                 // anyone's question whether the variables are ready (reply: value, steps)
@@ -33,16 +33,29 @@ enum class MessageType {
   kShutdown,    // chief -> server: training is over, exit cleanly
   kOk,          // a reply with nothing more to say (or with tensors/step for a pull)
   kError,       // a reply naming what was wrong (`text`); the request changed nothing
-  // Rendezvous of the workers on one host (worker/distributed/collectives/zmq_store.h): set names[0] to
-  // `text` once; get names[0] (reply: value 1 and the text once set, value 0 before).
+  // Rendezvous of the workers on one host (worker/distributed/collectives/zmq_store.h): set
+  // names[0] to `text` once; get names[0] (reply: value 1 and the text once set, value 0 before).
   kStoreSet,
   kStoreGet,
-  // A rank's part of a collective over the host's hub (worker/distributed/collectives/host_hub.h): `text`
-  // the operation, `value` n, `step` the call's number within the group, `root` the broadcast
-  // root, tensors[0] the rank's input; the reply carries its output in tensors[0].
+  // A rank's part of a collective over the host's hub (worker/distributed/collectives/host_hub.h):
+  // `text` the operation, `value` n, `step` the call's number within the group, `root` the
+  // broadcast root, tensors[0] the rank's input; the reply carries its output in tensors[0].
   kCollective,
   // chief -> server: step: restore your shard of this committed checkpoint step.
   kRestore,
+  // Replication (docs/replication.md, section 3); a server answers them only once its chain
+  // code is built, and refuses them until then.
+  // predecessor -> successor: one record of `shard` (section 2): sequence (the shard's step
+  // after it), step (the step it was applied at), tensors (prepared gradients, then the values
+  // named in `assigns`), pushes (the retry-cache entries it answers), uses (ledger changes).
+  kReplicate,
+  // tail -> joining task: a snapshot of `shard` at `sequence`: tensors <var> and <var>/<slot>,
+  // pushes (the whole retry cache), uses (the ledger), text (the train config's fingerprint).
+  kReplicaCopy,
+  // chief -> server: set the map `chains` of epoch map_epoch; anyone else: get it (no fields).
+  kShardMap,
+  // worker -> shard 0's head: value: the epoch to lease a data chunk of (section 6).
+  kDataLease,
 };
 
 const char* MessageTypeName(MessageType type);
@@ -51,6 +64,34 @@ struct NamedTensor {
   std::string name;
   Tensor tensor;
 };
+
+// One entry of a server's retry cache: a sender's last push and its reply's step, value, text.
+struct PushEntry {
+  std::string role;
+  int32_t task_index = -1;
+  uint64_t incarnation = 0;
+  uint64_t sequence = 0;
+  int64_t reply_step = 0;
+  int64_t reply_value = 0;
+  std::string reply_text;
+};
+bool operator==(const PushEntry& a, const PushEntry& b);
+
+// A shard's chain: its tasks head first, and the tasks copying to join it as its tail.
+struct Chain {
+  int32_t shard = 0;
+  std::vector<int32_t> tasks;
+  std::vector<int32_t> joining;
+};
+bool operator==(const Chain& a, const Chain& b);
+
+// `count` examples of chunk `chunk` of data epoch `epoch`, used by one push.
+struct ChunkUse {
+  int64_t epoch = 0;
+  int64_t chunk = 0;
+  int64_t count = 0;
+};
+bool operator==(const ChunkUse& a, const ChunkUse& b);
 
 struct Message {
   MessageType type = MessageType::kOk;
@@ -73,8 +114,13 @@ struct Message {
   // Push: the names of pushed tensors that are values to assign (batch-norm moving statistics),
   // not gradients.
   std::vector<std::string> assigns;
-  int32_t root = 0;            // collective: the rank whose input a broadcast sends
-  std::vector<int64_t> steps;  // register reply: the checkpoint steps the server holds whole
+  int32_t root = 0;               // collective: the rank whose input a broadcast sends
+  std::vector<int64_t> steps;     // register reply: the checkpoint steps the server holds whole
+  int32_t shard = -1;             // the shard a request is for (-1: the receiving task's own)
+  uint64_t map_epoch = 0;         // the sender's shard map epoch (0: none)
+  std::vector<PushEntry> pushes;  // replicate, replica copy: retry-cache entries
+  std::vector<Chain> chains;      // shard map set: the chains of epoch map_epoch
+  std::vector<ChunkUse> uses;     // push, replicate, replica copy: data-ledger changes
 };
 
 // A non-zero id for this process, drawn once, that grows with the process's start time: of two

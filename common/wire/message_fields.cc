@@ -19,6 +19,9 @@ enum Field : unsigned {
   kRoot = 1 << 7,
   kSteps = 1 << 8,
   kErrorCode = 1 << 9,
+  kPushes = 1 << 10,
+  kChains = 1 << 11,
+  kUses = 1 << 12,
 };
 
 // The fields a request of `type` may carry; false for the reply types.
@@ -31,7 +34,7 @@ bool FieldsOf(MessageType type, unsigned* fields) {
       *fields = kNames;
       return true;
     case MessageType::kPush:
-      *fields = kStep | kSequence | kTensors | kAssigns | kValue;
+      *fields = kStep | kSequence | kTensors | kAssigns | kValue | kUses;
       return true;
     case MessageType::kBarrier:
       *fields = kText | kValue;
@@ -57,6 +60,18 @@ bool FieldsOf(MessageType type, unsigned* fields) {
     case MessageType::kRestore:
       *fields = kStep;
       return true;
+    case MessageType::kReplicate:  // a record: not a push's `value` (parts still to come)
+      *fields = kStep | kSequence | kTensors | kAssigns | kPushes | kUses;
+      return true;
+    case MessageType::kReplicaCopy:
+      *fields = kSequence | kTensors | kPushes | kUses | kText;
+      return true;
+    case MessageType::kShardMap:  // a get carries none
+      *fields = kChains;
+      return true;
+    case MessageType::kDataLease:
+      *fields = kValue;
+      return true;
     case MessageType::kOk:
     case MessageType::kError:
       return false;
@@ -75,9 +90,12 @@ Status CheckRequestFields(const Message& m) {
       {kText, !m.text.empty()},       {kNames, !m.names.empty()},
       {kTensors, !m.tensors.empty()}, {kSequence, m.sequence != 0},
       {kAssigns, !m.assigns.empty()}, {kRoot, m.root != 0},
-      {kSteps, !m.steps.empty()},     {kErrorCode, m.error_code != StatusCode::kOk}};
-  const char* names[] = {"step",     "value",   "text", "names", "tensors",
-                         "sequence", "assigns", "root", "steps", "errorCode"};
+      {kSteps, !m.steps.empty()},     {kErrorCode, m.error_code != StatusCode::kOk},
+      {kPushes, !m.pushes.empty()},   {kChains, !m.chains.empty()},
+      {kUses, !m.uses.empty()}};
+  const char* names[] = {"step", "value", "text",      "names",  "tensors", "sequence", "assigns",
+                         "root", "steps", "errorCode", "pushes", "chains",  "uses"};
+  static_assert(sizeof(names) / sizeof(names[0]) == sizeof(carried) / sizeof(carried[0]));
   for (size_t i = 0; i < sizeof(carried) / sizeof(carried[0]); ++i) {
     if (carried[i].second && !(allowed & carried[i].first)) {
       return InvalidArgument("a " + type + " carries no '" + names[i] + "' (it is another " +
@@ -89,7 +107,8 @@ Status CheckRequestFields(const Message& m) {
     for (const NamedTensor& t : m.tensors) pushed.insert(t.name);
     for (const std::string& a : m.assigns) {
       if (!pushed.count(a)) {
-        return InvalidArgument("the push assigns '" + a + "' but carries no tensor of that name");
+        return InvalidArgument("the " + type + " assigns '" + a +
+                               "' but carries no tensor of that name");
       }
     }
   }

@@ -21,6 +21,11 @@ enum MessageType {
   storeGet @10;
   collective @11;
   restore @12;
+  # Replication (docs/replication.md section 3).
+  replicate @13;
+  replicaCopy @14;
+  shardMap @15;
+  dataLease @16;
 }
 
 enum DType {
@@ -33,6 +38,32 @@ struct TensorMeta {
   dtype @2 :DType;
   # Bytes in this tensor's frame: product(shape) * 4 for float32.
   byteLength @3 :UInt64;
+}
+
+# One entry of a server's retry cache (ps::PeerState): the last push of a sender's incarnation
+# and what its reply said, so a promoted backup answers a retry instead of applying it twice.
+struct PushEntry {
+  role @0 :Text;
+  taskIndex @1 :Int32 = -1;
+  incarnation @2 :UInt64;
+  sequence @3 :UInt64;
+  replyStep @4 :Int64;
+  replyValue @5 :Int64;
+  replyText @6 :Text;
+}
+
+# Shard `shard`'s chain: its tasks head first, and the tasks still copying to join it as tail.
+struct Chain {
+  shard @0 :Int32;
+  tasks @1 :List(Int32);
+  joining @2 :List(Int32);
+}
+
+# Examples of one data chunk a push used (section 6 of docs/replication.md).
+struct ChunkUse {
+  epoch @0 :Int64;
+  chunk @1 :Int64;
+  count @2 :Int64;
 }
 
 struct Header {
@@ -60,4 +91,14 @@ struct Header {
   root @14 :Int32;
   # Register reply: the checkpoint steps the server holds whole.
   steps @15 :List(Int64);
+  # Every message: the shard it is for (-1: the receiving task's own) and the sender's shard
+  # map epoch (0: none).
+  shard @16 :Int32 = -1;
+  mapEpoch @17 :UInt64;
+  # Replicate and replicaCopy: the retry-cache entries a record answers, or the whole cache.
+  pushes @18 :List(PushEntry);
+  # ShardMap set: the chains of the map numbered mapEpoch.
+  chains @19 :List(Chain);
+  # Push to shard 0, replicate, replicaCopy: data-ledger changes.
+  uses @20 :List(ChunkUse);
 }

@@ -39,6 +39,10 @@ TEST(PermissionsTest, EachRoleMayAskWhatTheReadmeTableSays) {
       {From("", 0, MessageType::kStoreSet), false, false, false},  // the hub's, not a server's
       {From("", 0, MessageType::kCollective), false, false, false},
       {From("", 0, MessageType::kOk), false, false, false},
+      {From("", 0, MessageType::kReplicate), false, false, false},  // a server's, to a server
+      {From("", 0, MessageType::kReplicaCopy), false, false, false},
+      {From("", 0, MessageType::kShardMap), true, true, true},  // a get
+      {From("", 0, MessageType::kDataLease), false, true, true},
   };
   for (const Row& row : table) {
     const char* type = wire::MessageTypeName(row.request.type);
@@ -65,9 +69,87 @@ TEST(PermissionsTest, TheKeyDecidesWhoSentItAndTheHeaderMustAgree) {
   EXPECT_EQ(IdentifySender("", From("", 0, MessageType::kPull)).status().code(),
             StatusCode::kPermissionDenied)
       << "a request must name its sender";
-  EXPECT_EQ(IdentifySender("", From("ps", 0, MessageType::kPull)).status().code(),
+  EXPECT_EQ(IdentifySender("ps-1", From("ps", 0, MessageType::kReplicate)).status().code(),
             StatusCode::kPermissionDenied)
-      << "servers do not talk to servers";
+      << "ps 1's key claiming ps 0";
+  EXPECT_EQ(IdentifySender("ps-0", From("worker", 0, MessageType::kPull)).status().code(),
+            StatusCode::kPermissionDenied)
+      << "a server's key claiming a worker";
+}
+
+// A shard map request from `role` `task` that sets the map (it carries chains).
+Message WithChains(const std::string& role, int task) {
+  Message m = From(role, task, MessageType::kShardMap);
+  m.chains = {{0, {0, 1}, {}}, {1, {1, 0}, {}}};
+  return m;
+}
+
+TEST(PermissionsTest, AServerKeyMayOnlyReplicate) {
+  for (MessageType type : {MessageType::kReplicate, MessageType::kReplicaCopy}) {
+    const Message m = From("ps", 1, type);
+    Result<Sender> s = IdentifySender("ps-1", m, ClusterSize{2, 0, 2});
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    EXPECT_TRUE(s->authenticated);
+    EXPECT_TRUE(Authorize(*s, m).ok()) << wire::MessageTypeName(type);
+  }
+  Message init = From("ps", 1, MessageType::kRegister);
+  init.tensors.push_back({"w", Tensor::Filled(Shape{1}, 1)});
+  std::vector<Message> others = {init, WithChains("ps", 1)};
+  for (MessageType type :
+       {MessageType::kRegister, MessageType::kPull, MessageType::kPush, MessageType::kBarrier,
+        MessageType::kHeartbeat, MessageType::kCheckpoint, MessageType::kShutdown,
+        MessageType::kRestore, MessageType::kShardMap, MessageType::kDataLease}) {
+    others.push_back(From("ps", 1, type));
+  }
+  for (const Message& m : others) {
+    const Status s = Authorize({"ps", 1, true}, m);
+    EXPECT_EQ(s.code(), StatusCode::kPermissionDenied) << wire::MessageTypeName(m.type);
+    EXPECT_NE(s.message().find("ps 1 may not send"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("a parameter server may only send replicate and replica copy"),
+              std::string::npos)
+        << s.message();
+  }
+  Result<Sender> far = IdentifySender("", From("ps", 2, MessageType::kReplicate), {2, 0, 2});
+  EXPECT_EQ(far.status().code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(far.status().message().find("the cluster has 2 ps task(s)"), std::string::npos)
+      << far.status().message();
+}
+
+TEST(PermissionsTest, AWorkerMayNotReplicateOrSetTheMap) {
+  const Sender senders[] = {{"worker", 1, true}, {"evaluator", 0, true}};
+  for (const Sender& sender : senders) {
+    for (MessageType type : {MessageType::kReplicate, MessageType::kReplicaCopy}) {
+      const Status s = Authorize(sender, From(sender.role, sender.task, type));
+      EXPECT_EQ(s.code(), StatusCode::kPermissionDenied) << sender.Name();
+      EXPECT_NE(s.message().find(sender.Name() + " may not send " + wire::MessageTypeName(type) +
+                                 " (only a parameter server may"),
+                std::string::npos)
+          << s.message();
+    }
+    const Status set = Authorize(sender, WithChains(sender.role, sender.task));
+    EXPECT_EQ(set.code(), StatusCode::kPermissionDenied) << sender.Name();
+    EXPECT_NE(set.message().find("may not send shard map with chains (setting the map)"),
+              std::string::npos)
+        << set.message();
+  }
+  // Not even the chief replicates: a record comes from the shard's previous server only.
+  EXPECT_EQ(Authorize({"chief", 0}, From("chief", 0, MessageType::kReplicate)).code(),
+            StatusCode::kPermissionDenied);
+  // A worker's key claiming a server is refused before any of that.
+  EXPECT_EQ(IdentifySender("worker-1", From("ps", 1, MessageType::kReplicate)).status().code(),
+            StatusCode::kPermissionDenied);
+}
+
+TEST(PermissionsTest, AnyoneMayGetTheMapButOnlyTheChiefSetsIt) {
+  const Message get = From("", 0, MessageType::kShardMap);
+  for (const Sender& sender : {Sender{"evaluator", 0}, Sender{"worker", 1}, Sender{"chief", 0}}) {
+    EXPECT_TRUE(Authorize(sender, get).ok()) << sender.Name();
+  }
+  EXPECT_TRUE(Authorize({"chief", 0}, WithChains("chief", 0)).ok());
+  EXPECT_FALSE(Authorize({"worker", 1}, WithChains("worker", 1)).ok());
+  EXPECT_FALSE(Authorize({"evaluator", 0}, WithChains("evaluator", 0)).ok());
+  EXPECT_FALSE(Authorize({"ps", 0}, WithChains("ps", 0)).ok()) << "servers take the map, never "
+                                                                  "set it on one another";
 }
 
 TEST(PermissionsTest, ATaskTheClusterDoesNotHaveIsRefusedEvenInPlaintext) {

@@ -4,6 +4,10 @@
 // restarted under running workers) is in tests/distributed/fault_test.py.
 #include <gtest/gtest.h>
 
+#include <set>
+#include <string>
+#include <vector>
+
 #include "ps/server.h"
 
 namespace pstrain {
@@ -255,6 +259,88 @@ TEST(ServerFaultsTest, RequestsBeforeInitialisationFailWithFailedPrecondition) {
   auto out = server.Handle("w1", Push(1, 100, 1, 1.0f, 1));
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].message.error_code, StatusCode::kFailedPrecondition);
+}
+
+// Until the chain slice (docs/replication.md, section 8, 4b), a server answers each replication
+// request, authorised and well formed, by saying replication is off, and changes nothing: no
+// variable, slot, step, peer or held request.
+TEST(ServerFaultsTest, AReplicationRequestIsRefusedWhileReplicationIsOffAndChangesNothing) {
+  auto server = MakeServer(UpdateMode::kAsync, 2);
+  ASSERT_EQ(server->Handle("w1", Push(1, 100, 1, 1.0f, 1)).at(0).message.type, MessageType::kOk);
+  const std::string value_before(reinterpret_cast<const char*>(server->store().Value("w").data()),
+                                 server->store().Value("w").bytes());
+  const int64_t step_before = server->global_step();
+  const std::set<std::string> peers_before = [&] {
+    std::set<std::string> names;
+    for (const auto& [who, state] : server->peers()) names.insert(who);
+    return names;
+  }();
+
+  Message record;
+  record.type = MessageType::kReplicate;
+  record.role = "ps";
+  record.task_index = 0;
+  record.incarnation = 3;
+  record.shard = 0;
+  record.map_epoch = 1;
+  record.sequence = static_cast<uint64_t>(step_before) + 1;
+  record.step = step_before;
+  record.tensors = {{"w", Tensor::Filled(Shape{2}, 5.0f)}};
+  record.pushes = {{"worker", 1, 100, 2, step_before + 1, 0, ""}};
+  Message copy = record;
+  copy.type = MessageType::kReplicaCopy;
+  copy.step = 0;
+  copy.tensors = {{"w", Tensor::Filled(Shape{2}, -3.0f)}};
+  Message set_map;
+  set_map.type = MessageType::kShardMap;
+  set_map.role = "chief";
+  set_map.task_index = 0;
+  set_map.map_epoch = 2;
+  set_map.chains = {{0, {0}, {}}};
+  Message get_map = set_map;
+  get_map.role = "worker";
+  get_map.task_index = 1;
+  get_map.chains.clear();
+  Message lease;
+  lease.type = MessageType::kDataLease;
+  lease.role = "worker";
+  lease.task_index = 1;
+  lease.incarnation = 100;
+  lease.value = 1;
+  struct Case {
+    Message request;
+    std::string identity;
+  };
+  for (const Case& c : std::vector<Case>{
+           {record, "ps-0"}, {copy, "ps-0"}, {set_map, "worker-0"}, {get_map, ""}, {lease, ""}}) {
+    const std::string type = wire::MessageTypeName(c.request.type);
+    auto out = server->Handle("peer", c.request, c.identity);
+    ASSERT_EQ(out.size(), 1u) << type;
+    EXPECT_EQ(out[0].peer, "peer");
+    EXPECT_EQ(out[0].message.type, MessageType::kError) << type;
+    EXPECT_EQ(out[0].message.error_code, StatusCode::kFailedPrecondition) << out[0].message.text;
+    EXPECT_NE(
+        out[0].message.text.find("replication is not enabled on this server; it takes no " + type),
+        std::string::npos)
+        << out[0].message.text;
+  }
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(server->store().Value("w").data()),
+                        server->store().Value("w").bytes()),
+            value_before);
+  EXPECT_EQ(server->global_step(), step_before);
+  std::set<std::string> peers_after;
+  for (const auto& [who, state] : server->peers()) peers_after.insert(who);
+  EXPECT_EQ(peers_after, peers_before) << "a refused sender is not a peer";
+  EXPECT_EQ(server->peers().at("worker 1").last_push_sequence, 1u)
+      << "the record's retry-cache entry was not installed";
+  EXPECT_EQ(server->pending_requests(), 0u);
+  // A malformed one is refused for its fields first, by name.
+  record.value = 1;
+  auto out = server->Handle("peer", record, "ps-0");
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].message.error_code, StatusCode::kInvalidArgument);
+  EXPECT_NE(out[0].message.text.find("a replicate carries no 'value'"), std::string::npos)
+      << out[0].message.text;
 }
 
 }  // namespace

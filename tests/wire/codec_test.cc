@@ -167,6 +167,84 @@ TEST(CodecTest, UnknownErrorCodeIsRefused) {
   EXPECT_NE(decoded.status().message().find("unknown error code 999"), std::string::npos);
 }
 
+TEST(CodecTest, EveryReplicationFieldSurvivesARoundTrip) {
+  Message m;
+  m.type = MessageType::kReplicaCopy;
+  m.role = "ps";
+  m.task_index = 2;
+  m.shard = 7;
+  m.map_epoch = (uint64_t{1} << 63) + 5;
+  m.pushes = {{"worker", 1, 77, 9, -3, -1, "stale: computed from step 1"},
+              {"chief", 0, uint64_t{1} << 60, 1, int64_t{1} << 50, 0, std::string("a\0b", 3)},
+              {"", -1, 0, 0, 0, 0, ""}};
+  m.chains = {{0, {0, 1, 2}, {3}}, {1, {1}, {}}, {-1, {}, {0, 1}}};
+  m.uses = {{0, 58, 1024}, {-1, int64_t{1} << 40, -7}};
+  Result<EncodedMessage> encoded = Encode(m);
+  ASSERT_TRUE(encoded.ok()) << encoded.status().ToString();
+  Result<Message> decoded = Decode(FramesOf(*encoded));
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->type, MessageType::kReplicaCopy);
+  EXPECT_EQ(decoded->shard, 7);
+  EXPECT_EQ(decoded->map_epoch, m.map_epoch);
+  EXPECT_EQ(decoded->pushes, m.pushes);
+  EXPECT_EQ(decoded->pushes[1].reply_text.size(), 3u) << "a NUL byte must not cut the text";
+  EXPECT_EQ(decoded->chains, m.chains);
+  EXPECT_EQ(decoded->uses, m.uses);
+  for (MessageType type :
+       {MessageType::kReplicate, MessageType::kShardMap, MessageType::kDataLease}) {
+    Message plain;
+    plain.type = type;
+    Result<Message> back = Decode(FramesOf(Encode(plain).value()));
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    EXPECT_EQ(back->type, type);
+    EXPECT_EQ(back->shard, -1) << "a message naming no shard is for the receiver's own";
+    EXPECT_EQ(back->map_epoch, 0u);
+    EXPECT_TRUE(back->pushes.empty() && back->chains.empty() && back->uses.empty());
+  }
+}
+
+TEST(CodecTest, AbortedTravelsAsTheLastKnownCode) {
+  Message request;
+  Result<Message> decoded = Decode(
+      FramesOf(Encode(ErrorReply(request, Aborted("not the head of shard 1 at epoch 3"))).value()));
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(StatusOfReply(*decoded).code(), StatusCode::kAborted);
+  EXPECT_EQ(StatusOfReply(*decoded).ToString(), "Aborted: not the head of shard 1 at epoch 3");
+  const std::string header = RawHeader([](schema::Header::Builder h) {
+    h.setType(schema::MessageType::ERROR);
+    h.setErrorCode(static_cast<uint16_t>(StatusCode::kAborted) + 1);
+  });
+  Result<Message> beyond = Decode({{header.data(), header.size(), nullptr}});
+  ASSERT_FALSE(beyond.ok());
+  EXPECT_NE(beyond.status().message().find("known codes are 0 to " +
+                                           std::to_string(static_cast<int>(StatusCode::kAborted))),
+            std::string::npos)
+      << beyond.status().message();
+}
+
+TEST(CodecTest, APushEntryRoleHoldingANulIsRefusedBothWays) {
+  Message m;
+  m.type = MessageType::kReplicate;
+  m.pushes = {{std::string("work\0er", 7), 1, 5, 1, 0, 0, ""}};
+  Result<EncodedMessage> encoded = Encode(m);
+  ASSERT_FALSE(encoded.ok());
+  EXPECT_NE(encoded.status().message().find("push entry 0 of the replicate names a role holding "
+                                            "a NUL byte"),
+            std::string::npos)
+      << encoded.status().message();
+  const std::string header = RawHeader([](schema::Header::Builder h) {
+    h.setType(schema::MessageType::REPLICATE);
+    h.setRole("ps");
+    h.setTaskIndex(0);
+    h.initPushes(1)[0].setRole(capnp::Text::Reader("a\0b", 3));
+  });
+  Result<Message> decoded = Decode({{header.data(), header.size(), nullptr}});
+  ASSERT_FALSE(decoded.ok());
+  EXPECT_NE(decoded.status().message().find("push entry 0 of 1 in the replicate from ps 0"),
+            std::string::npos)
+      << decoded.status().message();
+}
+
 // Random byte flips, truncations, extensions, shortened and dropped or duplicated frames of a valid
 // message must each decode or fail with an error, never crash (run under ASan/UBSan for the full
 // value).

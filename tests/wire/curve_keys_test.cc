@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -142,7 +143,11 @@ TEST(ClusterKeysTest, EachRoleDirectoryHoldsItsOwnSecretAndEveryPublicKey) {
   std::set<std::string> clients;
   for (const auto& [key, name] : ps1->client_keys) clients.insert(name);
   EXPECT_EQ(clients, (std::set<std::string>{"worker-0", "worker-1", "evaluator-0"}));
-  EXPECT_EQ(ps1->ForServer().client_keys.size(), 3u);
+  // A server also lets in the other servers (they replicate to one another), each by its name.
+  std::map<std::string, std::string> let_in = ps1->ForServer().client_keys;
+  EXPECT_EQ(let_in.size(), 5u);
+  EXPECT_EQ(let_in[ps1->ps_keys[0]], "ps-0");
+  EXPECT_EQ(let_in[ps1->ps_keys[1]], "ps-1");
 
   Result<ClusterKeys> worker = LoadClusterKeys(dir + "/worker-1", "worker", 1);
   ASSERT_TRUE(worker.ok()) << worker.status().ToString();

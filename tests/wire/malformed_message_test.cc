@@ -98,15 +98,29 @@ TEST_F(MalformedMessageTest, WrongVersionNamesBothVersionsAndTheSender) {
     h.setRole("worker");
     h.setTaskIndex(1);
   });
+  ExpectRefused(
+      {header}, StatusCode::kInvalidArgument,
+      "protocol version 7 from worker 1, this server speaks " + std::to_string(kProtocolVersion));
+}
+
+TEST_F(MalformedMessageTest, AVersion2PeerIsRefusedNamingBothVersions) {
+  // A process of the release before replication (protocol 2) meets one of this release (3).
+  const std::string header = RawHeader([](schema::Header::Builder h) {
+    h.setVersion(2);
+    h.setRole("chief");
+    h.setTaskIndex(0);
+    h.setType(schema::MessageType::REGISTER);
+  });
   ExpectRefused({header}, StatusCode::kInvalidArgument,
-                "protocol version 7 from worker 1, this server speaks " +
-                    std::to_string(kProtocolVersion));
+                "protocol version 2 from chief 0, this server speaks 3");
 }
 
 TEST_F(MalformedMessageTest, UnknownMessageType) {
   const std::string header =
       RawHeader([](schema::Header::Builder h) { h.setType(static_cast<schema::MessageType>(42)); });
-  ExpectRefused({header}, StatusCode::kInvalidArgument, "unknown message type 42");
+  ExpectRefused({header}, StatusCode::kInvalidArgument,
+                "unknown message type 42 from an unnamed peer; known types are 0 (register) to 16 "
+                "(data lease)");
 }
 
 TEST_F(MalformedMessageTest, FewerTensorFramesThanTheHeaderLists) {
