@@ -2,9 +2,11 @@
 // picks the update mode, optimizer, schedule and clipping, whether the chief initialises the
 // variables, then a sequence of requests: pushes with right and wrong names, shapes and values
 // (NaN, Inf, huge), pulls, barriers, heartbeats, checkpoints, restarts from the checkpoint and
-// shutdowns. Every request goes through Encode and Decode first, so the server only sees what the
-// network could deliver. Invariants: a push answered with an error changed no variable or slot
-// (bitwise), and a restart restores exactly what the checkpoint saved.
+// shutdowns, and the replication requests (replicate, replica copy, shard map, data lease) with
+// their fields. Every request goes through Encode and Decode first, so the server only sees what
+// the network could deliver. Invariants: a push answered with an error changed no variable or slot
+// (bitwise), a restart restores exactly what the checkpoint saved, and until the chain slice
+// (docs/replication.md) a replication request is answered with an error and changes nothing.
 #include <glog/logging.h>
 #include <stdlib.h>
 
@@ -137,6 +139,38 @@ Message Request(FuzzInput& in, MessageType type, uint64_t id, int64_t global_ste
   return m;
 }
 
+// The fields only the replication requests carry, and the sender a server is (role "ps").
+void ReplicationFields(FuzzInput& in, Message* m) {
+  if (in.Bool()) m->role = "ps";
+  m->shard = static_cast<int32_t>(in.Range(-1, 2));
+  m->map_epoch = static_cast<uint64_t>(in.Range(0, 3));
+  for (int64_t n = in.Range(0, 2); n > 0; --n) {
+    wire::PushEntry e;
+    e.role = in.Pick<std::string>({"worker", "chief", "ps", ""});
+    e.task_index = static_cast<int32_t>(in.Range(-1, 3));
+    e.incarnation = in.Pick<uint64_t>({0, 100, 200});
+    e.sequence = static_cast<uint64_t>(in.Range(0, 4));
+    e.reply_step = in.Range(0, 4);
+    e.reply_value = in.Range(-1, 1);
+    e.reply_text = in.Pick<std::string>({"", "stale"});
+    m->pushes.push_back(e);
+  }
+  for (int64_t n = in.Range(0, 2); n > 0; --n) {
+    wire::Chain c;
+    c.shard = static_cast<int32_t>(in.Range(-1, 2));
+    for (int64_t t = in.Range(0, 3); t > 0; --t)
+      c.tasks.push_back(static_cast<int32_t>(in.Range(-1, 3)));
+    for (int64_t t = in.Range(0, 2); t > 0; --t)
+      c.joining.push_back(static_cast<int32_t>(in.Range(-1, 3)));
+    m->chains.push_back(c);
+  }
+  for (int64_t n = in.Range(0, 2); n > 0; --n) {
+    const int64_t epoch = in.Range(-1, 2);
+    const int64_t chunk = in.Range(0, 8);
+    m->uses.push_back({epoch, chunk, in.Range(0, 255)});
+  }
+}
+
 // Every variable and slot, copied: the store updates in place.
 using Snapshot = std::map<std::string, std::pair<Shape, std::string>>;
 Snapshot Take(const ParameterServer& server) {
@@ -209,7 +243,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Snapshot saved_state;
   int64_t saved_step = 0;
   for (uint64_t id = 1; !in.empty() && id < 64; ++id) {
-    const uint8_t op = in.Byte() % 9;
+    // 0..8 as they always were (saved inputs keep their meaning); the top four bytes are the
+    // replication requests.
+    const uint8_t byte = in.Byte();
+    const uint8_t op = byte >= 252 ? 9 + (byte - 252) : byte % 9;
     if (op == 8) {  // restart: a new server process restores the last step it saved
       auto restarted = NewServer(options, train_config);
       if (saved) {
@@ -221,16 +258,32 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       server = std::move(restarted);
       continue;
     }
-    // 0..6: register to shutdown; 7: the chief's restore.
-    const MessageType type = op == 7 ? MessageType::kRestore : static_cast<MessageType>(op);
+    // 0..6: register to shutdown; 7: the chief's restore; 9..12: replicate to data lease.
+    const bool replication = op >= 9;
+    const MessageType type =
+        op == 7       ? MessageType::kRestore
+        : replication ? static_cast<MessageType>(static_cast<int>(MessageType::kReplicate) + op - 9)
+                      : static_cast<MessageType>(op);
     Message request = Request(in, type, id, server->global_step());
+    if (replication) ReplicationFields(in, &request);
     if (!ThroughTheWire(&request)) continue;
     const std::string peer = in.Pick(kPeers);
     // The connection's CURVE key ("" in plaintext), which may disagree with the header.
     const std::string identity = in.Pick(kIdentities);
     const Snapshot before = Take(*server);
     const int64_t step_before = server->global_step();
+    const size_t peers_before = server->peers().size();
+    const size_t pending_before = server->pending_requests();
     std::vector<ParameterServer::Outgoing> out = server->Handle(peer, request, identity);
+    if (replication) {  // refused whatever it carries, until the chain slice
+      CHECK_EQ(out.size(), 1u);
+      CHECK(out[0].peer == peer && out[0].message.type == MessageType::kError)
+          << "a " << wire::MessageTypeName(type) << " was answered OK";
+      CheckSame(before, Take(*server), wire::MessageTypeName(type));
+      CHECK_EQ(server->global_step(), step_before);
+      CHECK_EQ(server->peers().size(), peers_before);
+      CHECK_EQ(server->pending_requests(), pending_before);
+    }
     for (const auto& o : out) {
       if (o.message.type != MessageType::kError ||
           o.message.error_code != StatusCode::kPermissionDenied || o.peer != peer) {

@@ -60,6 +60,11 @@ void CheckSameMessage(const Message& a, const Message& b) {
   CHECK_EQ(a.sequence, b.sequence);
   CHECK_EQ(a.incarnation, b.incarnation);
   CHECK(a.error_code == b.error_code);
+  CHECK_EQ(a.shard, b.shard);
+  CHECK_EQ(a.map_epoch, b.map_epoch);
+  CHECK(a.pushes == b.pushes);
+  CHECK(a.chains == b.chains);
+  CHECK(a.uses == b.uses);
   CHECK_EQ(a.tensors.size(), b.tensors.size());
   for (size_t i = 0; i < a.tensors.size(); ++i) {
     CHECK(SameTensor(a.tensors[i], b.tensors[i])) << "tensor " << i << " changed in a round trip";

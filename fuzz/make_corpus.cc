@@ -127,6 +127,44 @@ void WireSeeds(const fs::path& dir) {
 
   Message error = wire::ErrorReply(pull, NotFound("no variable named 'x'"));
   Write(dir, "error-reply", WireSeed(error, 0));
+
+  // Replication (docs/replication.md, section 3).
+  Message record;
+  record.type = MessageType::kReplicate;
+  record.request_id = 9;
+  record.role = "ps";
+  record.task_index = 0;
+  record.shard = 1;
+  record.map_epoch = 2;
+  record.sequence = 13;
+  record.step = 12;
+  record.assigns = {"bn/moving_mean"};
+  record.tensors = {{"w", Iota(Shape{2, 3})}, {"bn/moving_mean", Iota(Shape{4})}};
+  record.pushes = {{"worker", 1, 5, 1, 13, 0, ""}, {"chief", 0, 6, 4, 13, -1, "stale"}};
+  record.uses = {{0, 3, 100}, {0, 4, 28}};
+  Write(dir, "replicate", WireSeed(record, 0));
+  Message copy = record;
+  copy.type = MessageType::kReplicaCopy;
+  copy.step = 0;
+  copy.assigns.clear();
+  copy.tensors = {{"w", Iota(Shape{2, 3})}, {"w/Momentum", Iota(Shape{2, 3})}};
+  copy.text = "fingerprint";
+  Write(dir, "replica-copy", WireSeed(copy, 0));
+  Message map;
+  map.type = MessageType::kShardMap;
+  map.role = "chief";
+  map.task_index = 0;
+  map.map_epoch = 3;
+  map.chains = {{0, {0, 1}, {}}, {1, {1}, {0}}};
+  Write(dir, "shard-map-set", WireSeed(map, 0));
+  Message lease;
+  lease.type = MessageType::kDataLease;
+  lease.role = "worker";
+  lease.task_index = 1;
+  lease.value = 2;
+  Write(dir, "data-lease", WireSeed(lease, 0));
+  Write(dir, "aborted-reply",
+        WireSeed(wire::ErrorReply(push, Aborted("not the head of shard 1 at epoch 2")), 0));
 }
 
 // fuzz_ps_handle: see the harness for the order of the reads.
@@ -183,6 +221,33 @@ void ServerSeeds(const fs::path& dir) {
   Header(&b, 6);  // shutdown
   b.Bytes({0, 0, 0});
   Write(dir, "barrier-heartbeat-inf-shutdown", b.str());
+
+  // The replication requests (op bytes 252..255), each authorised and well formed, then one
+  // from a key that is not the server's it claims; the server refuses them all and still works.
+  Seed r = ServerSetup(0, 1, 2, 0, 0);
+  // Request's reads: op, role, task, step, incarnation, sequence, value, text, names, assigns,
+  // root, tensors; then ReplicationFields': ps?, shard, map epoch, pushes, chains, uses; then
+  // the peer and the key.
+  const auto replicate = [&r](uint8_t op, uint8_t identity) {
+    r.Bytes({op, 1, 1, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0});  // task 0, sequence 1, value 0
+    r.Bytes({1, 0, 3, 3, 3, 3, 3, 3, 3});               // tensor "w" of its shape, 0.25s
+    r.Bytes({1, 1, 1});                                 // as ps, shard 0, epoch 1
+    r.Bytes({1, 0, 2, 1, 1, 1, 1, 0});                  // one push entry: worker 1's
+    r.Bytes({0, 1, 1, 3, 128});                         // no chains, one use
+    r.Bytes({1, identity});
+  };
+  replicate(252, 4);                                      // replicate from ps-0
+  replicate(253, 4);                                      // replica copy from ps-0
+  r.Bytes({254, 0, 1, 0, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0});  // the chief sets the shard map
+  r.Bytes({0, 1, 2, 0, 1, 1, 2, 1, 2, 0, 0, 0, 1});       // epoch 2, chain 0 = [0, 1]
+  r.Bytes({254, 2, 1, 0, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0});  // an evaluator gets it
+  r.Bytes({0, 0, 0, 0, 0, 0, 0, 3});
+  r.Bytes({255, 1, 2, 0, 1, 1, 0, 1, 1, 0, 0, 0, 0, 0});  // worker 1 leases epoch 1
+  r.Bytes({0, 0, 0, 0, 0, 0, 2, 2});
+  replicate(252, 2);  // worker-1's key claiming ps 0
+  Push(&r, 3, 1);
+  Pull(&r, 1);
+  Write(dir, "replication-requests-refused", r.str());
 }
 
 std::string Framed(const std::string& record) {
