@@ -223,7 +223,7 @@ void ServerSeeds(const fs::path& dir) {
   Write(dir, "barrier-heartbeat-inf-shutdown", b.str());
 
   // The replication requests (op bytes 252..255), each authorised and well formed, then one
-  // from a key that is not the server's it claims; the server refuses them all and still works.
+  // from a key that is not the server's it claims (all refused), then a push and a pull.
   Seed r = ServerSetup(0, 1, 2, 0, 0);
   // Request's reads: op, role, task, step, incarnation, sequence, value, text, names, assigns,
   // root, tensors; then ReplicationFields': ps?, shard, map epoch, pushes, chains, uses; then
