@@ -166,6 +166,31 @@ TEST_F(HostilePeerTest, EachRoleIsRefusedWhatItMayNotDoAndNothingChanges) {
   EXPECT_TRUE(ps_->LogHas("claims to come from 'chief' task 0 but its key is worker-1's"))
       << ReadFile(ps_->log_path());
 
+  // A server's key is let in to replicate, and to do nothing else; until replication is enabled
+  // a record is refused too, by name. A worker's key may not replicate.
+  auto server = Connect("ps-0");
+  auto as_server = server->Call(Request(MessageType::kPull, "ps", 0), milliseconds(5000));
+  ASSERT_FALSE(as_server.ok()) << "a server's pull went through";
+  EXPECT_EQ(as_server.status().code(), StatusCode::kPermissionDenied)
+      << as_server.status().ToString();
+  Message record = Request(MessageType::kReplicate, "ps", 0);
+  record.sequence = 1;
+  record.tensors.push_back({"fc/weights", Tensor::Filled(Shape{2, 4}, 9.0f)});
+  auto replicated = server->Call(record, milliseconds(5000));
+  ASSERT_FALSE(replicated.ok()) << "a record was applied with replication off";
+  EXPECT_EQ(replicated.status().code(), StatusCode::kFailedPrecondition)
+      << replicated.status().ToString();
+  EXPECT_NE(replicated.status().message().find("replication is not enabled on this server"),
+            std::string::npos)
+      << replicated.status().ToString();
+  Message worker_record = record;
+  worker_record.role = "worker";
+  worker_record.task_index = 1;
+  auto from_worker = worker->Call(worker_record, milliseconds(5000));
+  ASSERT_FALSE(from_worker.ok());
+  EXPECT_EQ(from_worker.status().code(), StatusCode::kPermissionDenied)
+      << from_worker.status().ToString();
+
   // Pushes that cannot hurt: empty, unnumbered, out of range, skipping ahead (the 2^64-1
   // attack), or from an older process of the same worker.
   const uint64_t me = wire::ProcessIncarnation();
