@@ -3,7 +3,7 @@
 //
 // Pure functions and no sockets, as Sharding is: every process computes the epoch-1 map from the
 // flags (PlaceReplicas), and the chief alone computes the later ones (NextMap, PromoteJoiner)
-// from what its heartbeats see. The map moves between processes as a `shardMap` message.
+// from what its heartbeats see. The map is to travel as a `shardMap` message (section 3).
 #pragma once
 
 #include <cstdint>
