@@ -17,17 +17,17 @@ namespace {
 constexpr int64_t kMiB = int64_t{1} << 20;
 
 // A float32 variable of `bytes` bytes, as rows of 1 KiB.
-ps::VariableSpec Var(const std::string& name, int64_t bytes) {
+replication::VariableSpec Var(const std::string& name, int64_t bytes) {
   return {name, Shape{bytes / 1024, 256}};
 }
 
 TEST(PushPartsTest, EachServerGetsItsPartitionsLastLayerFirstInPartsOfTheSizeAsked) {
-  const std::vector<ps::VariableSpec> specs = {
+  const std::vector<replication::VariableSpec> specs = {
       Var("conv1/weights", kMiB / 4), Var("conv2/weights", 3 * kMiB), Var("fc1/weights", 12 * kMiB),
       Var("fc1/bias", 4 * 1024), Var("fc2/weights", kMiB)};
   std::vector<std::string> order;
   for (const auto& s : specs) order.push_back(s.name);
-  auto sharding = ps::Sharding::Compute(specs, 2, 8 * kMiB);
+  auto sharding = replication::Sharding::Compute(specs, 2, 8 * kMiB);
   ASSERT_TRUE(sharding.ok()) << sharding.status().ToString();
   const auto parts = PlanPushParts(*sharding, order, 2 * kMiB);
   ASSERT_EQ(parts.size(), 2u);
@@ -38,7 +38,7 @@ TEST(PushPartsTest, EachServerGetsItsPartitionsLastLayerFirstInPartsOfTheSizeAsk
     for (size_t k = 0; k < parts[s].size(); ++k) {
       const PushPart& part = parts[s][k];
       int64_t bytes = 0;
-      for (const ps::Partition& p : part.partitions) {
+      for (const replication::Partition& p : part.partitions) {
         EXPECT_EQ(p.task, s) << p.key;
         ++seen[p.key];
         bytes += p.shape.num_elements() * 4;
@@ -62,8 +62,9 @@ TEST(PushPartsTest, EachServerGetsItsPartitionsLastLayerFirstInPartsOfTheSizeAsk
 }
 
 TEST(PushPartsTest, APartAsLargeAsTheModelIsOnePushPerServer) {
-  const std::vector<ps::VariableSpec> specs = {Var("a", kMiB), Var("b", kMiB), Var("c", kMiB)};
-  auto sharding = ps::Sharding::Compute(specs, 1, 0);
+  const std::vector<replication::VariableSpec> specs = {Var("a", kMiB), Var("b", kMiB),
+                                                        Var("c", kMiB)};
+  auto sharding = replication::Sharding::Compute(specs, 1, 0);
   ASSERT_TRUE(sharding.ok());
   const auto parts = PlanPushParts(*sharding, {"a", "b", "c"}, 64 * kMiB);
   ASSERT_EQ(parts.size(), 1u);

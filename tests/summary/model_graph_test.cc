@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "common/replication/sharding.h"
 #include "common/summary/summary_writer.h"
-#include "ps/sharding.h"
 #include "tests/summary/event_test_util.h"
 #include "tests/test_env.h"
 #include "worker/network/model.h"
@@ -101,14 +101,15 @@ void ExpectVariablesWhereTheServersPutThem(const std::string& file,
                                            const tensorflow::GraphDef& graph, int num_ps) {
   auto model = worker::Model::FromConfig(ModelConfig(file));
   ASSERT_TRUE(model.ok()) << model.status().ToString();
-  std::vector<ps::VariableSpec> specs;
+  std::vector<replication::VariableSpec> specs;
   for (worker::Variable* v : (*model)->variables()) specs.push_back({v->name, v->value.shape()});
-  const ps::Sharding sharding = ps::Sharding::Compute(specs, num_ps, 8 << 20).value();
+  const replication::Sharding sharding =
+      replication::Sharding::Compute(specs, num_ps, 8 << 20).value();
   const auto nodes = ByName(graph);
   int variables = 0;
   for (const auto& [name, node] : nodes) variables += node.op() == "VariableV2";
   EXPECT_EQ(variables, static_cast<int>(sharding.partitions().size()));
-  for (const ps::Partition& p : sharding.partitions()) {
+  for (const replication::Partition& p : sharding.partitions()) {
     SCOPED_TRACE(p.key);
     ASSERT_TRUE(nodes.count(p.key));
     const tensorflow::NodeDef& node = nodes.at(p.key);

@@ -24,7 +24,7 @@ constexpr milliseconds kShortTimeout(30000);
 constexpr int kCommitsKept = 20;
 
 // Rows [begin, end) of `t` as a tensor sharing its buffer.
-Tensor Rows(const Tensor& t, const ps::Partition& p) {
+Tensor Rows(const Tensor& t, const replication::Partition& p) {
   if (p.row_begin == 0 && p.row_end == (t.shape().rank() ? t.dim(0) : 1)) return t;
   const int64_t row = t.size() / t.dim(0);
   Tensor keep = t;
@@ -41,10 +41,10 @@ Result<std::unique_ptr<PsClient>> PsClient::Connect(const std::vector<std::strin
   c->role_ = role;
   c->task_index_ = task_index;
   c->variables_ = variables;
-  std::vector<ps::VariableSpec> specs;
+  std::vector<replication::VariableSpec> specs;
   for (Variable* v : variables) specs.push_back({v->name, v->value.shape()});
-  ASSIGN_OR_RETURN(c->sharding_, ps::Sharding::Compute(specs, static_cast<int>(ps_hosts.size()),
-                                                       partition_bytes));
+  ASSIGN_OR_RETURN(c->sharding_, replication::Sharding::Compute(
+                                     specs, static_cast<int>(ps_hosts.size()), partition_bytes));
   // Every connection to server s (heartbeats too) trusts ps task s's public key with --curve_keys;
   // one on this host is reached over its same-host socket (common/wire/same_host.h).
   const auto connect = [ps_hosts, curve](int s) -> Result<std::unique_ptr<wire::Connection>> {
@@ -252,7 +252,7 @@ Result<std::vector<Message>> PsClient::Await(
 Message PsClient::InitMessage(int s, int64_t step) const {
   Message m = Request(MessageType::kRegister);
   m.step = step;
-  for (const ps::Partition& p : sharding_.OnTask(s)) {
+  for (const replication::Partition& p : sharding_.OnTask(s)) {
     for (Variable* v : variables_) {
       if (v->name == p.variable) m.tensors.push_back({p.key, Rows(v->value, p)});
     }
@@ -362,7 +362,7 @@ void PsClient::CopyIn(const std::vector<Message>& replies) {
   for (const Message& r : replies) {
     for (const auto& t : r.tensors) received[t.name] = &t.tensor;
   }
-  for (const ps::Partition& p : sharding_.partitions()) {
+  for (const replication::Partition& p : sharding_.partitions()) {
     auto it = received.find(p.key);
     if (it == received.end()) continue;
     for (Variable* v : variables_) {
@@ -384,11 +384,12 @@ Result<int64_t> PsClient::Pull() {
   return replies[0].step;
 }
 
-Message PsClient::PushOf(int s, const std::vector<ps::Partition>& partitions, int64_t step) {
+Message PsClient::PushOf(int s, const std::vector<replication::Partition>& partitions,
+                         int64_t step) {
   Message push = Request(MessageType::kPush);
   push.step = step;
   push.sequence = ++push_sequence_[s];
-  for (const ps::Partition& p : partitions) {
+  for (const replication::Partition& p : partitions) {
     for (Variable* v : variables_) {
       if (v->name != p.variable) continue;
       if (v->trainable) {

@@ -31,8 +31,8 @@
 #include <string>
 #include <vector>
 
+#include "common/replication/sharding.h"
 #include "common/wire/transport.h"
-#include "ps/sharding.h"
 #include "worker/distributed/heartbeat.h"
 #include "worker/network/layer.h"
 
@@ -46,8 +46,8 @@ struct PushPullResult {
 
 class PsClient {
  public:
-  // `variables` are placed with ps::Sharding over the servers; trainable ones are pushed as
-  // gradients, the others (batch-norm moving statistics) as values to assign.
+  // `variables` are placed with replication::Sharding over the servers; trainable ones are pushed
+  // as gradients, the others (batch-norm moving statistics) as values to assign.
   static Result<std::unique_ptr<PsClient>> Connect(const std::vector<std::string>& ps_hosts,
                                                    const std::string& role, int task_index,
                                                    const std::vector<Variable*>& variables,
@@ -92,7 +92,7 @@ class PsClient {
   // Chief: tells every server to exit.
   Status Shutdown();
 
-  const ps::Sharding& sharding() const { return sharding_; }
+  const replication::Sharding& sharding() const { return sharding_; }
   // What the heartbeats say of server `s`.
   HeartbeatMonitor::Health ServerHealth(int s) const { return heartbeat_->Of(s); }
   // How long requests wait for a server that is down before failing (default 10 minutes).
@@ -119,7 +119,7 @@ class PsClient {
   void CopyIn(const std::vector<wire::Message>& replies);
   // A push of `partitions` of server `s` computed at `step` (trainable variables' gradients,
   // the others' values as assigns).
-  wire::Message PushOf(int s, const std::vector<ps::Partition>& partitions, int64_t step);
+  wire::Message PushOf(int s, const std::vector<replication::Partition>& partitions, int64_t step);
   // Sends part `k` of server `s` (its push, then the pull of the same partitions).
   Status SendPart(int s, size_t k);
   // The chief's register for server `s`: the current values of its partitions.
@@ -131,7 +131,7 @@ class PsClient {
   int task_index_ = 0;
   std::vector<std::unique_ptr<wire::Connection>> servers_;
   std::vector<Variable*> variables_;
-  ps::Sharding sharding_;
+  replication::Sharding sharding_;
   std::vector<std::string> hosts_;
   uint64_t next_id_ = 1;
   std::vector<uint64_t> push_sequence_;  // per server

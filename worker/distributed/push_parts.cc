@@ -14,14 +14,15 @@ namespace worker {
 using wire::Message;
 using wire::MessageType;
 
-std::vector<std::vector<PushPart>> PlanPushParts(const ps::Sharding& sharding,
+std::vector<std::vector<PushPart>> PlanPushParts(const replication::Sharding& sharding,
                                                  const std::vector<std::string>& variable_order,
                                                  int64_t part_bytes) {
   std::vector<std::vector<PushPart>> parts(sharding.num_ps());
-  std::map<std::string, std::vector<const ps::Partition*>> of_variable;
-  for (const ps::Partition& p : sharding.partitions()) of_variable[p.variable].push_back(&p);
+  std::map<std::string, std::vector<const replication::Partition*>> of_variable;
+  for (const replication::Partition& p : sharding.partitions())
+    of_variable[p.variable].push_back(&p);
   for (auto v = variable_order.rbegin(); v != variable_order.rend(); ++v) {
-    for (const ps::Partition* p : of_variable[*v]) {
+    for (const replication::Partition* p : of_variable[*v]) {
       std::vector<PushPart>& mine = parts[p->task];
       if (mine.empty() || mine.back().bytes >= part_bytes) mine.emplace_back();
       mine.back().partitions.push_back(*p);
@@ -83,7 +84,7 @@ void PsClient::set_push_part_bytes(int64_t part_bytes) {
   for (size_t s = 0; s < parts->plan.size(); ++s) {
     for (size_t k = 0; k < parts->plan[s].size(); ++k) {
       std::vector<Variable*> owners;
-      for (const ps::Partition& p : parts->plan[s][k].partitions) {
+      for (const replication::Partition& p : parts->plan[s][k].partitions) {
         Variable* v = by_name.at(p.variable);
         owners.push_back(v);
         auto& in = parts->parts_of[v];
@@ -117,11 +118,11 @@ void PsClient::BeginStep(int64_t step) {
 
 Status PsClient::SendPart(int s, size_t k) {
   StepParts& p = *parts_;
-  const std::vector<ps::Partition>& partitions = p.plan[s][k].partitions;
+  const std::vector<replication::Partition>& partitions = p.plan[s][k].partitions;
   Message push = PushOf(s, partitions, p.step);
   push.value = static_cast<int64_t>(p.plan[s].size() - 1 - k);  // parts still to come
   Message pull = Request(MessageType::kPull);
-  for (const ps::Partition& q : partitions) pull.names.push_back(q.key);
+  for (const replication::Partition& q : partitions) pull.names.push_back(q.key);
   p.sent.push_back({s, k, false});
   RETURN_IF_ERROR(Send(p.flight.get(), s, std::move(push)));
   p.sent.push_back({s, k, true});
@@ -163,7 +164,8 @@ Result<PushPullResult> PsClient::FinishStep() {
   auto copy_in = [&](size_t i, const Message& reply) {
     const StepParts::Sent& what = p.sent[i];
     if (!what.pull || !copied.ok()) return;
-    const std::vector<ps::Partition>& partitions = p.plan[what.server][what.part].partitions;
+    const std::vector<replication::Partition>& partitions =
+        p.plan[what.server][what.part].partitions;
     if (reply.tensors.size() != partitions.size()) {
       copied = Internal(ServerName(what.server) + " answered a pull of " +
                         std::to_string(partitions.size()) + " partitions with " +
@@ -171,7 +173,7 @@ Result<PushPullResult> PsClient::FinishStep() {
       return;
     }
     for (size_t j = 0; j < partitions.size(); ++j) {
-      const ps::Partition& q = partitions[j];
+      const replication::Partition& q = partitions[j];
       const Tensor& got = reply.tensors[j].tensor;
       Variable* v = p.owners[what.server][what.part][j];
       if (reply.tensors[j].name != q.key || got.shape() != q.shape) {

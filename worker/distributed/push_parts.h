@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "ps/sharding.h"
+#include "common/replication/sharding.h"
 
 namespace pstrain {
 namespace worker {
@@ -24,7 +24,7 @@ namespace worker {
 constexpr int64_t kDefaultPushPartBytes = int64_t{4} << 20;
 
 struct PushPart {
-  std::vector<ps::Partition> partitions;  // in the order backward finishes them
+  std::vector<replication::Partition> partitions;  // in the order backward finishes them
   int64_t bytes = 0;
 };
 
@@ -32,7 +32,7 @@ struct PushPart {
 // `variable_order`, the model's layer order), cut into parts of at least `part_bytes` each (the
 // last part of a server may be smaller). A variable's partitions on one server stay in one part
 // unless the part is already full.
-std::vector<std::vector<PushPart>> PlanPushParts(const ps::Sharding& sharding,
+std::vector<std::vector<PushPart>> PlanPushParts(const replication::Sharding& sharding,
                                                  const std::vector<std::string>& variable_order,
                                                  int64_t part_bytes);
 

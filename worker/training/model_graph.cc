@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "ps/sharding.h"
+#include "common/replication/sharding.h"
 #include "worker/network/layer.h"
 
 namespace pstrain {
@@ -43,7 +43,7 @@ Result<GraphModel> DescribeModel(const ConfigNode& model_node, const ModelGraphO
   if (!layers.IsSequence()) return layers.Error("must be a list of layers");
 
   std::map<std::string, Shape> shapes = {{"input", Shape(graph.input_shape)}};
-  std::vector<ps::VariableSpec> specs;  // in model order, as the PS client lists them
+  std::vector<replication::VariableSpec> specs;  // in model order, as the PS client lists them
   for (size_t i = 0; i < layers.size(); ++i) {
     const ConfigNode spec = layers.At(i);
     GraphLayer layer;
@@ -80,9 +80,10 @@ Result<GraphModel> DescribeModel(const ConfigNode& model_node, const ModelGraphO
 
   std::map<std::string, std::vector<GraphVariable>> parts;  // variable -> its partitions
   if (options.num_ps > 0) {
-    ASSIGN_OR_RETURN(ps::Sharding sharding,
-                     ps::Sharding::Compute(specs, options.num_ps, options.partition_bytes));
-    for (const ps::Partition& p : sharding.partitions()) {
+    ASSIGN_OR_RETURN(
+        replication::Sharding sharding,
+        replication::Sharding::Compute(specs, options.num_ps, options.partition_bytes));
+    for (const replication::Partition& p : sharding.partitions()) {
       parts[p.variable].push_back({p.key, p.shape.dims(), PsDevice(p.task)});
     }
   }

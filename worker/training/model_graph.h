@@ -1,10 +1,11 @@
 // The GraphDef of a model config as a cluster runs it (graph_def.h): each layer's output shape
-// from the layer's own Setup, each variable on the parameter-server task that ps::Sharding
-// (the function the servers and the PS client use) gives it, split variables as their parts.
+// from the layer's own Setup, each variable on the parameter-server task that
+// replication::Sharding (the function the servers and the PS client use) gives it, split variables
+// as their parts.
 //
-// It reads the worker's layers and ps/sharding, so it lives here beside the trainer and not in
-// common/summary (which keeps only TensorFlow's format, graph_def.h): arrows point from worker/
-// to common/, never back. Its own library (pstrain_model_graph), linked by whatever writes a graph.
+// It reads the worker's layers, so it lives here beside the trainer and not in common/summary
+// (which keeps only TensorFlow's format, graph_def.h): arrows point from worker/ to common/, never
+// back. Its own library (pstrain_model_graph), linked by whatever writes a graph.
 #pragma once
 
 #include <cstdint>

@@ -1,9 +1,9 @@
-#include "ps/sharding.h"
+#include "common/replication/sharding.h"
 
 #include <algorithm>
 
 namespace pstrain {
-namespace ps {
+namespace replication {
 
 Result<Sharding> Sharding::Compute(const std::vector<VariableSpec>& variables, int num_ps,
                                    int64_t partition_bytes) {
@@ -58,5 +58,5 @@ std::vector<int64_t> Sharding::Loads() const {
   return load;
 }
 
-}  // namespace ps
+}  // namespace replication
 }  // namespace pstrain

@@ -2,6 +2,8 @@
 // order, goes to the least-loaded server by bytes; ties to the lowest task), with variables
 // larger than `partition_bytes` split along dimension 0 into partitions placed the same way.
 // Every process computes the same sharding from the model, so no lookup service is needed.
+// It lives in common/ because workers route requests by it and servers hold what it gives them;
+// a partition's `task` is its shard, whose chain of replicas shard_map.h places.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +14,7 @@
 #include "common/tensor.h"
 
 namespace pstrain {
-namespace ps {
+namespace replication {
 
 struct VariableSpec {
   std::string name;
@@ -43,5 +45,5 @@ class Sharding {
   int num_ps_ = 0;
 };
 
-}  // namespace ps
+}  // namespace replication
 }  // namespace pstrain

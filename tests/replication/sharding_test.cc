@@ -1,9 +1,9 @@
-#include "ps/sharding.h"
+#include "common/replication/sharding.h"
 
 #include <gtest/gtest.h>
 
 namespace pstrain {
-namespace ps {
+namespace replication {
 namespace {
 
 TEST(ShardingTest, GreedyPutsEachVariableOnTheLeastLoadedServerInModelOrder) {
@@ -55,5 +55,5 @@ TEST(ShardingTest, BadArgumentsAreRefused) {
 }
 
 }  // namespace
-}  // namespace ps
+}  // namespace replication
 }  // namespace pstrain
