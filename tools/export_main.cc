@@ -1,7 +1,7 @@
 // pstrain-export: writes a trained model in a format other tools serve (--format=onnx:
 // worker/training/onnx_export.h), to take it away from pstrain.
-//   pstrain-export --format=onnx --config=configs/refnet.yaml --checkpoint=runs/refnet \
-//       --output=model.onnx
+//   pstrain-export --format=onnx --config=configs/refnet.yaml --checkpoint=runs/refnet
+//       --output=model.onnx   (one command line)
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 

@@ -29,7 +29,7 @@ double TrainToTarget(const std::string& config, double target, int epochs, std::
   double accuracy = 0;
   size_t at = out->rfind("done: global step");
   if (at != std::string::npos) {
-    std::sscanf(out->c_str() + at, "done: global step %*ld, test accuracy %lf", &accuracy);
+    std::sscanf(out->c_str() + at, "done: global step %*d, test accuracy %lf", &accuracy);
   }
   return accuracy;
 }
