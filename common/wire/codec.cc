@@ -83,6 +83,21 @@ Status SetNames(const std::vector<std::string>& names, const std::string& what, 
 }
 
 // Retry-cache entries; a role is echoed into logs, where a NUL byte cuts it.
+// A list of structs whose elements the writer shrank to nothing (Cap'n Proto allows it, and the
+// reader then sees defaults) decodes into more entries than the header could hold as Encode writes
+// them: a few kilobytes would become megabytes. Each entry must have had room for a whole one.
+template <typename T>
+Status CheckEntryCount(typename capnp::List<T>::Reader list, size_t header_bytes, const char* what,
+                       MessageType type, const std::string& sender) {
+  constexpr size_t kEntryBytes =
+      sizeof(capnp::word) * (T::_capnpPrivate::dataWordSize + T::_capnpPrivate::pointerCount);
+  if (size_t{list.size()} * kEntryBytes <= header_bytes) return Status::OK();
+  return InvalidArgument(StrCat("the ", MessageTypeName(type), " from ", sender, " lists ",
+                                list.size(), " ", what, " in a ", header_bytes,
+                                "-byte header, which holds at most ", header_bytes / kEntryBytes,
+                                " (", kEntryBytes, " bytes each)"));
+}
+
 Result<std::vector<PushEntry>> PushesOf(capnp::List<schema::PushEntry>::Reader list,
                                         MessageType type, const std::string& sender) {
   std::vector<PushEntry> pushes;
@@ -180,6 +195,13 @@ Result<Message> DecodeHeader(schema::Header::Reader header, const std::vector<Fr
   for (int64_t step : steps) m.steps.push_back(step);
   m.shard = header.getShard();
   m.map_epoch = header.getMapEpoch();
+  const size_t header_bytes = frames.empty() ? 0 : frames[0].size;
+  RETURN_IF_ERROR(CheckEntryCount<schema::PushEntry>(header.getPushes(), header_bytes,
+                                                     "push entries", m.type, sender));
+  RETURN_IF_ERROR(
+      CheckEntryCount<schema::Chain>(header.getChains(), header_bytes, "chains", m.type, sender));
+  RETURN_IF_ERROR(CheckEntryCount<schema::ChunkUse>(header.getUses(), header_bytes, "chunk uses",
+                                                    m.type, sender));
   ASSIGN_OR_RETURN(m.pushes, PushesOf(header.getPushes(), m.type, sender));
   for (const auto chain : header.getChains()) {
     Chain c;

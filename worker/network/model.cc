@@ -131,7 +131,9 @@ void Model::PlanReluAfterMaxPool() {
   if (!relu_after_max_pool_) return;
   std::vector<int> readers(nodes_.size(), 0);
   for (const Node& n : nodes_) {
-    for (int k : n.inputs) readers[k] += k >= 0;
+    for (int k : n.inputs) {
+      if (k >= 0) ++readers[k];  // -1: the model's input
+    }
   }
   for (size_t j = 0; j < nodes_.size(); ++j) {
     if (nodes_[j].inputs.size() != 1 || !dynamic_cast<MaxPool2D*>(layers_[j].get())) continue;
