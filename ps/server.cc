@@ -23,8 +23,15 @@ Result<UpdateMode> ParseUpdateMode(const std::string& name) {
   return InvalidArgument("--update_mode must be async, accumulate or sync, got '" + name + "'");
 }
 
+namespace {
+ServerOptions WithShard(ServerOptions o) {
+  if (o.shard < 0) o.shard = o.task_index;
+  return o;
+}
+}  // namespace
+
 ParameterServer::ParameterServer(ServerOptions options, std::unique_ptr<VariableStore> store)
-    : options_(std::move(options)),
+    : options_(WithShard(std::move(options))),
       store_(std::move(store)),
       checkpoints_(std::make_unique<ShardCheckpoints>(ShardDir(), options_.max_to_keep,
                                                       "ps " + std::to_string(options_.task_index),
@@ -33,7 +40,7 @@ ParameterServer::ParameterServer(ServerOptions options, std::unique_ptr<Variable
 }
 
 std::string ParameterServer::ShardDir() const {
-  return options_.train_dir + "/ps-" + std::to_string(options_.task_index) + "-of-" +
+  return options_.train_dir + "/ps-" + std::to_string(options_.shard) + "-of-" +
          std::to_string(options_.num_ps);
 }
 
@@ -134,6 +141,19 @@ std::vector<ParameterServer::Outgoing> ParameterServer::Handle(const std::string
   highs_.pending = std::max(highs_.pending, pending_requests());
   return out;
 }
+
+// The chain slice (docs/replication.md section 3) replaces these: until then a server keeps the
+// map it is given and sends nothing to other servers.
+std::vector<ParameterServer::Outgoing> ParameterServer::SetChain(const ChainView& chain) {
+  chain_ = chain;
+  return {};
+}
+
+std::vector<ParameterServer::Outgoing> ParameterServer::HandleServerReply(int, const Message&) {
+  return {};
+}
+
+std::vector<int> ParameterServer::CaughtUpJoiners() const { return {}; }
 
 ServerHighs ParameterServer::TakeHighs() { return std::exchange(highs_, ServerHighs{}); }
 

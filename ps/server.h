@@ -56,6 +56,10 @@ Result<UpdateMode> ParseUpdateMode(const std::string& name);
 struct ServerOptions {
   int task_index = 0;
   int num_ps = 1;
+  // The shard this state machine holds (-1: task_index's, as without replication). With
+  // --replicas > 0 one task (ps/server_task.h) holds several shards, one ParameterServer each.
+  int shard = -1;
+  int replicas = 0;     // --replicas: backups per shard (docs/replication.md)
   int num_workers = 1;  // workers that push (one per host with intra-node sync)
   // The cluster's worker and evaluator tasks, bounding the task indices senders may claim and
   // counting who a barrier waits for (0 workers: unknown, in-process tests; not checked, and a
@@ -92,9 +96,32 @@ class ParameterServer {
   ParameterServer(ServerOptions options, std::unique_ptr<VariableStore> store);
 
   struct Outgoing {
-    std::string peer;
+    std::string peer;  // a reply to the connection that sent the request
     wire::Message message;
+    // >= 0: not a reply but a request to server task `task` (a record to this shard's successor,
+    // a snapshot to a joiner), sent over the owning ServerTask's connection to that task; its
+    // reply comes back through HandleServerReply.
+    int task = -1;
   };
+
+  // This shard's chain in the map of `epoch` (common/replication/shard_map.h), as the owning
+  // ServerTask sees it: `tasks` head first, `joining` copying behind the tail, `self` this task.
+  struct ChainView {
+    uint64_t epoch = 0;
+    std::vector<int> tasks;
+    std::vector<int> joining;
+    int self = -1;
+  };
+  // Takes the chain of a newer map: this shard's role (head, middle, tail, joiner) and successor
+  // change; returns what that sends (records not yet acknowledged to a new successor, a snapshot
+  // to a new joiner, held replies answered kAborted when this task is no longer head).
+  std::vector<Outgoing> SetChain(const ChainView& chain);
+  // A reply from server task `from_task` to a request this shard sent it (Outgoing::task).
+  std::vector<Outgoing> HandleServerReply(int from_task, const wire::Message& reply);
+  // Joiners this shard, as the tail, has found caught up: it now waits for their
+  // acknowledgements (the shardMap get reply lists them as members; /work/repl-contract.md).
+  std::vector<int> CaughtUpJoiners() const;
+  int shard() const { return options_.shard; }
 
   // Reads which steps this shard holds whole (setting damaged files aside, with a warning naming
   // each) and logs them; the chief picks the step to restore.
@@ -197,6 +224,7 @@ class ParameterServer {
   ServerHighs highs_;
   std::unique_ptr<ShardCheckpoints> checkpoints_;
   std::map<uint64_t, Waiting> saving_;  // checkpoint requests by their save's ticket
+  ChainView chain_;                     // replication: this shard's chain (epoch 0: none)
 };
 
 }  // namespace ps
