@@ -1,0 +1,259 @@
+"""Replicated shards under fire (docs/replication.md, section 7, run A): one RefNet run under the
+launcher, 3 ps and 2 workers, async, --replicas=1, restart: on_failure. Five times the test
+SIGKILLs the current head of a random shard, each time once the previous victim has rejoined as a
+member (the chief's map line says so). Afterwards:
+  no acknowledged update lost  every worker's global step never went back (PsClient logs an error
+                               if it ever does); each shard's final step equals the pushes its
+                               workers had acknowledged to it; at shutdown every replica of a shard
+                               logs the same step and crc32c of its values and optimizer slots;
+  failover in seconds          from each kill to the new head's first update (the time this test
+                               saw the line appear), printed, each under 10 s;
+  the run's accuracy           the chief's test accuracy is at least the target.
+
+  replication_test.py --pstrain BUILD/pstrain
+Environment: PSTRAIN_REPL_SEED (default 2026) picks the shards and moments; PSTRAIN_REPL_KILLS
+(default 5); PSTRAIN_REPL_TARGET (default 0.85) the accuracy; PSTRAIN_REPL_EPOCHS (default 3);
+PSTRAIN_REPL_KEEP=1 keeps the train_dir.
+"""
+
+import argparse
+import os
+import random
+import re
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+from fault_test import REPO, Launcher, free_ports, read  # noqa: E402
+
+NUM_PS = 3
+NUM_WORKERS = 2
+MAX_FAILOVER_S = 10.0
+
+
+class LogWatch:
+    """When each line matching a pattern first appeared in the role logs, as this test saw it."""
+
+    def __init__(self, log_dir, names):
+        self.log_dir, self.names = log_dir, names
+        self.seen = []  # (monotonic time, log name, line)
+        self.offsets = {n: 0 for n in names}
+        self.stop = False
+        self.lock = threading.Lock()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while not self.stop:
+            for n in self.names:
+                text = read(os.path.join(self.log_dir, n))
+                new = text[self.offsets[n]:]
+                cut = new.rfind("\n") + 1
+                if cut == 0:
+                    continue
+                self.offsets[n] += cut
+                now = time.monotonic()
+                with self.lock:
+                    self.seen.extend((now, n, line) for line in new[:cut].splitlines())
+            time.sleep(0.05)
+
+    def first_after(self, t0, pattern):
+        rx = re.compile(pattern)
+        with self.lock:
+            for t, n, line in self.seen:
+                if t >= t0 and rx.search(line):
+                    return t, n, line
+        return None
+
+    def lines(self, pattern):
+        rx = re.compile(pattern)
+        with self.lock:
+            return [(t, n, line) for t, n, line in self.seen if rx.search(line)]
+
+
+def chains_of(map_line):
+    """{shard: ([members], [joining])} from a 'map epoch E: shard 0 [0 1], shard 1 [2] joining [1]'."""
+    chains = {}
+    for m in re.finditer(r"shard (\d+) \[([\d ]*)\](?: joining \[([\d ]*)\])?", map_line):
+        chains[int(m.group(1))] = ([int(x) for x in m.group(2).split()],
+                                   [int(x) for x in (m.group(3) or "").split()])
+    return chains
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--pstrain", required=True)
+    args = parser.parse_args()
+    seed = int(os.environ.get("PSTRAIN_REPL_SEED", "2026"))
+    kills_wanted = int(os.environ.get("PSTRAIN_REPL_KILLS", "5"))
+    target = float(os.environ.get("PSTRAIN_REPL_TARGET", "0.85"))
+    epochs = int(os.environ.get("PSTRAIN_REPL_EPOCHS", "3"))
+    steps = epochs * (60000 // 128)
+    rng = random.Random(seed)
+    kill_steps = sorted(rng.randrange(steps // 10, steps * 7 // 10) for _ in range(kills_wanted))
+    print(f"seed {seed}: {kills_wanted} head kills at global steps ~{kill_steps}", flush=True)
+
+    tmp = tempfile.mkdtemp(prefix="pstrain-repl-")
+    train_dir = os.path.join(tmp, "run")
+    log_dir = os.path.join(train_dir, "launcher")
+    ports = free_ports(NUM_PS + NUM_WORKERS, random.Random())
+    cluster = os.path.join(tmp, "cluster.yaml")
+    ps = "\n".join(f"  - {{host: 127.0.0.1, port: {p}}}" for p in ports[:NUM_PS])
+    workers = "\n".join(f"  - {{host: 127.0.0.1, port: {p}, gpus: \"\"}}" for p in ports[NUM_PS:])
+    with open(cluster, "w") as f:
+        f.write(f"""mode: local
+binary: {args.pstrain}
+ps:
+{ps}
+worker:
+{workers}
+flags: {{epochs: {epochs}, replicas: 1, save_checkpoints_secs: 0, log_every_n_steps: 25,
+        ps_unavailable_timeout_secs: 120}}
+restart: {{policy: on_failure, max_restarts: 10, backoff_secs: 1}}
+""")
+    launcher = Launcher([sys.executable, os.path.join(REPO, "launcher", "pstrain-launch"),
+                         "--cluster", cluster, "--config",
+                         os.path.join(REPO, "configs", "refnet.yaml"), "--train_dir", train_dir,
+                         "--progress_interval", "30"])
+    names = [f"ps-{k}.log" for k in range(NUM_PS)] + [f"worker-{k}.log" for k in range(NUM_WORKERS)]
+    watch = LogWatch(log_dir, names)
+    started = time.monotonic()
+    kills = []  # (shard, task, kill time, step)
+
+    def latest_step():
+        step = 0
+        for _, _, line in watch.lines(r": step (\d+)/\d+ \(epoch"):
+            step = max(step, int(re.search(r": step (\d+)/", line).group(1)))
+        return step
+
+    def current_map():
+        lines = watch.lines(r"map epoch \d+: shard")
+        if not lines:
+            return None, {}
+        line = lines[-1][2]
+        return int(re.search(r"map epoch (\d+)", line).group(1)), chains_of(line)
+
+    def fully_replicated():
+        _, chains = current_map()
+        return len(chains) == NUM_PS and all(len(m) == 2 and not j for m, j in chains.values())
+
+    problems = []
+    try:
+        for at_step in kill_steps:
+            while launcher.proc.poll() is None:
+                if latest_step() >= at_step and fully_replicated():
+                    break
+                if time.monotonic() - started > 1500:
+                    raise SystemExit("FAIL: training made no progress to the next kill")
+                time.sleep(0.2)
+            if launcher.proc.poll() is not None:
+                break
+            epoch, chains = current_map()
+            shard = rng.randrange(NUM_PS)
+            head = chains[shard][0][0]
+            pid = launcher.pid(f"ps{head}")[0]
+            step = latest_step()
+            t0 = time.monotonic()
+            os.kill(pid, signal.SIGKILL)
+            print(f"==== kill {len(kills) + 1}: ps{head} (pid {pid}), head of shard {shard} at map "
+                  f"epoch {epoch}, global step ~{step}", flush=True)
+            kills.append((shard, head, t0, step))
+            # The next kill waits until the new head has applied an update and the victim is back.
+            deadline = time.monotonic() + 120
+            while launcher.proc.poll() is None and time.monotonic() < deadline:
+                if watch.first_after(t0, rf"first update as head of shard {shard}\b"):
+                    break
+                time.sleep(0.2)
+        code = launcher.proc.wait(timeout=1500)
+    finally:
+        if launcher.proc.poll() is None:
+            os.killpg(launcher.proc.pid, signal.SIGKILL)
+        time.sleep(0.5)
+        watch.stop = True
+    launcher.output()
+    if code != 0:
+        problems.append(f"the launcher exited {code}, expected 0")
+    if len(kills) != kills_wanted:
+        problems.append(f"only {len(kills)} of {kills_wanted} kills were made")
+
+    # Failover: from each kill to the new head's first update.
+    times = []
+    for shard, head, t0, step in kills:
+        hit = watch.first_after(t0, rf"first update as head of shard {shard}\b")
+        if not hit:
+            problems.append(f"no new head of shard {shard} applied an update after ps{head}'s kill")
+            continue
+        took = hit[0] - t0
+        times.append(took)
+        print(f"failover: shard {shard}, ps{head} killed at step ~{step}: {hit[1]} applied its "
+              f"first update as head {took:.2f} s later", flush=True)
+        if took > MAX_FAILOVER_S:
+            problems.append(f"shard {shard}'s failover took {took:.1f} s (> {MAX_FAILOVER_S} s)")
+
+    logs = {n: read(os.path.join(log_dir, n)) for n in names}
+    workers_log = "".join(logs[f"worker-{k}.log"] for k in range(NUM_WORKERS))
+    for m in re.finditer(r"global step went back[^\n]*", workers_log):
+        problems.append(m.group(0))
+
+    # Every replica of a shard ends at the same step with the same bytes.
+    final = {}  # shard -> {(step, crc)}
+    for k in range(NUM_PS):
+        for m in re.finditer(r"shard (\d+) \((?:head|backup)\) at step (\d+): crc32c (\w+)",
+                             logs[f"ps-{k}.log"]):
+            final.setdefault(int(m.group(1)), set()).add((int(m.group(2)), m.group(3)))
+    for shard in range(NUM_PS):
+        states = final.get(shard, set())
+        if len(states) != 1:
+            problems.append(f"shard {shard}'s replicas ended in {len(states)} states: {sorted(states)}"
+                            " (expected one step and crc32c on every replica)")
+        else:
+            print(f"shard {shard}: every replica at step {next(iter(states))[0]}, crc32c "
+                  f"{next(iter(states))[1]}", flush=True)
+    replicas_seen = sum(len(re.findall(r"shard \d+ \((?:head|backup)\) at step", logs[f"ps-{k}.log"]))
+                        for k in range(NUM_PS))
+    if replicas_seen < 2 * NUM_PS:
+        problems.append(f"only {replicas_seen} replica lines at shutdown, expected {2 * NUM_PS}")
+
+    # No acknowledged update lost: each shard applied exactly the pushes its workers saw answered.
+    acked = {}
+    for k in range(NUM_WORKERS):
+        for m in re.finditer(r"shard (\d+): (\d+) pushes acknowledged", logs[f"worker-{k}.log"]):
+            acked[int(m.group(1))] = acked.get(int(m.group(1)), 0) + int(m.group(2))
+    for shard in range(NUM_PS):
+        states = final.get(shard, set())
+        if shard not in acked:
+            problems.append(f"no worker reported its acknowledged pushes to shard {shard}")
+        elif len(states) == 1 and next(iter(states))[0] != acked[shard]:
+            problems.append(f"shard {shard} ended at step {next(iter(states))[0]} but its workers had "
+                            f"{acked[shard]} pushes acknowledged")
+        elif len(states) == 1:
+            print(f"shard {shard}: {acked[shard]} acknowledged pushes, all applied, none lost or "
+                  "applied twice", flush=True)
+
+    chief = logs["worker-0.log"]
+    done = re.search(r"done: global step (\d+), test accuracy ([0-9.]+)", chief)
+    if not done:
+        problems.append("the chief printed no 'done:' line")
+    elif float(done.group(2)) < target:
+        problems.append(f"test accuracy {done.group(2)} < target {target}")
+    else:
+        print(f"chief: {done.group(0)}", flush=True)
+
+    if problems:
+        print(f"FAIL (seed {seed}; logs kept in {train_dir}):\n  " + "\n  ".join(problems),
+              flush=True)
+        return 1
+    print(f"PASS: {len(kills)} head kills, failover "
+          f"{', '.join(f'{t:.2f}' for t in times)} s, in {time.monotonic() - started:.0f} s "
+          f"(seed {seed})", flush=True)
+    if os.environ.get("PSTRAIN_REPL_KEEP") != "1":
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
