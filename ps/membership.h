@@ -34,8 +34,8 @@ struct MembershipOptions {
   int fixed_workers = 1;  // today's N (ServerOptions::num_workers), used when min_workers == 0
   int backup_workers = 0;
   int accumulate_n = 0;
-  int min_workers = 0;  // 0: fixed N
-  int evaluators = 0;   // the cluster's, all of whom a barrier waits for
+  int min_workers = 0;                // 0: fixed N
+  int evaluators = 0;                 // the cluster's, all of whom a barrier waits for
   std::string who = "ps 0: shard 0";  // how the wait line names the server
   std::chrono::seconds wait_log_interval{10};
 };

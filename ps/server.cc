@@ -188,7 +188,7 @@ std::vector<ParameterServer::Outgoing> ParameterServer::Dispatch(const std::stri
     case MessageType::kPull:
       return HandlePull(peer, request);
     case MessageType::kPush:
-      if (HoldPush(peer, request)) return {};
+      if (std::vector<Outgoing> held; HoldPush(peer, request, &held)) return held;
       membership_->NotePush(pushes_in_window_ == 0, peers_);
       return HandlePush(peer, request);
     case MessageType::kBarrier:

@@ -71,11 +71,11 @@ struct ServerOptions {
   int accumulate_n = 0;       // accumulate: pushes per update (0: the number of workers)
   int64_t max_staleness = 0;  // accumulate and sync
   int backup_workers = 0;     // sync: aggregate the first N - backup_workers of N
+  std::string train_dir;      // shard checkpoints in <train_dir>/ps-<k>-of-<n>
+  int max_to_keep = 5;
   // --min_workers: > 0 lets workers join and leave, N following the live ones (ps/membership.h);
   // 0: N is num_workers, fixed.
   int min_workers = 0;
-  std::string train_dir;      // shard checkpoints in <train_dir>/ps-<k>-of-<n>
-  int max_to_keep = 5;
   // A peer silent for this long (workers heartbeat every second) is logged as missing.
   std::chrono::milliseconds peer_timeout{5000};
   // Runs on the checkpoint writer's thread before each shard file is written (tests hold a save
@@ -219,9 +219,9 @@ class ParameterServer {
   int required_pushes() const;
   // Applies the open window's mean and releases what waited for it.
   void CloseWindow(std::vector<Outgoing>* out);
-  // Defined in ps/server_membership.cc. Holds an async push while fewer than --min_workers are
-  // live; whether it did.
-  bool HoldPush(const std::string& peer, const wire::Message& request);
+  // Defined in ps/server_membership.cc. While fewer than --min_workers are live, holds an async
+  // push (or refuses it into `out`); whether it took the push.
+  bool HoldPush(const std::string& peer, const wire::Message& request, std::vector<Outgoing>* out);
   std::string Who(const wire::Message& m) const;
 
   ServerOptions options_;
@@ -244,8 +244,9 @@ class ParameterServer {
   std::unique_ptr<ShardCheckpoints> checkpoints_;
   std::map<uint64_t, Waiting> saving_;  // checkpoint requests by their save's ticket
   ChainView chain_;                     // replication: this shard's chain (epoch 0: none)
-  std::unique_ptr<Membership> membership_;  // who counts (ps/membership.h)
-  std::vector<Waiting> held_pushes_;        // async pushes held below --min_workers
+  // Who counts (ps/membership.h), and the async pushes held below --min_workers.
+  std::unique_ptr<Membership> membership_;
+  std::vector<Waiting> held_pushes_;
 };
 
 }  // namespace ps

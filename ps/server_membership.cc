@@ -3,6 +3,8 @@
 // With --min_workers=0 these keep today's fixed-N behaviour.
 #include <glog/logging.h>
 
+#include <algorithm>
+
 #include "ps/membership.h"
 #include "ps/server.h"
 
@@ -12,24 +14,51 @@ namespace ps {
 using wire::Message;
 using wire::MessageType;
 
-bool ParameterServer::HoldPush(const std::string& peer, const Message& request) {
+bool ParameterServer::HoldPush(const std::string& peer, const Message& request,
+                               std::vector<Outgoing>* out) {
   if (!membership_->elastic() || options_.mode != UpdateMode::kAsync || !initialized_ ||
       !membership_->BelowMinimum(peers_)) {
     return false;
   }
-  // A retry of a push already applied is answered as always (HandlePush).
+  // A retry of a push already applied is answered from the retry cache, never applied again.
   auto it = peers_.find(Who(request));
   if (it != peers_.end() && it->second.incarnation == request.incarnation &&
       request.sequence != 0 && request.sequence <= it->second.last_push_sequence) {
     return false;
   }
-  // A retry of a held push replaces it: applied once, answered on the newest connection.
+  // An earlier process of the sender is gone: its held pushes were never acknowledged.
+  held_pushes_.erase(std::remove_if(held_pushes_.begin(), held_pushes_.end(),
+                                    [&](const Waiting& w) {
+                                      return Who(w.request) == Who(request) &&
+                                             w.request.incarnation != request.incarnation;
+                                    }),
+                     held_pushes_.end());
+  uint64_t last_held = 0;
+  int held_here = 0;
   for (Waiting& w : held_pushes_) {
-    if (Who(w.request) == Who(request) && w.request.incarnation == request.incarnation &&
-        w.request.sequence == request.sequence) {
+    if (Who(w.request) != Who(request)) continue;
+    if (w.request.sequence == request.sequence) {  // a retry: applied once, answered here
       w = {peer, request};
       return true;
     }
+    last_held = std::max(last_held, w.request.sequence);
+    ++held_here;
+  }
+  // The sender's next push is checked now; the parts after it when they are applied.
+  Status s = held_here == 0 ? CheckPushFields(request) : Status::OK();
+  if (s.ok() && held_here > 0 && request.sequence != last_held + 1) {
+    s = InvalidArgument("push " + std::to_string(request.sequence) + " from " + Who(request) +
+                        " does not follow push " + std::to_string(last_held) +
+                        ", held while too few workers are live (expected the next)");
+  }
+  if (s.ok() && held_here > kMaxPushParts) {
+    s = InvalidArgument("more than " + std::to_string(kMaxPushParts) + " pushes from " +
+                        Who(request) + " held while too few workers are live");
+  }
+  if (!s.ok()) {
+    ++stats_.rejected;
+    out->push_back({peer, Error(request, s.message())});
+    return true;
   }
   held_pushes_.push_back({peer, request});
   return true;
@@ -58,7 +87,8 @@ std::vector<ParameterServer::Outgoing> ParameterServer::CheckMembership(
   }
   for (auto it = barriers_.begin(); it != barriers_.end();) {
     if (!it->second.empty() && BarrierReleases(it->second)) {
-      for (const Waiting& w : it->second) out.push_back({w.peer, Reply(w.request, MessageType::kOk)});
+      for (const Waiting& w : it->second)
+        out.push_back({w.peer, Reply(w.request, MessageType::kOk)});
       it = barriers_.erase(it);
     } else {
       ++it;

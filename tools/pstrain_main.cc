@@ -138,8 +138,8 @@ bool ValidateElastic(const std::vector<std::string>& workers) {
                 std::to_string(max_workers) + "; expected min_workers <= max_workers");
   }
   if (FLAGS_intra_node_sync != "off") {
-    return Fail("--min_workers=" + std::to_string(FLAGS_min_workers) + " and --intra_node_sync=" +
-                FLAGS_intra_node_sync +
+    return Fail("--min_workers=" + std::to_string(FLAGS_min_workers) +
+                " and --intra_node_sync=" + FLAGS_intra_node_sync +
                 " do not go together: a host's group is fixed at start; use "
                 "--intra_node_sync=off with workers that join and leave");
   }
@@ -161,8 +161,8 @@ bool Validate(const std::vector<std::string>& ps, const std::vector<std::string>
     }
   }
   if (!ValidateElastic(workers)) return false;
-  const size_t count = job == "ps"       ? ps.size()
-                       : job != "worker" ? 1
+  const size_t count = job == "ps"             ? ps.size()
+                       : job != "worker"       ? 1
                        : FLAGS_min_workers > 0 ? static_cast<size_t>(MaxWorkers(workers))
                                                : workers.size();
   if (FLAGS_task_index < 0 || static_cast<size_t>(FLAGS_task_index) >= count) {

@@ -1,12 +1,13 @@
 // Workers joining and leaving (--min_workers, ps/membership.h), driven in-process through
 // ParameterServer::Handle and CheckMembership as tests/ps/server_test.cc drives the update modes.
 // A worker leaves by its goodbye heartbeat, or goes silent past a short peer timeout.
+#include "ps/membership.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
 #include <thread>
 
-#include "ps/membership.h"
 #include "ps/server.h"
 #include "tests/captured_log.h"
 
@@ -178,6 +179,44 @@ TEST(MembershipTest, BelowMinWorkersNothingIsAppliedAndTheServerSaysWhy) {
   EXPECT_EQ(server->pending_requests(), 0u);
 }
 
+TEST(MembershipTest, AHeldPushIsAppliedOnceHoweverOftenItIsRetried) {
+  Elastic e;
+  e.mode = UpdateMode::kAsync;
+  e.min_workers = 2;
+  auto server = MakeServer(e);
+  Message push;
+  push.type = MessageType::kPush;
+  push.role = "worker";
+  push.task_index = 0;
+  push.incarnation = 1;
+  push.sequence = 1;
+  push.tensors.push_back({"w", Tensor::Filled(Shape{3}, 1.0f)});
+  EXPECT_TRUE(server->Handle("first", push).empty());
+  EXPECT_TRUE(server->Handle("retry", push).empty());
+  EXPECT_EQ(server->pending_requests(), 1u);
+  // One that skips ahead of the held one is refused at once, naming both.
+  Message skip = push;
+  skip.sequence = 3;
+  auto out = server->Handle("skip", skip);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].message.type, MessageType::kError);
+  EXPECT_NE(out[0].message.text.find("push 3 from worker 0 does not follow push 1"),
+            std::string::npos)
+      << out[0].message.text;
+  Senders(server.get()).Heartbeat(1);
+  out = server->CheckMembership(Clock::now());
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].peer, "retry");
+  EXPECT_EQ(server->global_step(), 1);
+  Message pull;
+  pull.type = MessageType::kPull;
+  pull.role = "worker";
+  pull.task_index = 1;
+  pull.incarnation = 1;
+  out = server->Handle("w1", pull);
+  EXPECT_FLOAT_EQ(out[0].message.tensors[0].tensor[0], 9.0f);  // applied once: 10 - 1
+}
+
 TEST(MembershipTest, BelowMinWorkersASyncWindowStaysOpen) {
   Elastic e;
   e.min_workers = 2;
@@ -227,8 +266,7 @@ TEST(MembershipTest, ATaskIndexUpToMaxWorkersIsLetIn) {
   out = w.Heartbeat(4);
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].message.type, MessageType::kError);
-  EXPECT_NE(out[0].message.text.find("4 worker task(s)"), std::string::npos)
-      << out[0].message.text;
+  EXPECT_NE(out[0].message.text.find("4 worker task(s)"), std::string::npos) << out[0].message.text;
 }
 
 TEST(MembershipTest, WithMinWorkersZeroTheWindowIsTodays) {

@@ -65,8 +65,8 @@ Status RunWorker(const RoleOptions& o) {
   const bool chief = o.task_index == 0;
   const std::string who = "worker " + std::to_string(o.task_index);
   // With --min_workers a worker may be one beyond --worker_hosts (launcher add-worker).
-  const int num_workers = std::max(static_cast<int>(o.worker_hosts.size()),
-                                   o.min_workers > 0 ? o.task_index + 1 : 0);
+  const int num_workers =
+      std::max(static_cast<int>(o.worker_hosts.size()), o.min_workers > 0 ? o.task_index + 1 : 0);
   if (!chief) LeaveOnSigterm();  // the chief cannot leave: it commits and shuts down
   ASSIGN_OR_RETURN(Setup s, Load(o));
   // Before connecting: a wrong device flag or a missing GPU stops the worker at once.
