@@ -4,6 +4,7 @@ the lowest free task index and the others' flags, a removed one gets SIGTERM, th
 by itself, and the control socket is private to the user."""
 
 import os
+import socket
 import stat
 import subprocess
 import sys
@@ -61,7 +62,8 @@ class ElasticConfigTest(unittest.TestCase):
     def test_intra_node_sync_with_min_workers_is_refused_naming_both(self):
         with self.assertRaises(ConfigError) as e:
             self.parse(ELASTIC, flags={"intra_node_sync": "nccl"})
-        self.assertIn("flags.intra_node_sync: nccl does not go with min_workers 1", str(e.exception))
+        self.assertIn("flags.intra_node_sync: nccl does not go with min_workers 1",
+                      str(e.exception))
 
     def test_the_flags_may_not_be_set_elsewhere(self):
         with self.assertRaises(ConfigError) as e:
@@ -161,7 +163,6 @@ class AddRemoveWorkerTest(unittest.TestCase):
         self.assertTrue(stat.S_ISSOCK(os.stat(path).st_mode))
         self.assertEqual(os.stat(path).st_mode & 0o777, 0o600)
         self.assertEqual(os.stat(os.path.dirname(path)).st_mode & 0o777, 0o700)
-        import socket
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.settimeout(10)
         s.connect(path)
