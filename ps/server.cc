@@ -56,8 +56,10 @@ std::string ParameterServer::Who(const Message& m) const {
 }
 
 int ParameterServer::required_pushes() const {
-  std::vector<std::string> pushed;  // sync: the window's pushers, whose replies wait
-  for (const Waiting& w : waiting_pushes_) pushed.push_back(WorkerName(Who(w.request)));
+  std::vector<std::string> pushed;  // elastic sync: the window's pushers, whose replies wait
+  if (membership_->elastic()) {
+    for (const Waiting& w : waiting_pushes_) pushed.push_back(WorkerName(Who(w.request)));
+  }
   return membership_->RequiredPushes(peers_, pushed);
 }
 
