@@ -51,7 +51,8 @@ Result<Sender> IdentifySender(const std::string& identity, const wire::Message& 
     if (request.task_index >= tasks) {
       return PermissionDenied("the request claims " + claim() + ", but the cluster has " +
                               std::to_string(tasks) + (evaluator ? " evaluator" : " worker") +
-                              " task(s) (--worker_hosts, --evaluators)");
+                              " task(s) (" + (evaluator ? "--evaluators" : cluster.workers_flag) +
+                              ")");
     }
   }
   Sender sender{request.role, request.task_index, !identity.empty()};

@@ -40,6 +40,9 @@ struct ClusterSize {
   int workers = 0;
   int evaluators = 0;  // --evaluators; one evaluator is always allowed
   int servers = 0;     // --ps_hosts; 0: unknown, not checked
+  // The flag that bounds worker task indices, for errors: --max_workers when workers may join
+  // and leave (--min_workers > 0).
+  const char* workers_flag = "--worker_hosts";
 };
 
 // The sender of `request`, which arrived on a connection authenticated as `identity` (the

@@ -8,6 +8,7 @@
 #include "common/checkpoint/cluster_checkpoint.h"
 #include "common/wire/message_fields.h"
 #include "common/wire/refusal_log.h"
+#include "ps/membership.h"
 #include "ps/permissions.h"
 
 namespace pstrain {
@@ -37,7 +38,13 @@ ParameterServer::ParameterServer(ServerOptions options, std::unique_ptr<Variable
                                                       "ps " + std::to_string(options_.task_index),
                                                       options_.before_checkpoint_write)) {
   if (options_.cluster.servers == 0) options_.cluster.servers = options_.num_ps;  // ps-<t> senders
+  membership_ = std::make_unique<Membership>(MembershipOptions{
+      options_.mode, options_.num_workers, options_.backup_workers, options_.accumulate_n,
+      options_.min_workers, options_.cluster.evaluators,
+      "ps " + std::to_string(options_.task_index) + ": shard " + std::to_string(options_.shard)});
 }
+
+ParameterServer::~ParameterServer() = default;
 
 std::string ParameterServer::ShardDir() const {
   return options_.train_dir + "/ps-" + std::to_string(options_.shard) + "-of-" +
@@ -49,10 +56,11 @@ std::string ParameterServer::Who(const Message& m) const {
 }
 
 int ParameterServer::required_pushes() const {
-  if (options_.mode == UpdateMode::kSync) {
-    return std::max(1, options_.num_workers - options_.backup_workers);
+  std::vector<std::string> pushed;  // elastic sync: the window's pushers, whose replies wait
+  if (membership_->elastic()) {
+    for (const Waiting& w : waiting_pushes_) pushed.push_back(WorkerName(Who(w.request)));
   }
-  return options_.accumulate_n > 0 ? options_.accumulate_n : options_.num_workers;
+  return membership_->RequiredPushes(peers_, pushed);
 }
 
 Message ParameterServer::Reply(const Message& request, MessageType type) const {
@@ -182,6 +190,8 @@ std::vector<ParameterServer::Outgoing> ParameterServer::Dispatch(const std::stri
     case MessageType::kPull:
       return HandlePull(peer, request);
     case MessageType::kPush:
+      if (std::vector<Outgoing> held; HoldPush(peer, request, &held)) return held;
+      membership_->NotePush(pushes_in_window_ == 0, peers_);
       return HandlePush(peer, request);
     case MessageType::kBarrier:
       return HandleBarrier(peer, request);
@@ -358,22 +368,24 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandlePush(const std::st
   } else {
     out.push_back({peer, Reply(request, MessageType::kOk)});
   }
-  if (++pushes_in_window_ >= required_pushes()) {
-    std::vector<std::pair<std::string, Tensor>> means;
-    for (auto& [name, acc] : accumulators_) {
-      if (acc.count() > 0) means.emplace_back(name, acc.TakeAverage());
-    }
-    Status s = Apply(global_step_, means);
-    if (!s.ok()) LOG(ERROR) << "ps " << options_.task_index << ": " << s.ToString();
-    pushes_in_window_ = 0;
-    ++global_step_;
-    ++stats_.updates;
-    for (Waiting& w : waiting_pushes_) out.push_back({w.peer, Reply(w.request, MessageType::kOk)});
-    for (Waiting& w : waiting_pulls_) out.push_back({w.peer, PullReply(w.request)});
-    waiting_pushes_.clear();
-    waiting_pulls_.clear();
-  }
+  if (++pushes_in_window_ >= required_pushes()) CloseWindow(&out);
   return out;
+}
+
+void ParameterServer::CloseWindow(std::vector<Outgoing>* out) {
+  std::vector<std::pair<std::string, Tensor>> means;
+  for (auto& [name, acc] : accumulators_) {
+    if (acc.count() > 0) means.emplace_back(name, acc.TakeAverage());
+  }
+  Status s = Apply(global_step_, means);
+  if (!s.ok()) LOG(ERROR) << "ps " << options_.task_index << ": " << s.ToString();
+  pushes_in_window_ = 0;
+  ++global_step_;
+  ++stats_.updates;
+  for (Waiting& w : waiting_pushes_) out->push_back({w.peer, Reply(w.request, MessageType::kOk)});
+  for (Waiting& w : waiting_pulls_) out->push_back({w.peer, PullReply(w.request)});
+  waiting_pushes_.clear();
+  waiting_pulls_.clear();
 }
 
 Status ParameterServer::Apply(int64_t step,
@@ -472,7 +484,7 @@ void ParameterServer::RememberPush(const Message& request, const Message& reply)
 }
 
 size_t ParameterServer::pending_requests() const {
-  size_t n = waiting_pushes_.size() + waiting_pulls_.size();
+  size_t n = waiting_pushes_.size() + waiting_pulls_.size() + held_pushes_.size();
   for (const auto& [name, waiting] : barriers_) n += waiting.size();
   return n;
 }
@@ -503,7 +515,7 @@ Status ParameterServer::CheckBarrier(const Message& request) const {
                             "; evaluator " + std::to_string(request.task_index) +
                             " is not one of them");
   }
-  if (request.value != expected) {
+  if (request.value != expected && !membership_->elastic()) {  // elastic: live workers count
     return InvalidArgument("barrier '" + request.text + "' waits for the cluster's " +
                            std::to_string(expected) + " tasks, " + cluster +
                            ", but this request counts " + std::to_string(request.value) +
@@ -535,11 +547,8 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandleBarrier(const std:
   }
   auto& waiting = barriers_[request.text];
   waiting.push_back({peer, request});
-  const int64_t expected = options_.cluster.workers > 0
-                               ? int64_t{options_.cluster.workers} + options_.cluster.evaluators
-                               : waiting.front().request.value;
   std::vector<Outgoing> out;
-  if (static_cast<int64_t>(waiting.size()) >= expected) {
+  if (BarrierReleases(waiting)) {
     for (Waiting& w : waiting) out.push_back({w.peer, Reply(w.request, MessageType::kOk)});
     barriers_.erase(request.text);
   }
@@ -553,7 +562,11 @@ Status ParameterServer::Serve(wire::ServerSocket* socket, ServerSummary* summary
     SendFinishedCheckpoints(socket);
     const auto now = std::chrono::steady_clock::now();
     if (now >= next_peer_check) {
-      CheckPeers(now);
+      for (const Outgoing& o : CheckMembership(now)) {  // releases when workers leave
+        if (Status s = socket->Reply(o.peer, o.message); !s.ok()) {
+          LOG(WARNING) << "ps " << options_.task_index << ": reply failed: " << s.ToString();
+        }
+      }
       next_peer_check = now + std::chrono::milliseconds(500);
     }
     if (summary != nullptr && summary->Due(now)) {

@@ -45,6 +45,8 @@
 namespace pstrain {
 namespace ps {
 
+class Membership;
+
 enum class UpdateMode { kAsync, kAccumulate, kSync };
 
 // The most parts one step's push to one server may come in (PsClient cuts a model into buckets
@@ -71,6 +73,9 @@ struct ServerOptions {
   int backup_workers = 0;     // sync: aggregate the first N - backup_workers of N
   std::string train_dir;      // shard checkpoints in <train_dir>/ps-<k>-of-<n>
   int max_to_keep = 5;
+  // --min_workers: > 0 lets workers join and leave, N following the live ones (ps/membership.h);
+  // 0: N is num_workers, fixed.
+  int min_workers = 0;
   // A peer silent for this long (workers heartbeat every second) is logged as missing.
   std::chrono::milliseconds peer_timeout{5000};
   // Runs on the checkpoint writer's thread before each shard file is written (tests hold a save
@@ -94,6 +99,7 @@ struct PeerState {
 class ParameterServer {
  public:
   ParameterServer(ServerOptions options, std::unique_ptr<VariableStore> store);
+  ~ParameterServer();
 
   struct Outgoing {
     std::string peer;  // a reply to the connection that sent the request
@@ -143,6 +149,10 @@ class ParameterServer {
   // Logs every peer that has been silent for longer than the peer timeout (once per silence).
   // Serve calls it between requests; returns how many were newly found missing.
   int CheckPeers(std::chrono::steady_clock::time_point now);
+  // CheckPeers, then, with --min_workers, what the live workers now release: a sync window or
+  // barrier that waited for a worker gone, pushes held while too few were live. Serve calls it
+  // between requests and sends what it returns (ps/server_membership.cc).
+  std::vector<Outgoing> CheckMembership(std::chrono::steady_clock::time_point now);
 
   // Serves on `socket` until the chief's shutdown; writes `summary` (if any) on its interval
   // and once more at the end.
@@ -196,6 +206,10 @@ class ParameterServer {
   // Whether `request` may wait at its barrier: a participant of the cluster, counting the
   // cluster's tasks (ServerOptions::cluster) as the server does.
   Status CheckBarrier(const wire::Message& request) const;
+  // Whether a barrier's waiting participants are all it waits for (the cluster's count, or with
+  // --min_workers every live worker).
+  struct Waiting;
+  bool BarrierReleases(const std::vector<Waiting>& waiting) const;
   static std::string BarrierParticipant(const wire::Message& m);
   std::vector<Outgoing> HandleCheckpoint(const std::string& peer, const wire::Message& request);
   // Defined in ps/server_checkpoints.cc, with the checkpoint requests.
@@ -203,6 +217,11 @@ class ParameterServer {
   std::string RestoreSlots(int64_t step);  // after the chief's values: says where slots came from
   void SendFinishedCheckpoints(wire::ServerSocket* socket);
   int required_pushes() const;
+  // Applies the open window's mean and releases what waited for it.
+  void CloseWindow(std::vector<Outgoing>* out);
+  // Defined in ps/server_membership.cc. While fewer than --min_workers are live, holds an async
+  // push (or refuses it into `out`); whether it took the push.
+  bool HoldPush(const std::string& peer, const wire::Message& request, std::vector<Outgoing>* out);
   std::string Who(const wire::Message& m) const;
 
   ServerOptions options_;
@@ -225,6 +244,9 @@ class ParameterServer {
   std::unique_ptr<ShardCheckpoints> checkpoints_;
   std::map<uint64_t, Waiting> saving_;  // checkpoint requests by their save's ticket
   ChainView chain_;                     // replication: this shard's chain (epoch 0: none)
+  // Who counts (ps/membership.h), and the async pushes held below --min_workers.
+  std::unique_ptr<Membership> membership_;
+  std::vector<Waiting> held_pushes_;
 };
 
 }  // namespace ps

@@ -7,6 +7,7 @@
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -17,6 +18,7 @@
 #include "ps/ps_role.h"
 #include "tools/device_flags.h"
 #include "worker/distributed/intra_node.h"
+#include "worker/distributed/leave_signal.h"
 #include "worker/distributed/worker_role.h"
 
 DEFINE_string(job_name, "", "this process's role: ps, worker or evaluator");
@@ -31,6 +33,13 @@ DEFINE_int32(accumulate_n, 0, "accumulate mode: gradients per update (0: number 
 DEFINE_int64(max_staleness, 0,
              "accumulate/sync: drop gradients computed more than this many updates ago");
 DEFINE_int32(backup_workers, 0, "sync mode: update with the first (workers - backup) pushes");
+DEFINE_int32(min_workers, 0,
+             "workers may join and leave a running job: the servers count the live workers "
+             "(accumulate and sync N follows them) and apply nothing while fewer than this many "
+             "are live; needs --intra_node_sync=off; 0: the fixed --worker_hosts count");
+DEFINE_int32(max_workers, 0,
+             "with --min_workers: the most worker tasks (task indices below it), at least the "
+             "number of --worker_hosts; 0: that number");
 DEFINE_int64(partition_bytes, 8 << 20, "split variables larger than this across servers");
 DEFINE_int64(max_steps, 0, "stop at this global step (0: the config's max_steps or epochs)");
 DEFINE_int64(epochs, 0, "epochs to train (0: the config's train.epochs)");
@@ -101,6 +110,42 @@ bool Fail(const std::string& message) {
   return false;
 }
 
+// --max_workers, or the --worker_hosts count when it is 0.
+int MaxWorkers(const std::vector<std::string>& workers) {
+  return FLAGS_max_workers > 0 ? FLAGS_max_workers : static_cast<int>(workers.size());
+}
+
+// --min_workers and --max_workers (workers joining and leaving, ps/membership.h).
+bool ValidateElastic(const std::vector<std::string>& workers) {
+  if (FLAGS_min_workers < 0 || FLAGS_max_workers < 0) {
+    return Fail("--min_workers and --max_workers must be >= 0, got " +
+                std::to_string(FLAGS_min_workers) + " and " + std::to_string(FLAGS_max_workers));
+  }
+  if (FLAGS_min_workers == 0) {
+    if (FLAGS_max_workers == 0) return true;
+    return Fail("--max_workers=" + std::to_string(FLAGS_max_workers) +
+                " needs --min_workers > 0 (workers joining and leaving); with --min_workers=0 "
+                "the workers are the --worker_hosts");
+  }
+  const int max_workers = MaxWorkers(workers);
+  if (max_workers < static_cast<int>(workers.size())) {
+    return Fail("--max_workers=" + std::to_string(max_workers) + " is below the " +
+                std::to_string(workers.size()) +
+                " workers of --worker_hosts; expected at least that many");
+  }
+  if (FLAGS_min_workers > max_workers) {
+    return Fail("--min_workers=" + std::to_string(FLAGS_min_workers) + " is above --max_workers=" +
+                std::to_string(max_workers) + "; expected min_workers <= max_workers");
+  }
+  if (FLAGS_intra_node_sync != "off") {
+    return Fail("--min_workers=" + std::to_string(FLAGS_min_workers) +
+                " and --intra_node_sync=" + FLAGS_intra_node_sync +
+                " do not go together: a host's group is fixed at start; use "
+                "--intra_node_sync=off with workers that join and leave");
+  }
+  return true;
+}
+
 bool Validate(const std::vector<std::string>& ps, const std::vector<std::string>& workers) {
   const std::string job = FLAGS_job_name;
   if (job != "ps" && job != "worker" && job != "evaluator") {
@@ -115,7 +160,11 @@ bool Validate(const std::vector<std::string>& ps, const std::vector<std::string>
       return Fail("--ps_hosts entry '" + h + "' is not host:port");
     }
   }
-  const size_t count = job == "ps" ? ps.size() : job == "worker" ? workers.size() : 1;
+  if (!ValidateElastic(workers)) return false;
+  const size_t count = job == "ps"             ? ps.size()
+                       : job != "worker"       ? 1
+                       : FLAGS_min_workers > 0 ? static_cast<size_t>(MaxWorkers(workers))
+                                               : workers.size();
   if (FLAGS_task_index < 0 || static_cast<size_t>(FLAGS_task_index) >= count) {
     return Fail("--task_index=" + std::to_string(FLAGS_task_index) + " is out of range for " +
                 std::to_string(count) + " " + job + " task(s)");
@@ -231,6 +280,11 @@ int main(int argc, char** argv) {
     o.server.num_workers = pstrain::worker::NumPushers(
         workers, pstrain::worker::ParseIntraNodeSync(FLAGS_intra_node_sync).value());
     o.server.cluster = {static_cast<int>(workers.size()), FLAGS_evaluators};
+    o.server.min_workers = FLAGS_min_workers;
+    if (FLAGS_min_workers > 0) {  // task indices up to --max_workers, the live ones counted
+      o.server.cluster.workers = MaxWorkers(workers);
+      o.server.cluster.workers_flag = "--max_workers";
+    }
     o.server.mode = mode.value();
     o.server.accumulate_n = FLAGS_accumulate_n;
     o.server.max_staleness = FLAGS_max_staleness;
@@ -273,6 +327,7 @@ int main(int argc, char** argv) {
     o.async = FLAGS_update_mode == "async";
     o.overlap_push = FLAGS_overlap_push;
     o.push_part_bytes = int64_t{FLAGS_push_part_mb} << 20;
+    o.min_workers = FLAGS_min_workers;
     status = FLAGS_job_name == "worker" ? pstrain::worker::RunWorker(o)
                                         : pstrain::worker::RunEvaluator(o);
   }
@@ -280,5 +335,7 @@ int main(int argc, char** argv) {
     LOG(ERROR) << FLAGS_job_name << " " << FLAGS_task_index << ": " << status.ToString();
     return 1;
   }
+  // A worker that left on SIGTERM exits as one killed by it would, after its goodbye.
+  if (pstrain::worker::LeftOnSigterm()) return 128 + SIGTERM;
   return 0;
 }

@@ -7,10 +7,11 @@ import os
 import sys
 from typing import List, Optional
 
-from . import keys, slurm
+from . import control, keys, slurm
 from .cluster import LAUNCHER_FLAGS, Cluster, ConfigError, load_cluster, where_set
-from .roles import LaunchOptions, build_roles, describe, local_argv, local_binary, ssh_argv
-from .supervisor import RoleProcess, Supervisor
+from .roles import (LaunchOptions, added_worker, build_roles, describe, local_argv, local_binary,
+                    ssh_argv)
+from .supervisor import Elastic, RoleProcess, Supervisor
 
 USAGE_EXIT = 2
 # Layout flags of --slurm; a cluster file says all of this itself.
@@ -22,10 +23,14 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="pstrain-launch",
         usage="pstrain-launch (--cluster FILE | --slurm [layout]) --config FILE "
-              "[--train_dir DIR] [--logdir DIR] [--dry_run] [options] [-- FLAG...]",
+              "[--train_dir DIR] [--logdir DIR] [--dry_run] [options] [-- FLAG...]\n"
+              "       pstrain-launch add-worker --train_dir DIR\n"
+              "       pstrain-launch remove-worker --train_dir DIR --task N",
         description="Start every parameter server, worker and evaluator of a cluster config "
                     "(locally or over ssh) or of a Slurm allocation, show their progress, and "
-                    "stop them all when one fails. Flags after -- go to every role.")
+                    "stop them all when one fails. Flags after -- go to every role. With "
+                    "min_workers in the cluster file, add-worker and remove-worker start and "
+                    "stop workers of the running launch (see their --help).")
     p.add_argument("--cluster", help="cluster config, e.g. configs/clusters/local.yaml")
     p.add_argument("--config", required=True, help="training config passed to every role, "
                    "e.g. configs/refnet.yaml (on the remote hosts: relative to remote_dir)")
@@ -130,7 +135,10 @@ def _check_extra_flags(extra: List[str]) -> Optional[str]:
 
 
 def main(argv: Optional[List[str]] = None, repo_root: Optional[str] = None) -> int:
-    own, extra = _split_extra(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in control.COMMANDS:  # to the running launch's supervisor
+        return control.main(argv)
+    own, extra = _split_extra(argv)
     args = _parser().parse_args(own)
     if repo_root is None:
         repo_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
@@ -199,7 +207,10 @@ def main(argv: Optional[List[str]] = None, repo_root: Optional[str] = None) -> i
     if curve:
         try:
             if mode == "ssh":
-                keys.prepare_ssh(keygen, args.train_dir, cluster, roles)
+                # An added worker's keys go to its host now, with everyone's.
+                spares = [added_worker(cluster, opts, i)
+                          for i in range(len(cluster.worker), cluster.max_workers)]
+                keys.prepare_ssh(keygen, args.train_dir, cluster, roles + spares)
             else:
                 keys.prepare_local(keygen, args.train_dir, cluster)
         except (keys.KeySetupError, OSError) as e:
@@ -213,9 +224,16 @@ def main(argv: Optional[List[str]] = None, repo_root: Optional[str] = None) -> i
                ("checkpoints", os.path.join(args.train_dir, "ps-*-of-*") +
                 f" (committed steps: {os.path.join(args.train_dir, 'committed_checkpoints')})"),
                ("model", os.path.join(args.train_dir, "model.safetensors"))]
+    elastic = None
+    if cluster.elastic:
+        def new_worker(index: int) -> RoleProcess:
+            role = added_worker(cluster, opts, index)
+            return RoleProcess(role, _role_argv(role, cluster, binary, opts.grace_period),
+                               mode == "ssh", env=srun_env)
+        elastic = Elastic(cluster.min_workers, cluster.max_workers, new_worker)
     return Supervisor(processes, log_dir, args.grace_period, args.shutdown_timeout,
                       args.progress_interval, restart=cluster.restart,
-                      ended_outside=ended, outputs=outputs).run()
+                      ended_outside=ended, outputs=outputs, elastic=elastic).run()
 
 
 def _role_argv(role, cluster: Cluster, binary: str, grace_period: float) -> List[str]:

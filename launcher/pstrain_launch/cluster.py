@@ -11,9 +11,14 @@ import yaml
 
 # Flags the launcher sets itself for every role; a cluster file or `-- extra` may not set them.
 LAUNCHER_FLAGS = ("job_name", "task_index", "ps_hosts", "worker_hosts", "evaluators", "config",
-                  "train_dir", "logdir", "curve_keys")
+                  "train_dir", "logdir", "curve_keys", "replicas", "min_workers", "max_workers")
+# Cluster keys that become the same flag for every role (docs/replication.md): a shard's backups,
+# and workers joining and leaving (the launcher makes keys for max_workers, and add-worker and
+# remove-worker need them).
+CLUSTER_FLAG_KEYS = ("replicas", "min_workers", "max_workers")
 
-TOP_KEYS = ("mode", "binary", "ps", "worker", "evaluator", "flags", "ssh", "restart")
+TOP_KEYS = ("mode", "binary", "ps", "worker", "evaluator", "flags", "ssh", "restart") + \
+    CLUSTER_FLAG_KEYS
 RESTART_KEYS = ("policy", "max_restarts", "backoff_secs")
 RESTART_POLICIES = ("never", "on_failure")
 PS_KEYS = ("host", "port")
@@ -31,6 +36,8 @@ def where_set(flag: str) -> str:
         return f"use pstrain-launch --{flag}"
     if flag == "curve_keys":
         return "use pstrain-launch --curve or --no_curve: the launcher makes each role's keys"
+    if flag in CLUSTER_FLAG_KEYS:
+        return f"set the cluster file's top-level key {flag} instead"
     return "it comes from the cluster file's ps, worker and evaluator lists"
 
 
@@ -96,6 +103,16 @@ class Cluster:
     # (NodeAddr) and the CPUs the job holds there. Empty for cluster files: hosts are addresses.
     addresses: Dict[str, str] = field(default_factory=dict)
     cores: Dict[str, int] = field(default_factory=dict)
+    # --replicas, --min_workers, --max_workers for every role; 0: not passed (today's fixed
+    # cluster). max_workers is then at least the worker list's length.
+    replicas: int = 0
+    min_workers: int = 0
+    max_workers: int = 0
+
+    @property
+    def elastic(self) -> bool:
+        """Workers may join and leave (add-worker, remove-worker)."""
+        return self.min_workers > 0
 
 
 def show(value: Any) -> str:
@@ -307,6 +324,35 @@ def _read_restart(c: _Checker, raw: dict) -> RestartPolicy:
     return policy
 
 
+def _read_counts(c: _Checker, raw: dict, ps: int, workers: int, flags: Dict[str, str]):
+    """replicas, min_workers, max_workers: whole numbers, checked against each other."""
+    values = {}
+    for key in CLUSTER_FLAG_KEYS:
+        v = raw.get(key, 0)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            c.fail(key, f"expected a whole number >= 0, got {show(v)}")
+            v = 0
+        values[key] = v
+    replicas, low, high = values["replicas"], values["min_workers"], values["max_workers"]
+    if replicas and ps and replicas >= ps:
+        c.fail("replicas", f"{replicas} backups per shard need more than {ps} ps; expected "
+               f"from 0 to {ps - 1}")
+    if high and not low:
+        c.fail("max_workers", "needs min_workers >= 1 (workers joining and leaving); without it "
+               "the workers are the worker list")
+    if low:
+        high = high or workers
+        if high < workers:
+            c.fail("max_workers", f"{high} is below the worker list's {workers} workers; expected "
+                   "at least that many")
+        elif low > high:
+            c.fail("min_workers", f"{low} is above max_workers {high}; expected at most that")
+        if flags.get("intra_node_sync", "off") != "off":
+            c.fail("flags.intra_node_sync", f"{flags['intra_node_sync']} does not go with "
+                   f"min_workers {low}: a host's group of workers is fixed at start; expected off")
+    return replicas, low, high if low else 0
+
+
 def parse_cluster(text: str, path: str) -> Cluster:
     """Parses and checks a cluster file's text; raises ConfigError listing every problem."""
     try:
@@ -328,9 +374,11 @@ def parse_cluster(text: str, path: str) -> Cluster:
     flags = _read_flags(c, raw)
     ssh = _read_ssh(c, raw, mode)
     restart = _read_restart(c, raw)
+    replicas, min_workers, max_workers = _read_counts(c, raw, len(ps), len(workers), flags)
     if c.problems:
         raise ConfigError(path, c.problems)
-    return Cluster(path, mode, binary, ps, workers, evaluators, flags, ssh, restart=restart)
+    return Cluster(path, mode, binary, ps, workers, evaluators, flags, ssh, restart=restart,
+                   replicas=replicas, min_workers=min_workers, max_workers=max_workers)
 
 
 def load_cluster(path: str) -> Cluster:

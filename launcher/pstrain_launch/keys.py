@@ -45,13 +45,19 @@ def default_keygen(cluster: Cluster, repo_root: str, local_binary: str) -> str:
     return os.path.join(repo_root, "build", KEYGEN)
 
 
+def worker_keys(cluster: Cluster) -> int:
+    """Keys for every worker task a cluster may run: max_workers when workers may join (each
+    server lets in every key it has, so an added worker needs its key from the start)."""
+    return max(len(cluster.worker), cluster.max_workers)
+
+
 def generate(keygen: str, out_dir: str, cluster: Cluster) -> None:
     if not os.path.isfile(keygen) or not os.access(keygen, os.X_OK):
         raise KeySetupError(f"CURVE keys need {keygen}, which is not an executable file (build it: "
                             f"cmake --build build --target {KEYGEN}, or pass --keygen PATH)")
     result = subprocess.run(
         [keygen, f"--out_dir={out_dir}", f"--ps={len(cluster.ps)}",
-         f"--worker={len(cluster.worker)}", f"--evaluator={len(cluster.evaluator)}"],
+         f"--worker={worker_keys(cluster)}", f"--evaluator={len(cluster.evaluator)}"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if result.returncode != 0:
         raise KeySetupError(f"{keygen} failed (exit {result.returncode}): "

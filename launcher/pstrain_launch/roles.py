@@ -64,7 +64,7 @@ def gpu_host_flags(cluster: Cluster) -> List[str]:
     """--intra_node_sync=nccl when workers share a host and each has its own GPUs (one worker
     per GPU, as Horovod and BytePS run them), unless the cluster file's flags choose; for every
     role, since servers then count one pusher per host."""
-    if "intra_node_sync" in cluster.flags:
+    if "intra_node_sync" in cluster.flags or cluster.elastic:  # a fixed group per host
         return []
     by_host: Dict[str, List[str]] = {}
     for w in cluster.worker:
@@ -77,13 +77,53 @@ def gpu_host_flags(cluster: Cluster) -> List[str]:
     return []
 
 
+def cluster_flags(cluster: Cluster) -> List[str]:
+    """The cluster file's replicas, min_workers and max_workers, as every role's flags (none
+    when unset, so a fixed cluster's command lines are as before)."""
+    flags = [f"--replicas={cluster.replicas}"] if cluster.replicas else []
+    if cluster.elastic:
+        flags += [f"--min_workers={cluster.min_workers}", f"--max_workers={cluster.max_workers}"]
+    return flags
+
+
+def _address(cluster: Cluster, host: str) -> str:
+    return cluster.addresses.get(host, host)
+
+
+def _worker_hosts(cluster: Cluster, up_to: int = 0) -> str:
+    """--worker_hosts: the worker list's entries, then, up to task `up_to` for a worker added
+    beyond it (control.py), the host of the list's last worker with port 0: workers listen on
+    their port only for --intra_node_sync, which min_workers rules out."""
+    entries = [host_port(_address(cluster, w.host), w.port) for w in cluster.worker]
+    last = _address(cluster, cluster.worker[-1].host)
+    entries += [host_port(last, 0) for _ in range(len(entries), up_to + 1)]
+    return ",".join(entries)
+
+
 def build_roles(cluster: Cluster, opts: LaunchOptions) -> List[Role]:
     """Roles in start order: every ps, then every worker, then every evaluator."""
-    def address(host: str) -> str:
-        return cluster.addresses.get(host, host)
+    role = _role_maker(cluster, opts, _worker_hosts(cluster))
+    roles = [role("ps", i, s.host, "") for i, s in enumerate(cluster.ps)]
+    roles += [role("worker", i, w.host, w.gpus) for i, w in enumerate(cluster.worker)]
+    roles += [role("evaluator", i, e.host, "") for i, e in enumerate(cluster.evaluator)]
+    for r in roles:
+        r.env.update(runtime_env(r, roles, cluster.mode, cluster.cores.get(r.host)))
+    return roles
 
-    ps_hosts = ",".join(host_port(address(s.host), s.port) for s in cluster.ps)
-    worker_hosts = ",".join(host_port(address(w.host), w.port) for w in cluster.worker)
+
+def added_worker(cluster: Cluster, opts: LaunchOptions, index: int) -> Role:
+    """Worker `index` started by add-worker: as the others, on the worker list's entry when it
+    has one, else on the host of the list's last worker with that worker's gpus."""
+    w = cluster.worker[index] if index < len(cluster.worker) else cluster.worker[-1]
+    role = _role_maker(cluster, opts, _worker_hosts(cluster, index))("worker", index, w.host,
+                                                                     w.gpus)
+    others = build_roles(cluster, opts)
+    role.env.update(runtime_env(role, others + [role], cluster.mode, cluster.cores.get(role.host)))
+    return role
+
+
+def _role_maker(cluster: Cluster, opts: LaunchOptions, worker_hosts: str):
+    ps_hosts = ",".join(host_port(_address(cluster, s.host), s.port) for s in cluster.ps)
     log_dir = os.path.join(opts.train_dir, "launcher")
 
     def role(job: str, index: int, host: str, gpus: str) -> Role:
@@ -91,6 +131,7 @@ def build_roles(cluster: Cluster, opts: LaunchOptions) -> List[Role]:
                  f"--worker_hosts={worker_hosts}", f"--evaluators={len(cluster.evaluator)}",
                  f"--config={opts.config}",
                  f"--train_dir={opts.train_dir}", f"--logdir={opts.logdir}"]
+        flags += cluster_flags(cluster)
         if opts.curve_keys:
             flags.append(f"--curve_keys={os.path.join(opts.curve_keys, f'{job}-{index}')}")
         if opts.insecure:
@@ -102,12 +143,7 @@ def build_roles(cluster: Cluster, opts: LaunchOptions) -> List[Role]:
         return Role(job, index, host, flags, env, os.path.join(log_dir, f"{job}-{index}.log"),
                     node=host if cluster.mode == "slurm" else "")
 
-    roles = [role("ps", i, s.host, "") for i, s in enumerate(cluster.ps)]
-    roles += [role("worker", i, w.host, w.gpus) for i, w in enumerate(cluster.worker)]
-    roles += [role("evaluator", i, e.host, "") for i, e in enumerate(cluster.evaluator)]
-    for r in roles:
-        r.env.update(runtime_env(r, roles, cluster.mode, cluster.cores.get(r.host)))
-    return roles
+    return role
 
 
 def runtime_env(role: Role, roles: List[Role], mode: str,

@@ -8,9 +8,11 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Callable, Dict, List, Optional
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional, Tuple
 
 from .cluster import RestartPolicy
+from .control import ControlServer, parse_task
 from .progress import ClusterProgress, RoleProgress, format_elapsed, tail
 from .roles import Role
 
@@ -61,6 +63,15 @@ def _parent_death_signal() -> Optional[Callable[[], None]]:
     return set_it
 
 
+@dataclass
+class Elastic:
+    """Workers joining and leaving (cluster key min_workers): add-worker starts the lowest task
+    index below max_workers that is not running, made by new_worker(index)."""
+    min_workers: int
+    max_workers: int
+    new_worker: Callable[[int], "RoleProcess"]
+
+
 class RoleProcess:
     """One role's child: the binary itself (local), or the ssh (ssh) or srun (Slurm) that runs
     it. Each child leads its own process group, so stopping it stops whatever it started too;
@@ -78,6 +89,8 @@ class RoleProcess:
         self.progress = RoleProgress(role.log_path)
         self.restarts = 0
         self.restart_at: Optional[float] = None  # monotonic time of a scheduled restart
+        self.removed_at: Optional[float] = None  # remove-worker's SIGTERM (monotonic)
+        self.append_log = False  # a task index started again by add-worker: its log goes on
 
     def start(self, preexec: Optional[Callable[[], None]]) -> None:
         if self.env is not None:
@@ -88,8 +101,11 @@ class RoleProcess:
                 env.update(self.role.env)  # ssh mode sets them in the remote command
         self.returncode = None
         # A restarted role's log goes on after its earlier life's, with a line between.
-        mode = "ab" if self.restarts else "wb"
+        mode = "ab" if self.restarts or self.append_log else "wb"
         with open(self.role.log_path, mode) as log:
+            if self.append_log and not self.restarts:
+                log.write(f"==== [launcher] add-worker: {self.role.name} again ====\n".encode())
+                log.flush()
             if self.restarts:
                 log.write(f"==== [launcher] restart {self.restarts} of {self.role.name} "
                           f"====\n".encode())
@@ -141,8 +157,10 @@ class Supervisor:
                  shutdown_timeout: float, progress_interval: float,
                  restart: Optional[RestartPolicy] = None,
                  ended_outside: Optional[Callable[[], Optional[str]]] = None,
-                 outputs: Optional[List[tuple]] = None):
+                 outputs: Optional[List[tuple]] = None, elastic: Optional[Elastic] = None):
         self.procs = processes
+        self.elastic = elastic
+        self.control: Optional[ControlServer] = None
         # Where a run's results are, for the final table: (what, path) pairs.
         self.outputs = outputs or []
         self.cluster = ClusterProgress()
@@ -374,7 +392,8 @@ class Supervisor:
             if self.outside is not None:
                 return SIGNAL_EXIT[signal.SIGTERM]  # as if the outside had sent it
             now = time.monotonic()
-            workers = [p for p in self.procs if p.role.job == "worker"]
+            workers = [p for p in self.procs if p.role.job == "worker" and p.removed_at is None]
+            self._serve_control(now)
             if all(p.returncode == 0 for p in workers):
                 running = [p for p in self.procs if p.running or p.restart_at is not None]
                 if not running:
@@ -396,15 +415,82 @@ class Supervisor:
             self._print_progress()
             time.sleep(POLL_S)
 
+    # ---- add-worker, remove-worker (control.py) ----
+    def _serve_control(self, now: float) -> None:
+        if self.control is None:
+            return
+        self.control.poll(self.handle_control)
+        for p in self.procs:  # a removed worker that ignores SIGTERM gets the grace period
+            if p.running and p.removed_at is not None and now - p.removed_at > self.grace_period:
+                self.say(f"{p.role.where} still running {self.grace_period:g} s after "
+                         "remove-worker; sending SIGKILL")
+                p.kill()
+                p.removed_at = now + 3600  # once
+
+    def handle_control(self, request: dict) -> Tuple[bool, str]:
+        """One add-worker or remove-worker request: (done, what the client prints)."""
+        op = request.get("op")
+        if self.elastic is None:
+            return False, "this launch's cluster file sets no min_workers: its workers are fixed"
+        if self.stopping or self.signal is not None or self.failure is not None:
+            return False, "the launcher is stopping every role"
+        workers = [p for p in self.procs if p.role.job == "worker"]
+        if op == "add-worker":
+            busy = {p.role.index for p in workers if p.running or p.restart_at is not None}
+            free = [i for i in range(self.elastic.max_workers) if i not in busy]
+            if not free:
+                return False, (f"all {self.elastic.max_workers} worker tasks run (max_workers: "
+                               f"{self.elastic.max_workers})")
+            p = self.elastic.new_worker(free[0])
+            p.append_log = any(w.role.index == free[0] for w in workers)
+            try:
+                p.start(_parent_death_signal())
+            except OSError as e:
+                return False, f"cannot start {p.role.where} ({p.argv[0]}): {e.strerror}"
+            self.procs.append(p)
+            self.say(f"add-worker: started {p.role.where} (pid {p.popen.pid}) -> "
+                     f"{p.role.log_path}")
+            return True, f"started worker {p.role.index} (pid {p.popen.pid}), log {p.role.log_path}"
+        if op == "remove-worker":
+            task = parse_task(request)
+            if task is None:
+                return False, "remove-worker: expected a task index (a whole number)"
+            if task == 0:
+                return False, ("worker 0 is the chief and cannot leave: it commits the "
+                               "checkpoints and shuts the servers down")
+            live = [p for p in workers if p.role.index == task and p.removed_at is None
+                    and (p.running or p.restart_at is not None)]
+            if not live:
+                return False, f"worker {task} is not running"
+            p = live[0]
+            p.removed_at = time.monotonic()
+            p.restart_at = None
+            if not p.running:
+                return True, f"worker {task} was waiting to restart; it will not be"
+            p.request_stop()
+            self.say(f"remove-worker: SIGTERM to {p.role.where} (pid {p.popen.pid})")
+            return True, (f"sent SIGTERM to worker {task} (pid {p.popen.pid}): it leaves after "
+                          "its current step")
+        return False, f"unknown op {op!r}: expected add-worker or remove-worker"
+
     def run(self) -> int:
         self._install_signal_handlers()
         os.makedirs(self.log_dir, exist_ok=True)
+        if self.elastic is not None:
+            try:
+                self.control = ControlServer(self.log_dir)
+            except OSError as e:
+                self.say(f"no add-worker/remove-worker: {e}", err=True)
+            else:
+                self.say(f"add-worker and remove-worker: {self.control.path}")
         names = ", ".join(os.path.basename(p.role.log_path) for p in self.procs)
         self.say(f"logs: {self.log_dir}/ ({names})")
         if self._start_all():
             code = self._wait()
         else:
             code = self.failure_code if self.failure else self._signal_exit()
+        if self.control is not None:
+            self.control.close()
         self._stop_all()
         self._print_progress(force=True)
         self._print_table(code)

@@ -11,6 +11,7 @@
 #include "common/summary/summary_writer.h"
 #include "ps/learning_rate.h"
 #include "worker/distributed/intra_node.h"
+#include "worker/distributed/leave_signal.h"
 #include "worker/distributed/ps_client.h"
 #include "worker/distributed/training_step.h"
 #include "worker/distributed/worker_metrics.h"
@@ -63,7 +64,10 @@ Result<Setup> Load(const RoleOptions& o) {
 Status RunWorker(const RoleOptions& o) {
   const bool chief = o.task_index == 0;
   const std::string who = "worker " + std::to_string(o.task_index);
-  const int num_workers = static_cast<int>(o.worker_hosts.size());
+  // With --min_workers a worker may be one beyond --worker_hosts (launcher add-worker).
+  const int num_workers =
+      std::max(static_cast<int>(o.worker_hosts.size()), o.min_workers > 0 ? o.task_index + 1 : 0);
+  if (!chief) LeaveOnSigterm();  // the chief cannot leave: it commits and shuts down
   ASSIGN_OR_RETURN(Setup s, Load(o));
   // Before connecting: a wrong device flag or a missing GPU stops the worker at once.
   ASSIGN_OR_RETURN(std::unique_ptr<ComputeDevice> device, ComputeDevice::Open(o.device, who));
@@ -175,7 +179,7 @@ Status RunWorker(const RoleOptions& o) {
   }
   WorkerMetrics metrics;
   int64_t staleness = 0, dropped = 0, local_steps = 0;  // staleness: summed over the window
-  while (step < s.max_steps) {
+  while (step < s.max_steps && !LeaveRequested()) {
     const auto waited = WorkerMetrics::Clock::now();
     Result<Batch> batch = pipeline->Next();
     const auto input_wait = WorkerMetrics::Clock::now() - waited;
@@ -222,6 +226,12 @@ Status RunWorker(const RoleOptions& o) {
       RETURN_IF_ERROR(client->Checkpoint(step, o.train_dir));
       LOG(INFO) << who << ": step " << step << ": servers saved a checkpoint in " << o.train_dir;
     }
+  }
+  if (LeaveRequested()) {  // ~PsClient's heartbeat monitor says goodbye to every server
+    LOG(INFO) << who << ": SIGTERM: leaving the job at global step " << step << " after "
+              << local_steps << " local steps";
+    MarkLeftOnSigterm();
+    return Status::OK();
   }
   LOG(INFO) << who << ": reached step " << step << " after " << local_steps
             << " local steps; waiting for the others";

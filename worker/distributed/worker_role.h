@@ -42,6 +42,9 @@ struct RoleOptions {
   // (worker/distributed/training_step.h); auto: not when every server is on loopback.
   std::string overlap_push = "auto";
   int64_t push_part_bytes = int64_t{4} << 20;
+  // --min_workers: > 0 when workers join and leave (ps/membership.h); a worker's task index may
+  // then lie beyond --worker_hosts, up to --max_workers.
+  int min_workers = 0;
 };
 
 Status RunWorker(const RoleOptions& options);

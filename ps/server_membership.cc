@@ -1,0 +1,118 @@
+// ParameterServer's side of elastic workers (ps/membership.h, docs/replication.md section 6):
+// what a change in the live workers releases, and the async pushes held below --min_workers.
+// With --min_workers=0 these keep today's fixed-N behaviour.
+#include <glog/logging.h>
+
+#include <algorithm>
+
+#include "ps/membership.h"
+#include "ps/server.h"
+
+namespace pstrain {
+namespace ps {
+
+using wire::Message;
+using wire::MessageType;
+
+bool ParameterServer::HoldPush(const std::string& peer, const Message& request,
+                               std::vector<Outgoing>* out) {
+  if (!membership_->elastic() || options_.mode != UpdateMode::kAsync || !initialized_ ||
+      !membership_->BelowMinimum(peers_)) {
+    return false;
+  }
+  // A retry of a push already applied is answered from the retry cache, never applied again.
+  auto it = peers_.find(Who(request));
+  if (it != peers_.end() && it->second.incarnation == request.incarnation &&
+      request.sequence != 0 && request.sequence <= it->second.last_push_sequence) {
+    return false;
+  }
+  // An earlier process of the sender is gone: its held pushes were never acknowledged.
+  held_pushes_.erase(std::remove_if(held_pushes_.begin(), held_pushes_.end(),
+                                    [&](const Waiting& w) {
+                                      return Who(w.request) == Who(request) &&
+                                             w.request.incarnation != request.incarnation;
+                                    }),
+                     held_pushes_.end());
+  uint64_t last_held = 0;
+  int held_here = 0;
+  for (Waiting& w : held_pushes_) {
+    if (Who(w.request) != Who(request)) continue;
+    if (w.request.sequence == request.sequence) {  // a retry: applied once, answered here
+      w = {peer, request};
+      return true;
+    }
+    last_held = std::max(last_held, w.request.sequence);
+    ++held_here;
+  }
+  // The sender's next push is checked now; the parts after it when they are applied.
+  Status s = held_here == 0 ? CheckPushFields(request) : Status::OK();
+  if (s.ok() && held_here > 0 && request.sequence != last_held + 1) {
+    s = InvalidArgument("push " + std::to_string(request.sequence) + " from " + Who(request) +
+                        " does not follow push " + std::to_string(last_held) +
+                        ", held while too few workers are live (expected the next)");
+  }
+  if (s.ok() && held_here > kMaxPushParts) {
+    s = InvalidArgument("more than " + std::to_string(kMaxPushParts) + " pushes from " +
+                        Who(request) + " held while too few workers are live");
+  }
+  if (!s.ok()) {
+    ++stats_.rejected;
+    out->push_back({peer, Error(request, s.message())});
+    return true;
+  }
+  held_pushes_.push_back({peer, request});
+  return true;
+}
+
+std::vector<ParameterServer::Outgoing> ParameterServer::CheckMembership(
+    std::chrono::steady_clock::time_point now) {
+  CheckPeers(now);
+  std::vector<Outgoing> out;
+  if (!membership_->elastic()) return out;
+  if (const std::string line = membership_->WaitLine(peers_, now); !line.empty()) {
+    LOG(WARNING) << line;
+  }
+  if (membership_->BelowMinimum(peers_)) return out;
+  std::vector<Waiting> held = std::move(held_pushes_);
+  held_pushes_.clear();
+  for (const Waiting& w : held) {  // in arrival order, as they would have been applied
+    for (Outgoing& o : HandlePush(w.peer, w.request)) out.push_back(std::move(o));
+  }
+  // A window that waited for a worker now gone closes without it.
+  if (initialized_ && pushes_in_window_ > 0 && pushes_in_window_ >= required_pushes()) {
+    LOG(INFO) << "ps " << options_.task_index << ": closing the update window of step "
+              << global_step_ << " with " << pushes_in_window_
+              << " push(es): the live workers changed";
+    CloseWindow(&out);
+  }
+  for (auto it = barriers_.begin(); it != barriers_.end();) {
+    if (!it->second.empty() && BarrierReleases(it->second)) {
+      for (const Waiting& w : it->second)
+        out.push_back({w.peer, Reply(w.request, MessageType::kOk)});
+      it = barriers_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (const Outgoing& o : out) {
+    for (const auto& t : o.message.tensors) {
+      stats_.bytes_out += static_cast<int64_t>(t.tensor.bytes());
+    }
+  }
+  return out;
+}
+
+bool ParameterServer::BarrierReleases(const std::vector<Waiting>& waiting) const {
+  if (membership_->elastic()) {
+    std::vector<std::string> participants;
+    for (const Waiting& w : waiting) participants.push_back(BarrierParticipant(w.request));
+    return membership_->BarrierComplete(participants, peers_);
+  }
+  const int64_t expected = options_.cluster.workers > 0
+                               ? int64_t{options_.cluster.workers} + options_.cluster.evaluators
+                               : waiting.front().request.value;
+  return static_cast<int64_t>(waiting.size()) >= expected;
+}
+
+}  // namespace ps
+}  // namespace pstrain

@@ -1,0 +1,21 @@
+// SIGTERM to a distributed worker: leave the job cleanly instead of dying mid-step. The worker
+// finishes the step it is in, skips the final barrier, and returns; its PsClient's heartbeat
+// monitor then says goodbye, so the servers count it out at once rather than after 5 s of
+// silence (docs/replication.md section 6; the launcher's remove-worker sends the signal). The
+// single-process trainer (worker/training/trainer.cc) stops the same way, with its own flag.
+#pragma once
+
+namespace pstrain {
+namespace worker {
+
+// Installs the SIGTERM handler (a flag only: async-signal-safe).
+void LeaveOnSigterm();
+// Whether SIGTERM has come since LeaveOnSigterm.
+bool LeaveRequested();
+// Whether the worker left because of it (set by MarkLeftOnSigterm, read by main for the exit
+// code 128 + SIGTERM that the launcher expects of a stopped role).
+void MarkLeftOnSigterm();
+bool LeftOnSigterm();
+
+}  // namespace worker
+}  // namespace pstrain
