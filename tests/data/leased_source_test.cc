@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <mutex>
 #include <set>
 
 #include "common/data/chunk_order.h"
 #include "ps/data_ledger.h"
+#include "worker/training/input/input_pipeline.h"
 
 namespace pstrain {
 namespace {
@@ -34,8 +36,13 @@ ps::DataLedgerOptions LedgerOptions(int64_t examples, int64_t chunk, int64_t epo
   return o;
 }
 
+// The pipeline leases on its reader thread while the test pushes uses on its own: the ledger,
+// single-threaded as on a server, is used under this lock.
+std::mutex ledger_mutex;
+
 LeaseChunk LeaseFrom(ps::DataLedger* ledger, const std::string& worker) {
   return [ledger, worker](int64_t epoch) -> Result<DataLease> {
+    std::lock_guard<std::mutex> lock(ledger_mutex);
     ASSIGN_OR_RETURN(ps::ChunkLease l, ledger->Lease(worker, epoch));
     return DataLease{l.epoch, l.chunk, l.skip, l.first, l.size};
   };
@@ -92,6 +99,39 @@ TEST(LeasedSourceTest, ReadsEveryExampleOfItsChunksOnceInTheChunksOrderAndItsUse
     EXPECT_EQ(got, expected) << "epoch " << epoch;
     EXPECT_TRUE(ledger.complete(epoch));
   }
+}
+
+TEST(LeasedSourceTest, ThePipelineWithALeaseReadsEachExampleOncePerEpochAndItsBatchesCarryUses) {
+  const int64_t examples = 100;
+  ps::DataLedger ledger(LedgerOptions(examples, 16, 2));
+  InputOptions o;
+  o.images = IndexedSet(examples);
+  o.lease = LeaseFrom(&ledger, "worker 1");
+  o.lease_seed = 42;
+  o.num_epochs = 7;        // the ledger's count wins
+  o.prefetch_batches = 4;  // 32 examples ahead: the reader waits for pushes to lease a third
+  ASSERT_TRUE(o.Validate().ok());
+  auto pipeline = InputPipeline::Create(o, 8, 0, 1, 3);
+  ASSERT_TRUE(pipeline.ok()) << pipeline.status().ToString();
+  std::map<int64_t, int> seen;
+  int64_t batches = 0;
+  while (true) {
+    Result<Batch> batch = (*pipeline)->Next();
+    if (batch.status().code() == StatusCode::kOutOfRange) break;
+    ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+    int64_t sum = 0;
+    for (const auto& u : batch->uses) sum += u.count;
+    ASSERT_EQ(sum, static_cast<int64_t>(batch->labels.size()));
+    for (int32_t label : batch->labels) ++seen[label];
+    std::lock_guard<std::mutex> lock(ledger_mutex);
+    ASSERT_TRUE(ledger.Use("worker 1", batch->uses).ok());  // the step's push to shard 0
+    ASSERT_LT(++batches, 1000);
+  }
+  EXPECT_EQ(seen.size(), static_cast<size_t>(examples));
+  for (const auto& [index, times] : seen) EXPECT_EQ(times, 2) << "example " << index;
+  std::lock_guard<std::mutex> lock(ledger_mutex);
+  EXPECT_TRUE(ledger.complete(0));
+  EXPECT_TRUE(ledger.complete(1));
 }
 
 TEST(LeasedSourceTest, AChunkTakenOverFromADepartedWorkerIsReadFromWhereItsPushesStopped) {
