@@ -42,7 +42,19 @@ struct RoleOptions {
   // (worker/distributed/training_step.h); auto: not when every server is on loopback.
   std::string overlap_push = "auto";
   int64_t push_part_bytes = int64_t{4} << 20;
+  // --elastic_data: examples come from chunks server 0's data ledger leases out, not from
+  // this task's modulo share (docs/replication.md section 6).
+  bool elastic_data = false;
 };
+
+// What --elastic_data's ledger on server 0 leases: the train split's examples per epoch, the
+// epochs (--epochs, else the config's), the config's seed; read as a worker reads them.
+struct ElasticData {
+  int64_t examples = 0;
+  int64_t epochs = 0;
+  uint64_t seed = 0;
+};
+Result<ElasticData> ReadElasticData(const RoleOptions& options);
 
 Status RunWorker(const RoleOptions& options);
 Status RunEvaluator(const RoleOptions& options);
