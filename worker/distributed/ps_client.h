@@ -142,9 +142,10 @@ class PsClient {
   int64_t last_step_ = 0;                // the global step of the last pull
   std::unique_ptr<HeartbeatMonitor> heartbeat_;
   std::chrono::seconds unavailable_timeout_{600};
-  int64_t part_bytes_ = 0;                 // 0: one push per server a step
-  std::shared_ptr<StepParts> parts_;       // the overlapped step under way, if any
-  std::vector<wire::ChunkUse> data_uses_;  // for the next push to server 0
+  int64_t part_bytes_ = 0;            // 0: one push per server a step
+  std::shared_ptr<StepParts> parts_;  // the overlapped step under way, if any
+  // Elastic data: the uses the next push to server 0 carries.
+  std::vector<wire::ChunkUse> data_uses_;
 };
 
 }  // namespace worker
