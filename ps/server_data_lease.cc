@@ -40,8 +40,10 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandleDataLease(const st
   Result<ChunkLease> lease = ledger_->Lease(Who(request), request.value);
   if (!lease.ok()) {
     const StatusCode code = lease.status().code();
-    if (code == StatusCode::kUnavailable || code == StatusCode::kOutOfRange) {
-      // Expected at an epoch's or the run's end, as every worker asks: not a warning.
+    if (code == StatusCode::kUnavailable || code == StatusCode::kOutOfRange ||
+        code == StatusCode::kResourceExhausted) {
+      // Expected at an epoch's or the run's end, or while pushes catch up with a worker's
+      // read-ahead, as every worker asks again: not a warning.
       Message m = Reply(request, MessageType::kError);
       m.text = "ps " + std::to_string(options_.task_index) + ": " + lease.status().message();
       m.error_code = code;
