@@ -42,6 +42,7 @@ ParameterServer::ParameterServer(ServerOptions options, std::unique_ptr<Variable
       options_.mode, options_.num_workers, options_.backup_workers, options_.accumulate_n,
       options_.min_workers, options_.cluster.evaluators,
       "ps " + std::to_string(options_.task_index) + ": shard " + std::to_string(options_.shard)});
+  StartDataLedger();
 }
 
 ParameterServer::~ParameterServer() = default;
@@ -101,6 +102,7 @@ Status ParameterServer::NotePeer(const std::string& who, const Message& request,
       request.incarnation != p.incarnation) {
     LOG(WARNING) << me << who << " restarted (a new process since its last request)";
     p.last_push_sequence = 0;
+    ReleaseDataLeases(who, /*restarted=*/true);
   }
   if (request.incarnation != 0) p.incarnation = request.incarnation;
   p.last_seen = now;
@@ -118,6 +120,7 @@ int ParameterServer::CheckPeers(std::chrono::steady_clock::time_point now) {
     LOG(WARNING) << "ps " << options_.task_index << ": " << who << " has sent nothing for "
                  << std::chrono::duration<double>(now - p.last_seen).count()
                  << " s (heartbeats are due every second): presumed dead";
+    ReleaseDataLeases(who);
   }
   return found;
 }
@@ -170,7 +173,8 @@ std::vector<ParameterServer::Outgoing> ParameterServer::Dispatch(const std::stri
                                                                  const std::string& identity) {
   Result<Sender> sender = IdentifySender(identity, request, options_.cluster);
   Status allowed = sender.ok() ? Authorize(*sender, request) : sender.status();
-  if (allowed.ok() && request.type >= MessageType::kReplicate) {
+  const bool data_lease = request.type == MessageType::kDataLease && ledger_ != nullptr;
+  if (allowed.ok() && request.type >= MessageType::kReplicate && !data_lease) {
     // Until the chain slice lands (docs/replication.md), refused before the peer table is touched.
     allowed = wire::CheckRequestFields(request);
     if (allowed.ok()) {
@@ -198,6 +202,7 @@ std::vector<ParameterServer::Outgoing> ParameterServer::Dispatch(const std::stri
     case MessageType::kHeartbeat: {
       if (request.text == "goodbye" && peers_.count(Who(request))) {
         peers_[Who(request)].left = true;
+        ReleaseDataLeases(Who(request));
         VLOG(1) << "ps " << options_.task_index << ": " << Who(request) << " said goodbye";
       }
       Message m = Reply(request, MessageType::kOk);
@@ -208,6 +213,8 @@ std::vector<ParameterServer::Outgoing> ParameterServer::Dispatch(const std::stri
       return HandleCheckpoint(peer, request);
     case MessageType::kRestore:
       return {{peer, HandleRestore(request)}};
+    case MessageType::kDataLease:
+      return HandleDataLease(peer, request);
     case MessageType::kShutdown: {
       shutdown_ = true;
       LOG(INFO) << "ps " << options_.task_index << ": shutdown requested by " << Who(request)
@@ -330,6 +337,9 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandlePush(const std::st
     const bool assign =
         std::find(request.assigns.begin(), request.assigns.end(), t.name) != request.assigns.end();
     (assign ? assigns : grads).emplace_back(t.name, t.tensor);
+  }
+  if (Status s = RecordDataUses(request); !s.ok()) {
+    return {{peer, Error(request, s.message(), s.code())}};  // a revoked lease: kAborted
   }
   ++stats_.pushes;
   for (const auto& [name, value] : assigns) store_->Assign(name, value);

@@ -35,6 +35,7 @@
 #include "common/status.h"
 #include "common/wire/message.h"
 #include "common/wire/transport.h"
+#include "ps/data_ledger.h"
 #include "ps/gradient_accumulator.h"
 #include "ps/permissions.h"
 #include "ps/server_stats.h"
@@ -81,6 +82,9 @@ struct ServerOptions {
   // Runs on the checkpoint writer's thread before each shard file is written (tests hold a save
   // open with it).
   std::function<void(int64_t step)> before_checkpoint_write;
+  // Elastic data (docs/replication.md section 6): shard 0 keeps the data ledger when given the
+  // examples per epoch (0: off, today's modulo split; dataLease is refused as replication is).
+  DataLedgerOptions data;
 };
 
 // What a server knows of one peer (a worker, the chief or an evaluator): when it last heard from
@@ -170,6 +174,8 @@ class ParameterServer {
   size_t pending_requests() const;
   const VariableStore& store() const { return *store_; }
   std::string ShardDir() const;
+  // Shard 0's data ledger; null when elastic data is off (ServerOptions::data).
+  const DataLedger* data_ledger() const { return ledger_.get(); }
 
  private:
   // Handle without the traffic counts.
@@ -223,6 +229,14 @@ class ParameterServer {
   // push (or refuses it into `out`); whether it took the push.
   bool HoldPush(const std::string& peer, const wire::Message& request, std::vector<Outgoing>* out);
   std::string Who(const wire::Message& m) const;
+  // Defined in ps/server_data_lease.cc, with the data ledger's requests.
+  void StartDataLedger();
+  std::vector<Outgoing> HandleDataLease(const std::string& peer, const wire::Message& request);
+  // A push's `uses` (checked whole, all or nothing; kAborted for a revoked lease). OK and
+  // ignored when the ledger is off, as before elastic data.
+  Status RecordDataUses(const wire::Message& request);
+  // A worker left or went missing (`restarted`: a new process of it; its old one is fenced).
+  void ReleaseDataLeases(const std::string& who, bool restarted = false);
 
   ServerOptions options_;
   std::unique_ptr<VariableStore> store_;
@@ -247,6 +261,7 @@ class ParameterServer {
   // Who counts (ps/membership.h), and the async pushes held below --min_workers.
   std::unique_ptr<Membership> membership_;
   std::vector<Waiting> held_pushes_;
+  std::unique_ptr<DataLedger> ledger_;  // elastic data: shard 0 only, when given the data size
 };
 
 }  // namespace ps

@@ -51,6 +51,11 @@ DEFINE_int32(max_to_keep, 5, "checkpoints kept per server shard");
 DEFINE_int32(evaluators, 0, "evaluator tasks in the cluster (they join the final barrier)");
 DEFINE_double(eval_interval_secs, 10, "evaluator: seconds between evaluations");
 DEFINE_string(data_dir, "", "Fashion-MNIST IDX directory (default: the config's)");
+DEFINE_bool(elastic_data, false,
+            "workers lease chunks of the data from ps 0's ledger instead of reading example "
+            "i % workers, so that workers may join and leave and each example is still used "
+            "once per epoch (docs/replication.md section 6); every role needs the same value");
+DEFINE_int64(data_chunk, 1024, "--elastic_data: examples per leased chunk");
 DEFINE_string(curve_keys, "",
               "this role's CURVE key directory (from pstrain-keygen; the launcher passes it): "
               "servers let in only the cluster's workers and evaluators; empty: plaintext");
@@ -291,6 +296,22 @@ int main(int argc, char** argv) {
     o.server.backup_workers = FLAGS_backup_workers;
     o.server.train_dir = FLAGS_train_dir;
     o.server.max_to_keep = FLAGS_max_to_keep;
+    if (FLAGS_elastic_data && FLAGS_task_index == 0) {  // shard 0 keeps the data ledger
+      pstrain::worker::RoleOptions ro;
+      ro.config_path = FLAGS_config;
+      ro.data_dir = FLAGS_data_dir;
+      ro.epochs = FLAGS_epochs;
+      auto data = pstrain::worker::ReadElasticData(ro);
+      if (!data.ok()) {
+        LOG(ERROR) << "--elastic_data: " << data.status().ToString();
+        return 2;
+      }
+      o.server.data = {data->examples, FLAGS_data_chunk, data->epochs, data->seed};
+      if (pstrain::Status s = pstrain::ps::CheckDataLedgerOptions(o.server.data); !s.ok()) {
+        LOG(ERROR) << "--elastic_data: " << s.message();
+        return 2;
+      }
+    }
     o.logdir = logdir;
     o.summary_secs = FLAGS_ps_summary_secs;
     o.config_path = FLAGS_config;
@@ -328,6 +349,7 @@ int main(int argc, char** argv) {
     o.overlap_push = FLAGS_overlap_push;
     o.push_part_bytes = int64_t{FLAGS_push_part_mb} << 20;
     o.min_workers = FLAGS_min_workers;
+    o.elastic_data = FLAGS_elastic_data;
     status = FLAGS_job_name == "worker" ? pstrain::worker::RunWorker(o)
                                         : pstrain::worker::RunEvaluator(o);
   }

@@ -54,7 +54,9 @@ enum class MessageType {
   kReplicaCopy,
   // chief -> server: set the map `chains` of epoch map_epoch; anyone else: get it (no fields).
   kShardMap,
-  // worker -> shard 0's head: value: the epoch to lease a data chunk of (section 6).
+  // worker -> shard 0's head: value: the epoch to lease a data chunk of (section 6). Reply kOk:
+  // uses = {ChunkUse{epoch, chunk, count: its examples already used, to skip}}, value = the
+  // chunk's examples, sequence = its first example's index in the epoch (ps/server_data_lease.cc).
   kDataLease,
 };
 

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <map>
 #include <thread>
+#include <utility>
 
 #include "common/checkpoint/cluster_checkpoint.h"
 #include "common/wire/same_host.h"
@@ -389,6 +390,7 @@ Message PsClient::PushOf(int s, const std::vector<replication::Partition>& parti
   Message push = Request(MessageType::kPush);
   push.step = step;
   push.sequence = ++push_sequence_[s];
+  if (s == 0) push.uses = std::exchange(data_uses_, {});  // elastic data: one part carries them
   for (const replication::Partition& p : partitions) {
     for (Variable* v : variables_) {
       if (v->name != p.variable) continue;

@@ -83,6 +83,10 @@ class PsClient {
   // Sends the parts not sent yet and waits for every reply; the step's PushPullResult.
   Result<PushPullResult> FinishStep();
 
+  // Elastic data (--elastic_data): the chunk uses of the next step's examples, carried by its
+  // push to server 0, whose data ledger records them (ps/data_ledger.h).
+  void set_data_uses(std::vector<wire::ChunkUse> uses) { data_uses_ = std::move(uses); }
+
   // Blocks until `participants` callers reached barrier `name` (on PS task 0).
   Status Barrier(const std::string& name, int participants);
   // Chief: every server saves its shard at `step` under `train_dir`; once every one has answered
@@ -140,6 +144,8 @@ class PsClient {
   std::chrono::seconds unavailable_timeout_{600};
   int64_t part_bytes_ = 0;            // 0: one push per server a step
   std::shared_ptr<StepParts> parts_;  // the overlapped step under way, if any
+  // Elastic data: the uses the next push to server 0 carries.
+  std::vector<wire::ChunkUse> data_uses_;
 };
 
 }  // namespace worker

@@ -10,6 +10,7 @@
 #include "common/checkpoint/save_trigger.h"
 #include "common/summary/summary_writer.h"
 #include "ps/learning_rate.h"
+#include "worker/distributed/data_lease_client.h"
 #include "worker/distributed/intra_node.h"
 #include "worker/distributed/leave_signal.h"
 #include "worker/distributed/ps_client.h"
@@ -61,6 +62,18 @@ Result<Setup> Load(const RoleOptions& o) {
 
 }  // namespace
 
+Result<ElasticData> ReadElasticData(const RoleOptions& o) {
+  ASSIGN_OR_RETURN(ConfigNode config, ConfigNode::LoadFile(o.config_path));
+  ASSIGN_OR_RETURN(ConfigNode train_node, config.Child("train"));
+  ASSIGN_OR_RETURN(TrainConfig train, ReadTrainConfig(train_node));
+  ASSIGN_OR_RETURN(InputOptions input, ReadInputOptions(config, o.data_dir));
+  ElasticData d;
+  ASSIGN_OR_RETURN(d.examples, ExamplesPerEpoch(input));
+  d.epochs = o.epochs > 0 ? o.epochs : train.epochs;
+  d.seed = train.seed;
+  return d;
+}
+
 Status RunWorker(const RoleOptions& o) {
   const bool chief = o.task_index == 0;
   const std::string who = "worker " + std::to_string(o.task_index);
@@ -92,6 +105,11 @@ Status RunWorker(const RoleOptions& o) {
   intra.model = s.model->name() + ", " + std::to_string(s.model->variables().size()) +
                 " variables, " + std::to_string(averaged_floats) + " floats";
   ASSIGN_OR_RETURN(std::unique_ptr<IntraNodeGroup> group, JoinIntraNodeGroup(intra, who));
+  if (o.elastic_data && intra.mode != IntraNodeSync::kOff) {
+    return InvalidArgument(
+        "--elastic_data needs --intra_node_sync=off: a host group's ranks "
+        "would each lease, and one pushes");
+  }
   ASSIGN_OR_RETURN(ConfigNode train_node, s.config.Child("train"));
   ASSIGN_OR_RETURN(ConfigNode lr_node, train_node.Child("learning_rate"));
   ASSIGN_OR_RETURN(ps::LearningRateSchedule schedule,
@@ -141,6 +159,13 @@ Status RunWorker(const RoleOptions& o) {
                                            " ms a step, no forward/backward): "
                                      : "";
   ASSIGN_OR_RETURN(int64_t step, training_step.PullAndPlace(*device));
+  std::unique_ptr<DataLeaseClient> leases;  // outlives the pipeline, which leases through it
+  if (o.elastic_data) {
+    ASSIGN_OR_RETURN(leases, DataLeaseClient::Connect(o.ps_hosts, chief ? "chief" : "worker",
+                                                      o.task_index, o.curve));
+    s.input.lease = leases->AsCallback();
+    s.input.lease_seed = s.train.seed;
+  }
   ASSIGN_OR_RETURN(auto pipeline,
                    InputPipeline::Create(s.input, s.train.batch_size, o.task_index, num_workers,
                                          s.train.seed + 1000 * o.task_index + step));
@@ -183,7 +208,12 @@ Status RunWorker(const RoleOptions& o) {
     const auto waited = WorkerMetrics::Clock::now();
     Result<Batch> batch = pipeline->Next();
     const auto input_wait = WorkerMetrics::Clock::now() - waited;
+    if (o.elastic_data && batch.status().code() == StatusCode::kOutOfRange) {
+      LOG(INFO) << who << ": the data ledger's epochs are used: " << batch.status().message();
+      break;
+    }
     if (!batch.ok()) return batch.status().WithContext(who + ": training input");
+    if (o.elastic_data) client->set_data_uses(batch->uses);
     if (log && local_steps == 0) log->AddImages("input", step, batch->images, 3);
     ASSIGN_OR_RETURN(StepOutcome outcome, training_step.Run(*batch, step, &rng));
     const int64_t stale = std::max<int64_t>(0, outcome.exchange.global_step - step - 1);

@@ -45,7 +45,19 @@ struct RoleOptions {
   // --min_workers: > 0 when workers join and leave (ps/membership.h); a worker's task index may
   // then lie beyond --worker_hosts, up to --max_workers.
   int min_workers = 0;
+  // --elastic_data: examples come from chunks server 0's data ledger leases out, not from
+  // this task's modulo share (docs/replication.md section 6).
+  bool elastic_data = false;
 };
+
+// What --elastic_data's ledger on server 0 leases: the train split's examples per epoch, the
+// epochs (--epochs, else the config's), the config's seed; read as a worker reads them.
+struct ElasticData {
+  int64_t examples = 0;
+  int64_t epochs = 0;
+  uint64_t seed = 0;
+};
+Result<ElasticData> ReadElasticData(const RoleOptions& options);
 
 Status RunWorker(const RoleOptions& options);
 Status RunEvaluator(const RoleOptions& options);

@@ -85,6 +85,7 @@ InputOptions InputOptions::ForEvaluation() const {
   o.num_epochs = 1;
   o.random_flip = false;
   o.random_crop_padding = 0;
+  o.lease = nullptr;  // every evaluator reads the whole test split
   return o;
 }
 

@@ -12,6 +12,7 @@
 #include "common/data/image_example.h"
 #include "common/status.h"
 #include "worker/training/input/image_fit.h"
+#include "worker/training/input/leased_source.h"
 
 namespace pstrain {
 
@@ -63,6 +64,14 @@ struct InputOptions {
   // Pads this many zero pixels on each side, then crops back to height x width at a random
   // offset; 0 turns cropping off.
   int random_crop_padding = 0;
+
+  // Elastic data (docs/replication.md section 6): when set, chunks leased from shard 0 through
+  // this are read instead of this worker's modulo share, in chunk orders drawn from
+  // `lease_seed` (the ledger's), with no shuffle buffer; epochs end when the ledger says so
+  // (num_epochs is the servers'), every last partial batch is kept, and each batch carries its
+  // examples' chunk uses. IDX sets only so far (TFRecord chunks need random access to records).
+  LeaseChunk lease;
+  uint64_t lease_seed = 0;
 
   // Reads the `input:` section of a config (source, data_dir, tfrecord_pattern,
   // test_tfrecord_pattern, image_feature, raw_image_feature, label_feature, label_offset,

@@ -32,6 +32,22 @@ Result<std::vector<std::string>> SplitFiles(const InputOptions& o) {
 
 Result<std::unique_ptr<ExampleSource>> OpenSource(const InputOptions& o, int worker_index,
                                                   int worker_count) {
+  if (o.lease) {
+    if (o.source != InputSource::kIdx) {
+      return FailedPrecondition(
+          "--elastic_data reads IDX sets only so far: TFRecord chunks need random access to "
+          "records");
+    }
+    std::shared_ptr<const ImageSet> images = o.images;
+    if (!images) {
+      ASSIGN_OR_RETURN(ImageSet set, LoadFashionMnist(o.data_dir, o.split));
+      images = std::make_shared<const ImageSet>(std::move(set));
+    }
+    LeasedSourceOptions leased;
+    leased.seed = o.lease_seed;
+    return std::unique_ptr<ExampleSource>(new LeasedExampleSource(
+        o.lease, ReadImageSet(images), {images->height, images->width, images->channels}, leased));
+  }
   if (o.source == InputSource::kIdx) {
     std::shared_ptr<const ImageSet> images = o.images;
     if (!images) {
@@ -102,15 +118,17 @@ InputPipeline::InputPipeline(const InputOptions& options, int64_t batch_size, ui
       batch_size_(batch_size),
       seed_(seed),
       source_(std::move(source)),
+      leased_(dynamic_cast<LeasedExampleSource*>(source_.get())),
       preprocessor_(std::move(preprocessor)),
       shuffle_rng_(Mix(seed, 0x5eed)),
-      shuffle_(options.shuffle ? options.shuffle_capacity : 0, options.min_after_dequeue,
-               &shuffle_rng_),
+      shuffle_(options.shuffle && !leased_ ? options.shuffle_capacity : 0,
+               options.min_after_dequeue, &shuffle_rng_),
       work_(options.threads),
       ready_(options.prefetch_batches) {}
 
 InputPipeline::~InputPipeline() {
   stop_ = true;
+  if (leased_) leased_->Stop();  // a lease being waited for
   work_.Close();
   ready_.Close();
   for (std::thread& t : threads_) t.join();
@@ -140,7 +158,9 @@ void InputPipeline::ReadLoop() {
     w.status = std::move(s);
     Emit(std::move(w));
   };
-  for (int64_t epoch = 0; options_.num_epochs == 0 || epoch < options_.num_epochs; ++epoch) {
+  for (int64_t epoch = 0;
+       leased_ ? !leased_->finished() : options_.num_epochs == 0 || epoch < options_.num_epochs;
+       ++epoch) {
     Status s = source_->StartEpoch(options_.shuffle ? &shuffle_rng_ : nullptr);
     if (!s.ok()) return fail(s);
     shuffle_.StartEpoch();
@@ -157,20 +177,26 @@ void InputPipeline::ReadLoop() {
       if (static_cast<int64_t>(work.examples.size()) == batch_size_) {
         work.seq = seq++;
         work.epoch = epoch;
+        if (leased_) work.uses = leased_->TakeUses(batch_size_);
         if (!Emit(std::move(work))) return;
         work = Work();
         work.examples.reserve(batch_size_);
       }
     }
     if (stop_) return;
-    if (examples == 0) return fail(FailedPrecondition("the input has no examples for this worker"));
-    if (!work.examples.empty() && !options_.drop_remainder) {
+    if (examples == 0 && !leased_) {
+      return fail(FailedPrecondition("the input has no examples for this worker"));
+    }
+    // With elastic data a dropped example would never be pushed, and its chunk never used whole.
+    if (!work.examples.empty() && (!options_.drop_remainder || leased_)) {
       work.seq = seq++;
       work.epoch = epoch;
+      if (leased_) work.uses = leased_->TakeUses(static_cast<int64_t>(work.examples.size()));
       if (!Emit(std::move(work))) return;
     }
     VLOG(1) << "input epoch " << epoch << " read: " << examples << " examples";
   }
+  if (leased_) return fail(OutOfRange("end of input: the data ledger's epochs are used"));
   fail(OutOfRange("end of input after " + std::to_string(options_.num_epochs) + " epochs"));
 }
 
@@ -200,6 +226,7 @@ InputPipeline::Ready InputPipeline::Preprocess(Work work) const {
   ready.batch.images = Tensor::Uninitialized(Shape{n, shape.depth, shape.height, shape.width});
   ready.batch.labels.resize(n);
   ready.batch.epoch = work.epoch;
+  ready.batch.uses = std::move(work.uses);
   // Seeded per batch, so augmentation does not depend on which thread made the batch.
   std::mt19937_64 rng(Mix(seed_, work.seq));
   float* out = ready.batch.images.data();

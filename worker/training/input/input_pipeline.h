@@ -20,6 +20,7 @@
 #include "common/tensor.h"
 #include "worker/training/input/example_source.h"
 #include "worker/training/input/input_options.h"
+#include "worker/training/input/leased_source.h"
 #include "worker/training/input/ordered_queue.h"
 #include "worker/training/input/preprocess.h"
 #include "worker/training/input/shuffle_buffer.h"
@@ -30,6 +31,9 @@ struct Batch {
   Tensor images;  // [N, C, H, W] float32
   std::vector<int32_t> labels;
   int64_t epoch = 0;  // counted from 0
+  // Elastic data (InputOptions::lease): the chunk uses of this batch's examples, for the step's
+  // push to shard 0 to carry.
+  std::vector<wire::ChunkUse> uses;
 };
 
 // The examples of the options' split over all workers: the IDX set's, or the records of its
@@ -65,6 +69,7 @@ class InputPipeline {
     Status status;
     int64_t epoch = 0;
     std::vector<RawExample> examples;
+    std::vector<wire::ChunkUse> uses;
   };
   struct Ready {
     Status status;
@@ -83,6 +88,7 @@ class InputPipeline {
   const int64_t batch_size_;
   const uint64_t seed_;
   std::unique_ptr<ExampleSource> source_;
+  LeasedExampleSource* const leased_;  // source_, with elastic data; else null
   const ImagePreprocessor preprocessor_;
   std::mt19937_64 shuffle_rng_;
   ShuffleBuffer shuffle_;
