@@ -382,6 +382,15 @@ int64_t ServerSocket::refused_handshakes() const {
   return refused;
 }
 
+std::vector<void*> ServerSocket::PollHandles() const {
+  std::vector<void*> handles;
+  for (const auto& l : impl_->listeners) {
+    handles.push_back(l->socket);
+    handles.push_back(l->monitor->events());
+  }
+  return handles;
+}
+
 Result<Incoming> ServerSocket::Receive(std::chrono::milliseconds timeout) {
   const auto deadline = DeadlineAfter(timeout);
   std::vector<std::unique_ptr<Listener>>& listeners = impl_->listeners;
@@ -481,6 +490,10 @@ Result<std::unique_ptr<Connection>> Connection::Connect(const std::string& endpo
 }
 
 const std::string& Connection::endpoint() const { return impl_->endpoint; }
+
+std::vector<void*> Connection::PollHandles() const {
+  return {impl_->socket, impl_->monitor->events()};
+}
 
 Status Connection::Send(const Message& message) {
   // A refused connection is not retried by ZeroMQ: a send would wait for it in vain.

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "common/wire/curve.h"
@@ -65,6 +66,9 @@ class ServerSocket {
   // reverse, clients trusting another server key. Each is logged (at most once per 10 s for
   // the same kind from the same place).
   int64_t refused_handshakes() const;
+  // The raw ZeroMQ sockets to wait on (poller.h): each listener and its handshake monitor. One
+  // readable means Receive has something to take (a message, or handshake events it logs).
+  std::vector<void*> PollHandles() const;
 
  private:
   struct Impl;
@@ -88,6 +92,8 @@ class Connection {
   // an error reply comes back as a Status naming the server's message.
   Result<Message> Call(Message request, std::chrono::milliseconds timeout);
   const std::string& endpoint() const;
+  // The raw ZeroMQ sockets to wait on (poller.h): the connection and its handshake monitor.
+  std::vector<void*> PollHandles() const;
 
  private:
   struct Impl;
