@@ -285,7 +285,9 @@ TEST_P(ServerTaskPairTest, ARequestAShardSendsToAnotherTaskReachesItAndItsReplyC
   for (int t : {0, 1}) {
     auto s = wire::ServerSocket::Bind("tcp://127.0.0.1:0", {}, keys[t].ForServer());
     ASSERT_TRUE(s.ok()) << s.status().ToString();
-    if (curve) ASSERT_TRUE((*s)->ListenAlsoOn(wire::SameHostEndpoint(keys[t], t)).ok());
+    if (curve) {
+      ASSERT_TRUE((*s)->ListenAlsoOn(wire::SameHostEndpoint(keys[t], t)).ok());
+    }
     hosts.push_back((*s)->endpoint().substr(std::string("tcp://").size()));
     sockets.push_back(std::move(s).value());
   }
