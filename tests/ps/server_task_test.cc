@@ -263,12 +263,13 @@ TEST(ServerTaskTest, AHeartbeatReachesEveryHeldShardAndIsAnsweredOnce) {
   for (int s : {0, 1}) EXPECT_EQ(task->shard(s)->peers().count("worker 1"), 1u) << "shard " << s;
 }
 
-// Two tasks on loopback, plaintext or with their ps-<t> keys (CURVE; over the same-host socket
-// beside the keys, as two servers on one host reach each other).
-class ServerTaskPairTest : public ::testing::TestWithParam<bool> {};
+// Two tasks on loopback: plaintext, or with their ps-<t> keys over the same-host socket beside the
+// keys (two servers on one host), or over CURVE on TCP (--same_host_ipc=false, as across hosts).
+enum class Link { kPlaintext, kSameHost, kCurveTcp };
+class ServerTaskPairTest : public ::testing::TestWithParam<Link> {};
 
 TEST_P(ServerTaskPairTest, ARequestAShardSendsToAnotherTaskReachesItAndItsReplyComesBack) {
-  const bool curve = GetParam();
+  const bool curve = GetParam() != Link::kPlaintext;
   const std::string dir = ::testing::TempDir() + "/server_task_keys_" + std::to_string(getpid());
   std::filesystem::remove_all(dir);
   std::vector<wire::ClusterKeys> keys(2);
@@ -278,6 +279,7 @@ TEST_P(ServerTaskPairTest, ARequestAShardSendsToAnotherTaskReachesItAndItsReplyC
       auto k = wire::LoadClusterKeys(dir + "/ps-" + std::to_string(t), "ps", t);
       ASSERT_TRUE(k.ok()) << k.status().ToString();
       keys[t] = *k;
+      keys[t].same_host_ipc = GetParam() == Link::kSameHost;
     }
   }
   std::vector<std::unique_ptr<wire::ServerSocket>> sockets;
@@ -285,7 +287,7 @@ TEST_P(ServerTaskPairTest, ARequestAShardSendsToAnotherTaskReachesItAndItsReplyC
   for (int t : {0, 1}) {
     auto s = wire::ServerSocket::Bind("tcp://127.0.0.1:0", {}, keys[t].ForServer());
     ASSERT_TRUE(s.ok()) << s.status().ToString();
-    if (curve) {
+    if (GetParam() == Link::kSameHost) {
       ASSERT_TRUE((*s)->ListenAlsoOn(wire::SameHostEndpoint(keys[t], t)).ok());
     }
     hosts.push_back((*s)->endpoint().substr(std::string("tcp://").size()));
@@ -353,7 +355,8 @@ TEST_P(ServerTaskPairTest, ARequestAShardSendsToAnotherTaskReachesItAndItsReplyC
   std::filesystem::remove_all(dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(PlaintextAndCurve, ServerTaskPairTest, ::testing::Bool());
+INSTANTIATE_TEST_SUITE_P(EveryLink, ServerTaskPairTest,
+                         ::testing::Values(Link::kPlaintext, Link::kSameHost, Link::kCurveTcp));
 
 }  // namespace
 }  // namespace ps
