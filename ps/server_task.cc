@@ -285,6 +285,7 @@ Result<std::vector<ServerTask::Outgoing>> ServerTask::Adopt(replication::ShardMa
     }
   }
   map_ = std::move(map);
+  ForgetTasksOutside(map_);
   std::vector<Outgoing> out;
   std::string held;
   for (int s = 0; s < map_.num_shards(); ++s) {

@@ -16,13 +16,15 @@
 //   - sends each shard's requests to other server tasks (records, snapshots) over one
 //     connection per task, as role ps with its own ps-<t> key (the same-host socket where the
 //     target is on loopback, as workers reach servers), and gives their replies back to the
-//     shard that sent them (ParameterServer::HandleServerReply).
+//     shard that sent them (ParameterServer::HandleServerReply); a task slow or gone never
+//     blocks the loop (its requests wait, in order, for room in its queue).
 // The sockets are waited on together (wire::Poll), so a successor's acknowledgement never waits
 // behind a client's request, and the reverse. Handle and HandleServerReply are socket-free, like
 // ParameterServer::Handle, for tests.
 #pragma once
 
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -112,7 +114,13 @@ class ServerTask {
   wire::Message Error(const wire::Message& request, const Status& why);
   // Replies carry the map epoch; requests to other tasks this task's name.
   void Stamp(std::vector<Outgoing>* out) const;
+  // In order, never waiting: behind the ones already waiting for room in the task's queue.
   void SendToTask(int task, const wire::Message& request);
+  // Sends what waits for room, as far as the queues take it; whether anything still waits.
+  bool FlushBacklogs();
+  // Closes the connections to tasks in no chain of the map (dead ones, NextMap's), dropping
+  // what waits for them: the chains send a new successor what it lacks (SetChain).
+  void ForgetTasksOutside(const replication::ShardMap& map);
   wire::Connection* ConnectionTo(int task);
   void ReceiveServerReplies(int task);
   ServerStats TotalStats() const;
@@ -125,6 +133,9 @@ class ServerTask {
   replication::ShardMap map_;  // epoch 0: none yet
   std::map<int, std::unique_ptr<ParameterServer>> shards_;
   std::map<int, std::unique_ptr<wire::Connection>> connections_;  // by server task
+  // Requests to a task whose queue was full (a task slow or gone): sent as room comes, in order,
+  // so that a dead successor never blocks this thread (ZeroMQ would wait 60 s per send).
+  std::map<int, std::deque<wire::Message>> backlog_;
   ServerStats own_stats_;  // requests refused before any shard saw them
   bool shutdown_ = false;  // a shutdown while this task held no shard
   std::chrono::steady_clock::time_point next_peer_check_;

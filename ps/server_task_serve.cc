@@ -4,6 +4,7 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <set>
 #include <utility>
 
 #include "common/wire/poller.h"
@@ -62,14 +63,66 @@ wire::Connection* ServerTask::ConnectionTo(int task) {
 void ServerTask::SendToTask(int task, const Message& request) {
   wire::Connection* conn = ConnectionTo(task);
   if (conn == nullptr) return;
-  Status s = conn->Send(request);
-  if (!s.ok()) {
+  std::deque<Message>& waiting = backlog_[task];
+  if (!waiting.empty()) {
+    waiting.push_back(request);
+    return;
+  }
+  Status s = conn->TrySend(request);
+  if (s.code() == StatusCode::kResourceExhausted) {
+    PSTRAIN_REFUSAL_WARNING("ps-full:" + std::to_string(task),
+                            "ps " + std::to_string(self()) + ": ps " + std::to_string(task) +
+                                " takes nothing (slow, or gone): its requests wait here");
+    waiting.push_back(request);
+  } else if (!s.ok()) {
     PSTRAIN_REFUSAL_WARNING("ps-send:" + std::to_string(task),
                             "ps " + std::to_string(self()) + ": " +
                                 wire::MessageTypeName(request.type) + " to ps " +
                                 std::to_string(task) + " failed: " + s.ToString());
     // Refused (its key) or broken: a fresh connection next time.
     if (s.code() == StatusCode::kFailedPrecondition) connections_.erase(task);
+  }
+}
+
+bool ServerTask::FlushBacklogs() {
+  bool waits = false;
+  for (auto it = backlog_.begin(); it != backlog_.end();) {
+    auto conn = connections_.find(it->first);
+    std::deque<Message>& waiting = it->second;
+    while (conn != connections_.end() && !waiting.empty()) {
+      Status s = conn->second->TrySend(waiting.front());
+      if (s.code() == StatusCode::kResourceExhausted) break;
+      if (!s.ok()) {
+        PSTRAIN_REFUSAL_WARNING("ps-send:" + std::to_string(it->first),
+                                "ps " + std::to_string(self()) + ": to ps " +
+                                    std::to_string(it->first) + ": " + s.ToString());
+        if (s.code() == StatusCode::kFailedPrecondition) connections_.erase(conn);
+        break;
+      }
+      waiting.pop_front();
+    }
+    if (conn == connections_.end() || connections_.count(it->first) == 0) waiting.clear();
+    waits = waits || !waiting.empty();
+    it = waiting.empty() ? backlog_.erase(it) : std::next(it);
+  }
+  return waits;
+}
+
+void ServerTask::ForgetTasksOutside(const replication::ShardMap& map) {
+  std::set<int> in_map;
+  for (int s = 0; s < map.num_shards(); ++s) {
+    in_map.insert(map.chains[s].begin(), map.chains[s].end());
+    in_map.insert(map.joining[s].begin(), map.joining[s].end());
+  }
+  for (auto it = connections_.begin(); it != connections_.end();) {
+    if (in_map.count(it->first)) {
+      ++it;
+      continue;
+    }
+    VLOG(1) << "ps " << self() << ": closes its connection to ps " << it->first
+            << " (in no chain at map epoch " << map.epoch << ")";
+    backlog_.erase(it->first);
+    it = connections_.erase(it);
   }
 }
 
@@ -133,6 +186,8 @@ Status ServerTask::Step(std::chrono::milliseconds timeout, ServerSummary* summar
     next_peer_check_ = now + std::chrono::milliseconds(500);
   }
   if (summary != nullptr && summary->Due(now)) WriteSummary(summary, now);
+  // While requests wait for room, look again soon (room is not something zmq_poll reports here).
+  if (FlushBacklogs()) timeout = std::min(timeout, std::chrono::milliseconds(10));
   std::vector<int> tasks;
   std::vector<wire::Connection*> conns;
   for (auto& [t, c] : connections_) {

@@ -87,6 +87,9 @@ class Connection {
                                                      const Security& security = {});
   ~Connection();
   Status Send(const Message& message);
+  // As Send, but never waits: ResourceExhausted, and nothing sent, while the queue to the server
+  // is full (a server that is slow, or not there: ZeroMQ queues for a server it has yet to reach).
+  Status TrySend(const Message& message);
   Result<Message> Receive(std::chrono::milliseconds timeout);
   // Sends `request` (assigning a fresh request_id) and waits for the reply with that id;
   // an error reply comes back as a Status naming the server's message.

@@ -263,6 +263,50 @@ TEST(ServerTaskTest, AHeartbeatReachesEveryHeldShardAndIsAnsweredOnce) {
   for (int s : {0, 1}) EXPECT_EQ(task->shard(s)->peers().count("worker 1"), 1u) << "shard " << s;
 }
 
+TEST(ServerTaskTest, RequestsToATaskNotThereNeverBlockTheLoopAndArriveInOrderWhenItComes) {
+  int port = 0;
+  {
+    auto probe = wire::ServerSocket::Bind("tcp://127.0.0.1:0");
+    ASSERT_TRUE(probe.ok());
+    const std::string e = (*probe)->endpoint();
+    port = std::stoi(e.substr(e.rfind(':') + 1));
+  }  // nobody listens there now
+  auto own = wire::ServerSocket::Bind("tcp://127.0.0.1:0");
+  ASSERT_TRUE(own.ok());
+  ServerTaskOptions o;
+  o.ps_hosts = {(*own)->endpoint().substr(6), "127.0.0.1:" + std::to_string(port)};
+  auto task = NewTask(0, 2, 1, std::move(own).value(), o);
+  constexpr int kRecords = 500;  // well beyond what ZeroMQ queues for a task (100)
+  std::vector<ServerTask::Outgoing> out;
+  for (int i = 1; i <= kRecords; ++i) {
+    ServerTask::Outgoing o;
+    o.task = 1;
+    o.message.type = MessageType::kReplicate;
+    o.message.shard = 0;
+    o.message.request_id = static_cast<uint64_t>(i);
+    out.push_back(o);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  task->Send(out);
+  ASSERT_TRUE(task->Step(milliseconds(10)).ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(2000));
+
+  auto successor = wire::ServerSocket::Bind("tcp://127.0.0.1:" + std::to_string(port));
+  ASSERT_TRUE(successor.ok()) << successor.status().ToString();
+  uint64_t next = 1;
+  const auto deadline = std::chrono::steady_clock::now() + kWait;
+  while (next <= kRecords && std::chrono::steady_clock::now() < deadline) {
+    ASSERT_TRUE(task->Step(milliseconds(1)).ok());
+    Result<wire::Incoming> in = (*successor)->Receive(milliseconds(5));
+    if (!in.ok() || !in->message.ok()) continue;
+    EXPECT_EQ(in->message->request_id, next) << "out of order";
+    EXPECT_EQ(in->message->role, "ps");
+    EXPECT_EQ(in->message->task_index, 0);
+    next = in->message->request_id + 1;
+  }
+  EXPECT_EQ(next, kRecords + 1u) << "not every request arrived";
+}
+
 // Two tasks on loopback: plaintext, or with their ps-<t> keys over the same-host socket beside the
 // keys (two servers on one host), or over CURVE on TCP (--same_host_ipc=false, as across hosts).
 enum class Link { kPlaintext, kSameHost, kCurveTcp };
