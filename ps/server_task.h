@@ -60,7 +60,7 @@ class ServerTask {
   using Outgoing = ParameterServer::Outgoing;
 
   // Holds this task's own shard (reading which checkpoint steps it holds, for the chief). The
-  // socket may be null for socket-free use (Handle); Step and Serve need it.
+  // socket may be null for socket-free use (Handle); Send, Step and Serve need it.
   static Result<std::unique_ptr<ServerTask>> Create(ServerTaskOptions options,
                                                     std::unique_ptr<wire::ServerSocket> socket);
   ~ServerTask();
