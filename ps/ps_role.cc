@@ -9,6 +9,7 @@
 #include "common/wire/listen_address.h"
 #include "common/wire/same_host.h"
 #include "common/wire/transport.h"
+#include "ps/server_task.h"
 
 namespace pstrain {
 namespace ps {
@@ -16,9 +17,8 @@ namespace ps {
 Status RunParameterServer(const PsRoleOptions& o) {
   ASSIGN_OR_RETURN(ConfigNode config, ConfigNode::LoadFile(o.config_path));
   ASSIGN_OR_RETURN(ConfigNode train, config.Child("train"));
-  ASSIGN_OR_RETURN(std::unique_ptr<VariableStore> store, VariableStore::FromConfig(train));
-  ParameterServer server(o.server, std::move(store));
-  server.FindCheckpoints();  // the chief picks the step every shard restores
+  // Checked before the port is taken; each shard held gets its own store from it.
+  RETURN_IF_ERROR(VariableStore::FromConfig(train).status());
   const std::string who = "ps " + std::to_string(o.server.task_index);
   ASSIGN_OR_RETURN(std::string listen,
                    wire::ListenEndpoint(o.bind_host_port, o.curve.curve(), o.insecure, who));
@@ -48,7 +48,14 @@ Status RunParameterServer(const PsRoleOptions& o) {
     LOG(INFO) << who << ": TensorBoard scalars every " << o.summary_secs << " s in "
               << summary->path();
   }
-  return server.Serve(socket.get(), summary.get());
+  ServerTaskOptions t;
+  t.server = o.server;
+  t.ps_hosts = o.ps_hosts;
+  t.keys = o.curve;
+  t.limits = o.limits;
+  t.new_store = [train] { return VariableStore::FromConfig(train); };
+  ASSIGN_OR_RETURN(std::unique_ptr<ServerTask> task, ServerTask::Create(t, std::move(socket)));
+  return task->Serve(summary.get());
 }
 
 }  // namespace ps

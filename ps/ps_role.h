@@ -15,15 +15,20 @@ struct PsRoleOptions {
   ServerOptions server;
   std::string config_path;     // its `train:` section gives the optimizer, schedule and clipping
   std::string bind_host_port;  // this task's entry of --ps_hosts
-  wire::ClusterKeys curve;     // --curve_keys: only the cluster's workers and evaluators get in
+  // --ps_hosts: with --replicas, servers send records to the servers after them in a chain.
+  std::vector<std::string> ps_hosts;
+  // --curve_keys: only the cluster's workers, evaluators and servers get in; this task's own
+  // ps-<t> key pair is also its client key towards the other servers.
+  wire::ClusterKeys curve;
   wire::MessageLimits limits;  // --max_message_mb
   bool insecure = false;       // --insecure: plaintext may listen beyond loopback
   std::string logdir;          // --logdir: this server's scalars in <logdir>/ps-<task>
   double summary_secs = 0;     // --ps_summary_secs: their interval (0: none)
 };
 
-// Finds the shard's checkpoints (the chief picks which step to restore), serves until the
-// chief's shutdown, writing its TensorBoard scalars (ps/server_summary.h) on the way.
+// Finds its shard's checkpoints (the chief picks which step to restore), serves every shard it
+// holds (ps/server_task.h) until the chief's shutdown, writing its TensorBoard scalars
+// (ps/server_summary.h) on the way.
 Status RunParameterServer(const PsRoleOptions& options);
 
 }  // namespace ps

@@ -72,6 +72,7 @@ Message ParameterServer::Reply(const Message& request, MessageType type) const {
   m.task_index = options_.task_index;
   m.step = global_step_;
   m.incarnation = wire::ProcessIncarnation();
+  if (request.shard >= 0) m.shard = request.shard;  // which shard answers (ps/server_task.h)
   return m;
 }
 

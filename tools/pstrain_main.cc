@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "common/flags.h"
+#include "common/replication/shard_map.h"
 #include "common/tf_config.h"
 #include "ps/ps_role.h"
 #include "tools/device_flags.h"
@@ -48,6 +49,9 @@ DEFINE_int64(histogram_every_n_steps, 500, "chief: local steps between weight hi
 DEFINE_int64(save_checkpoints_steps, 0, "chief: checkpoint every N global steps");
 DEFINE_double(save_checkpoints_secs, 60, "chief: checkpoint every N seconds");
 DEFINE_int32(max_to_keep, 5, "checkpoints kept per server shard");
+DEFINE_int32(replicas, 0,
+             "backups of each server shard (docs/replication.md): a shard's chain of 1 + replicas "
+             "servers survives a server's death; 0: none, each shard on its own server");
 DEFINE_int32(evaluators, 0, "evaluator tasks in the cluster (they join the final barrier)");
 DEFINE_double(eval_interval_secs, 10, "evaluator: seconds between evaluations");
 DEFINE_string(data_dir, "", "Fashion-MNIST IDX directory (default: the config's)");
@@ -206,6 +210,10 @@ bool Validate(const std::vector<std::string>& ps, const std::vector<std::string>
                 std::to_string(FLAGS_push_part_mb));
   }
   if (!(FLAGS_ps_summary_secs >= 0)) return Fail("--ps_summary_secs must be >= 0 (0: none)");
+  // Every role places the replicas the same way; too many for --ps_hosts is refused by name.
+  if (auto placed = pstrain::replication::PlaceReplicas(ps, FLAGS_replicas); !placed.ok()) {
+    return Fail(placed.status().message());
+  }
   return true;
 }
 
@@ -296,7 +304,8 @@ int main(int argc, char** argv) {
     o.server.backup_workers = FLAGS_backup_workers;
     o.server.train_dir = FLAGS_train_dir;
     o.server.max_to_keep = FLAGS_max_to_keep;
-    if (FLAGS_elastic_data && FLAGS_task_index == 0) {  // shard 0 keeps the data ledger
+    o.server.replicas = FLAGS_replicas;
+    if (FLAGS_elastic_data) {  // shard 0's holders keep the data ledger (any task, with replicas)
       pstrain::worker::RoleOptions ro;
       ro.config_path = FLAGS_config;
       ro.data_dir = FLAGS_data_dir;
@@ -316,6 +325,7 @@ int main(int argc, char** argv) {
     o.summary_secs = FLAGS_ps_summary_secs;
     o.config_path = FLAGS_config;
     o.bind_host_port = ps[FLAGS_task_index];
+    o.ps_hosts = ps;
     o.curve = curve;
     o.insecure = FLAGS_insecure;
     o.limits.max_total_bytes = static_cast<size_t>(FLAGS_max_message_mb) << 20;

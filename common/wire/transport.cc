@@ -119,12 +119,17 @@ Status ApplySecurity(void* socket, const Security& security, const std::string& 
 void ReleaseSentTensor(void* /*data*/, void* hint) { delete static_cast<Tensor*>(hint); }
 void ReleaseSentHeader(void* /*data*/, void* hint) { delete static_cast<std::string*>(hint); }
 
-Status SendPart(void* socket, zmq_msg_t* msg, bool more, bool never_block,
+// `routed`: a server's reply (its failure drops the reply); else a client's message, which a
+// full queue leaves unsent (ResourceExhausted) when it may not wait.
+Status SendPart(void* socket, zmq_msg_t* msg, bool more, bool never_block, bool routed,
                 const std::string& endpoint) {
   const int flags = (more ? ZMQ_SNDMORE : 0) | (never_block ? ZMQ_DONTWAIT : 0);
   if (zmq_msg_send(msg, socket, flags) >= 0) return Status::OK();
   Status error =
-      zmq_errno() == EAGAIN && never_block
+      zmq_errno() == EAGAIN && never_block && !routed
+          ? ResourceExhausted(endpoint + " has " + std::to_string(kHighWaterMark) +
+                              " messages queued that it has not taken: not sent")
+      : zmq_errno() == EAGAIN && never_block
           ? Unavailable("a peer of " + endpoint + " has " + std::to_string(kHighWaterMark) +
                         " replies queued that it does not read: reply dropped")
       : zmq_errno() == EAGAIN
@@ -139,18 +144,21 @@ Status SendPart(void* socket, zmq_msg_t* msg, bool more, bool never_block,
 // Sends `message` as [peer,] header, tensors...; tensor frames are the tensors' own buffers.
 // A server's reply (`peer` set) never blocks: ZeroMQ admits or refuses a whole message at its
 // first frame, so a peer whose queue is full loses this reply and the serving thread goes on.
+// A client's message waits for room unless `never_block` (then ResourceExhausted, nothing sent).
 Status SendMessage(void* socket, const std::string* peer, const Message& message,
-                   const std::string& endpoint) {
+                   const std::string& endpoint, bool never_block = false) {
   ASSIGN_OR_RETURN(EncodedMessage encoded, Encode(message));
+  const bool routed = peer != nullptr;
   zmq_msg_t msg;
-  if (peer != nullptr) {
+  if (routed) {
     zmq_msg_init_size(&msg, peer->size());
     std::copy(peer->begin(), peer->end(), static_cast<char*>(zmq_msg_data(&msg)));
-    RETURN_IF_ERROR(SendPart(socket, &msg, true, /*never_block=*/true, endpoint));
+    RETURN_IF_ERROR(SendPart(socket, &msg, true, /*never_block=*/true, routed, endpoint));
   }
   auto* header = new std::string(std::move(encoded.header));
   zmq_msg_init_data(&msg, header->data(), header->size(), ReleaseSentHeader, header);
-  RETURN_IF_ERROR(SendPart(socket, &msg, !encoded.tensor_frames.empty(), false, endpoint));
+  RETURN_IF_ERROR(SendPart(socket, &msg, !encoded.tensor_frames.empty(), never_block && !routed,
+                           routed, endpoint));
   for (size_t i = 0; i < encoded.tensor_frames.size(); ++i) {
     const Tensor& t = encoded.tensor_frames[i];
     if (t.bytes() == 0) {
@@ -159,7 +167,8 @@ Status SendMessage(void* socket, const std::string* peer, const Message& message
       auto* keep = new Tensor(t);
       zmq_msg_init_data(&msg, const_cast<float*>(t.data()), t.bytes(), ReleaseSentTensor, keep);
     }
-    RETURN_IF_ERROR(SendPart(socket, &msg, i + 1 < encoded.tensor_frames.size(), false, endpoint));
+    RETURN_IF_ERROR(
+        SendPart(socket, &msg, i + 1 < encoded.tensor_frames.size(), false, routed, endpoint));
   }
   return Status::OK();
 }
@@ -382,6 +391,15 @@ int64_t ServerSocket::refused_handshakes() const {
   return refused;
 }
 
+std::vector<void*> ServerSocket::PollHandles() const {
+  std::vector<void*> handles;
+  for (const auto& l : impl_->listeners) {
+    handles.push_back(l->socket);
+    handles.push_back(l->monitor->events());
+  }
+  return handles;
+}
+
 Result<Incoming> ServerSocket::Receive(std::chrono::milliseconds timeout) {
   const auto deadline = DeadlineAfter(timeout);
   std::vector<std::unique_ptr<Listener>>& listeners = impl_->listeners;
@@ -482,10 +500,19 @@ Result<std::unique_ptr<Connection>> Connection::Connect(const std::string& endpo
 
 const std::string& Connection::endpoint() const { return impl_->endpoint; }
 
+std::vector<void*> Connection::PollHandles() const {
+  return {impl_->socket, impl_->monitor->events()};
+}
+
 Status Connection::Send(const Message& message) {
   // A refused connection is not retried by ZeroMQ: a send would wait for it in vain.
   RETURN_IF_ERROR(impl_->monitor->ReadEvents());
   return SendMessage(impl_->socket, nullptr, message, impl_->endpoint);
+}
+
+Status Connection::TrySend(const Message& message) {
+  RETURN_IF_ERROR(impl_->monitor->ReadEvents());
+  return SendMessage(impl_->socket, nullptr, message, impl_->endpoint, /*never_block=*/true);
 }
 
 Result<Message> Connection::Receive(std::chrono::milliseconds timeout) {

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "common/wire/curve.h"
@@ -65,6 +66,9 @@ class ServerSocket {
   // reverse, clients trusting another server key. Each is logged (at most once per 10 s for
   // the same kind from the same place).
   int64_t refused_handshakes() const;
+  // The raw ZeroMQ sockets to wait on (poller.h): each listener and its handshake monitor. One
+  // readable means Receive has something to take (a message, or handshake events it logs).
+  std::vector<void*> PollHandles() const;
 
  private:
   struct Impl;
@@ -83,11 +87,16 @@ class Connection {
                                                      const Security& security = {});
   ~Connection();
   Status Send(const Message& message);
+  // As Send, but never waits: ResourceExhausted, and nothing sent, while the queue to the server
+  // is full (a server that is slow, or not there: ZeroMQ queues for a server it has yet to reach).
+  Status TrySend(const Message& message);
   Result<Message> Receive(std::chrono::milliseconds timeout);
   // Sends `request` (assigning a fresh request_id) and waits for the reply with that id;
   // an error reply comes back as a Status naming the server's message.
   Result<Message> Call(Message request, std::chrono::milliseconds timeout);
   const std::string& endpoint() const;
+  // The raw ZeroMQ sockets to wait on (poller.h): the connection and its handshake monitor.
+  std::vector<void*> PollHandles() const;
 
  private:
   struct Impl;

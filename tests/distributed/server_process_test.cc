@@ -29,7 +29,11 @@ class ServerProcess {
     dir_ = ::testing::TempDir() + "/ps_" + std::to_string(port_);
     std::filesystem::remove_all(dir_);
     std::vector<std::string> args = testing::SingleServerArgs(port_, dir_);
-    args.insert(args.end(), extra.begin(), extra.end());
+    for (std::string arg : extra) {  // "{port}" stands for the server's own port
+      const size_t at = arg.find("{port}");
+      if (at != std::string::npos) arg.replace(at, 6, std::to_string(port_));
+      args.push_back(arg);
+    }
     pid_ = testing::SpawnProcess(args);
     auto c = wire::Connection::Connect("tcp://127.0.0.1:" + std::to_string(port_));
     client_ = std::move(c).value();
@@ -104,6 +108,48 @@ TEST(ServerProcessTest, StaleGradientIsDroppedAndCounted) {
   ASSERT_TRUE(ps.Call(Push(1, 1.0f)).ok());  // a fresh one alone does not make an update
   EXPECT_FLOAT_EQ(PulledWeight(&ps, &step), 0.0f);
   EXPECT_EQ(step, 1);
+}
+
+// With --replicas a server serves a shard only as the head the chief's shard map names
+// (ps/server_task.h); before a map, and for another task's shard, it answers kAborted.
+TEST(ServerProcessTest, WithReplicasAShardIsServedOnlyOnceTheChiefsMapMakesThisServerItsHead) {
+  ServerProcess ps({"--ps_hosts=127.0.0.1:{port},127.0.0.1:1", "--replicas=1"});
+  auto r = ps.Call(Init());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kAborted) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("not the head of shard 0 at map epoch 0"), std::string::npos)
+      << r.status().message();
+
+  Message set;
+  set.type = MessageType::kShardMap;
+  set.role = "chief";
+  set.map_epoch = 1;
+  set.chains = {{0, {0}, {1}}, {1, {1}, {}}};
+  r = ps.Call(set);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->map_epoch, 1u);
+  Message init = Init();
+  init.shard = 0;
+  r = ps.Call(init);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->map_epoch, 1u);
+  EXPECT_EQ(r->shard, 0);
+  EXPECT_FLOAT_EQ(PulledWeight(&ps), 1.0f);
+
+  Message pull;
+  pull.type = MessageType::kPull;
+  pull.shard = 1;
+  r = ps.Call(pull);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("not the head of shard 1 at map epoch 1 (head: task 1)"),
+            std::string::npos)
+      << r.status().message();
+  Message get;
+  get.type = MessageType::kShardMap;
+  r = ps.Call(get);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->map_epoch, 1u);
+  EXPECT_EQ(r->chains, set.chains);
 }
 
 TEST(ServerProcessTest, MalformedMisshapenUnknownAndNanPushesChangeNothing) {
@@ -220,6 +266,8 @@ TEST(RoleFlagsTest, MissingOrContradictoryFlagsStopAtStartNamingTheFlag) {
        "--backup_workers must be below the number of pushing workers (1)"},
       {"--job_name=ps --ps_hosts=nohost --worker_hosts=127.0.0.1:2 --train_dir=/tmp/x",
        "--ps_hosts entry 'nohost' is not host:port"},
+      {"--job_name=worker --replicas=1 " + hosts,
+       "--replicas=1 needs at least 2 servers in --ps_hosts, got 1"},
   };
   for (const auto& [args, message] : cases) {
     std::string out;

@@ -276,6 +276,35 @@ TEST(TransportTest, ReplyToAPeerThatIsGoneFails) {
   EXPECT_FALSE(server->Reply("no such peer", Message{}).ok());
 }
 
+TEST(TransportTest, TrySendToAServerNotThereQueuesThenRefusesWithoutWaitingAndDeliversInOrder) {
+  int port = 0;
+  {
+    auto probe = BindOrDie();  // a port nobody listens on once the probe is gone
+    port = PortOf(probe->endpoint());
+  }
+  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(port);
+  auto conn = ConnectOrDie(endpoint);
+  Message m;
+  m.type = MessageType::kHeartbeat;
+  const auto start = std::chrono::steady_clock::now();
+  int queued = 0;
+  Status full;
+  for (int i = 0; i < 1000 && full.ok(); ++i) {
+    m.request_id = static_cast<uint64_t>(i + 1);
+    full = conn->TrySend(m);
+    if (full.ok()) ++queued;
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(2000));
+  EXPECT_EQ(full.code(), StatusCode::kResourceExhausted) << full.ToString();
+  EXPECT_GT(queued, 0);
+  // The server comes: what was queued arrives, in order.
+  Result<std::unique_ptr<ServerSocket>> server = ServerSocket::Bind(endpoint);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  for (int i = 0; i < queued; ++i) {
+    EXPECT_EQ(Received(**server).request_id, static_cast<uint64_t>(i + 1));
+  }
+}
+
 }  // namespace
 }  // namespace wire
 }  // namespace pstrain
