@@ -37,6 +37,7 @@
 #include "common/wire/transport.h"
 #include "ps/gradient_accumulator.h"
 #include "ps/permissions.h"
+#include "ps/replica_chain.h"
 #include "ps/server_stats.h"
 #include "ps/server_summary.h"
 #include "ps/shard_checkpoints.h"
@@ -89,6 +90,9 @@ struct PeerState {
   // of it is answered again instead of applied twice.
   uint64_t last_push_sequence = 0;
   wire::Message last_push_reply;
+  // With a chain (ps/replica_chain.h): the shard's record that answers that push, whose
+  // acknowledgement a retry waits for (-1: the open accumulate window's, not yet made).
+  int64_t last_push_record = 0;
 };
 
 class ParameterServer {
@@ -168,10 +172,14 @@ class ParameterServer {
   // Applies `grads` as the update of `step`, timed.
   // `checked`: a push's own tensors, each through CheckGradient as the push was taken;
   // accumulated means are checked again (a sum of finite floats can overflow).
+  // `prepared` (if given) receives the gradients as the optimizer consumed them.
   Status Apply(int64_t step, const std::vector<std::pair<std::string, Tensor>>& grads,
-               VariableStore::Checked checked = VariableStore::Checked::kNo);
+               VariableStore::Checked checked = VariableStore::Checked::kNo,
+               VariableStore::NamedTensors* prepared = nullptr);
   void NoteStaleness(int64_t computed_at);
   wire::Message Reply(const wire::Message& request, wire::MessageType type) const;
+  // The step replies report: the committed one (the applied one without a chain).
+  int64_t reply_step() const { return chain_.active() ? chain_.committed_step() : global_step_; }
   wire::Message Error(const wire::Message& request, const std::string& what,
                       StatusCode code = StatusCode::kInvalidArgument);
   // A refusal of a request its sender may not make: counted, logged without flooding.
@@ -205,6 +213,40 @@ class ParameterServer {
   int required_pushes() const;
   std::string Who(const wire::Message& m) const;
 
+  // Replication (ps/server_replication.cc, docs/replication.md sections 3-5).
+  using NamedTensors = VariableStore::NamedTensors;
+  // The retry-cache entry of `request`'s push answered by `reply`.
+  static wire::PushEntry EntryOf(const wire::Message& request, const wire::Message& reply);
+  // Makes the record of an update this head applied at `step` (the global step already
+  // advanced, or not): sends it down the chain and returns its sequence; the caller holds the
+  // replies it justifies with HoldUntil.
+  int64_t Replicate(int64_t step, NamedTensors prepared, NamedTensors assigns,
+                    std::vector<wire::PushEntry> pushes, std::vector<Outgoing>* out);
+  void HoldUntil(int64_t sequence, const std::string& peer, const wire::Message& reply,
+                 std::vector<Outgoing>* out);
+  // Releases the replies whose records the chain has acknowledged.
+  void Release(std::vector<Outgoing>* out);
+  // kAborted for a request this shard is not the head for (a backup, a joiner).
+  bool NotTheHead(const std::string& peer, const wire::Message& request,
+                  std::vector<Outgoing>* out);
+  std::vector<Outgoing> HandleReplicate(const std::string& peer, const wire::Message& record);
+  // A record's fields and tensors, checked against this replica before anything changes.
+  Status CheckRecord(const wire::Message& record) const;
+  std::vector<Outgoing> HandleReplicaCopy(const std::string& peer, const wire::Message& copy);
+  // Whether a replication request from another epoch or sender may be taken now: an error to
+  // answer, or (a newer epoch than this task's map) nothing, the request kept until the map.
+  bool CheckChainSender(const std::string& peer, const wire::Message& request,
+                        std::vector<Outgoing>* out);
+  // Tail: sends a copy of the shard to each joiner that has none.
+  void CopyToJoiners(std::vector<Outgoing>* out);
+  // A retry-cache entry installed from a record or a copy.
+  void InstallPush(const wire::PushEntry& e, int64_t record);
+  // Defined in ps/server_checkpoints.cc: the snapshot a tail sends a joiner, and its install.
+  wire::Message Snapshot();
+  Status InstallSnapshot(const wire::Message& copy);
+  // The train config's fingerprint and the protocol version: replicas must agree.
+  std::string Fingerprint() const;
+
   ServerOptions options_;
   std::unique_ptr<VariableStore> store_;
   bool initialized_ = false;
@@ -224,7 +266,12 @@ class ParameterServer {
   ServerHighs highs_;
   std::unique_ptr<ShardCheckpoints> checkpoints_;
   std::map<uint64_t, Waiting> saving_;  // checkpoint requests by their save's ticket
-  ChainView chain_;                     // replication: this shard's chain (epoch 0: none)
+  // Replication: this shard's chain (inactive before a map: today's server).
+  ReplicaChain chain_;
+  NamedTensors window_assigns_;            // accumulate/sync: assigned since the last record
+  std::vector<HeldReply> window_replies_;  // accumulate: pushes in the open window
+  std::vector<wire::PushEntry> window_pushes_;
+  std::vector<Waiting> future_;  // replication requests of an epoch this task has not yet seen
 };
 
 }  // namespace ps
