@@ -32,6 +32,8 @@ bool ReplicaChain::Set(const View& view, Change* change) {
   const bool was_joiner = joiner();
   view_ = view;
   change->lost_head = was_head && !head();
+  change->became_head = !was_head && head();
+  if (change->became_head) first_as_head_ = true;
   const int s = successor();
   change->new_successor = s >= 0 && s != old_successor;
   if (change->new_successor) {

@@ -16,6 +16,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/wire/message.h"
@@ -58,9 +59,10 @@ class ReplicaChain {
 
   // What taking a newer view changes here.
   struct Change {
-    bool lost_head = false;       // was head, is no longer: held worker replies are aborted
-    bool new_successor = false;   // the unacknowledged records go to it again
-    bool new_predecessor = false; // a joiner whose tail changed waits for a new copy
+    bool lost_head = false;        // was head, is no longer: held worker replies are aborted
+    bool new_successor = false;    // the unacknowledged records go to it again
+    bool new_predecessor = false;  // a joiner whose tail changed waits for a new copy
+    bool became_head = false;      // a backup promoted (it logs its first update as head)
   };
   // Takes `view` if its epoch is newer than the current one (false: kept the current one).
   bool Set(const View& view, Change* change);
@@ -97,6 +99,9 @@ class ReplicaChain {
   void CopyRefused(int joiner);
   std::vector<int> CaughtUpJoiners() const;
 
+  // True once after this task became head with a record made: the failover's end, logged.
+  bool TakeFirstAsHead() { return std::exchange(first_as_head_, false); }
+
  private:
   int position() const;
   struct Joiner {
@@ -111,6 +116,7 @@ class ReplicaChain {
   std::deque<wire::Message> log_;  // sequence > committed_, oldest first; tensors shared
   std::multimap<int64_t, HeldReply> held_;
   std::map<int, Joiner> joiners_;  // by task (tail only)
+  bool first_as_head_ = false;
 };
 
 }  // namespace ps

@@ -155,8 +155,8 @@ std::vector<ParameterServer::Outgoing> ParameterServer::Dispatch(const std::stri
     // Server to server (ps/server_replication.cc), never through the peer table; the shard map
     // and data leases are the owning ServerTask's.
     allowed = wire::CheckRequestFields(request);
-    const bool chain = request.type == MessageType::kReplicate ||
-                       request.type == MessageType::kReplicaCopy;
+    const bool chain =
+        request.type == MessageType::kReplicate || request.type == MessageType::kReplicaCopy;
     if (allowed.ok() && chain && options_.replicas > 0) {
       return request.type == MessageType::kReplicate ? HandleReplicate(peer, request)
                                                      : HandleReplicaCopy(peer, request);
@@ -348,8 +348,8 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandlePush(const std::st
       out.push_back({peer, reply});
       return out;
     }
-    const int64_t record = Replicate(request.step, std::move(prepared), assigns,
-                                     {EntryOf(request, reply)}, &out);
+    const int64_t record =
+        Replicate(request.step, std::move(prepared), assigns, {EntryOf(request, reply)}, &out);
     peers_[Who(request)].last_push_record = record;
     HoldUntil(record, peer, reply, &out);
     return out;
@@ -367,8 +367,8 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandlePush(const std::st
     RememberPush(request, m);
     if (!chain) return {{peer, m}};
     // A record of its own, so that the sender's next push does not skip ahead after a failover.
-    const int64_t record =
-        Replicate(global_step_, {}, std::exchange(window_assigns_, {}), {EntryOf(request, m)}, &out);
+    const int64_t record = Replicate(global_step_, {}, std::exchange(window_assigns_, {}),
+                                     {EntryOf(request, m)}, &out);
     peers_[Who(request)].last_push_record = record;
     HoldUntil(record, peer, m, &out);
     return out;
@@ -406,7 +406,9 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandlePush(const std::st
     ++global_step_;
     ++stats_.updates;
     std::vector<HeldReply> released;
-    for (Waiting& w : waiting_pushes_) released.push_back({w.peer, Reply(w.request, MessageType::kOk)});
+    for (Waiting& w : waiting_pushes_) {
+      released.push_back({w.peer, Reply(w.request, MessageType::kOk)});
+    }
     for (Waiting& w : waiting_pulls_) released.push_back({w.peer, PullReply(w.request)});
     for (HeldReply& h : window_replies_) released.push_back(std::move(h));
     waiting_pushes_.clear();
@@ -416,9 +418,9 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandlePush(const std::st
       for (HeldReply& h : released) out.push_back({h.peer, std::move(h.message)});
       return out;
     }
-    const int64_t record = Replicate(applied_at, std::move(prepared),
-                                     std::exchange(window_assigns_, {}),
-                                     std::exchange(window_pushes_, {}), &out);
+    const int64_t record =
+        Replicate(applied_at, std::move(prepared), std::exchange(window_assigns_, {}),
+                  std::exchange(window_pushes_, {}), &out);
     for (auto& [who, p] : peers_) {
       if (p.last_push_record == -1) p.last_push_record = record;
     }

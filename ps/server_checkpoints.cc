@@ -193,7 +193,9 @@ Status ParameterServer::InstallSnapshot(const Message& copy) {
   for (const auto& [name, value] : values) {
     for (const std::string& slot : slot_names) {
       auto it = slots.find(name + "/" + slot);
-      if (it == slots.end()) return InvalidArgument("the copy lacks slot '" + name + "/" + slot + "'");
+      if (it == slots.end()) {
+        return InvalidArgument("the copy lacks slot '" + name + "/" + slot + "'");
+      }
       if (it->second.shape() != value.shape()) {
         return InvalidArgument("the copy's slot '" + it->first + "' is " +
                                it->second.shape().ToString() + ", its variable " +

@@ -83,8 +83,9 @@ std::vector<ParameterServer::Outgoing> ParameterServer::SetChain(const ChainView
     }
     LOG(WARNING) << me << ": no longer its head; " << out.size() << " held replies aborted";
   }
-  if (chain_.head() && change.lost_head == false && initialized_) {
-    VLOG(1) << me << ": head at step " << global_step_;
+  if (change.became_head) {
+    LOG(INFO) << me << ": head, at record " << chain_.records() << " and step " << global_step_
+              << (initialized_ ? "" : " (no variables yet)");
   }
   if (change.new_successor) {
     const int to = chain_.successor();
@@ -155,6 +156,11 @@ int64_t ParameterServer::Replicate(int64_t step, NamedTensors prepared, NamedTen
     record.assigns.push_back(name);
   }
   record.pushes = std::move(pushes);
+  if (chain_.TakeFirstAsHead()) {
+    LOG(INFO) << "ps " << options_.task_index << ": applied update " << record.sequence
+              << " as head of shard " << options_.shard << " (step " << global_step_
+              << ", map epoch " << chain_.epoch() << ")";
+  }
   for (int to : chain_.Append(record)) {
     stats_.bytes_replicated += TensorBytes(record);
     ++stats_.records_replicated;
@@ -209,20 +215,9 @@ bool ParameterServer::CheckChainSender(const std::string& peer, const Message& r
     return false;
   };
   if (request.shard != options_.shard) {
-    return refuse("a " + what + " for shard " + std::to_string(request.shard) +
-                      " reached shard " + std::to_string(options_.shard),
+    return refuse("a " + what + " for shard " + std::to_string(request.shard) + " reached shard " +
+                      std::to_string(options_.shard),
                   StatusCode::kInvalidArgument);
-  }
-  if (!chain_.active()) {
-    return refuse("shard " + std::to_string(options_.shard) +
-                      " has no shard map yet; it takes no " + what,
-                  StatusCode::kFailedPrecondition);
-  }
-  if (request.map_epoch < chain_.epoch()) {
-    return refuse("a " + what + " of map epoch " + std::to_string(request.map_epoch) +
-                      " is older than this shard's map epoch " + std::to_string(chain_.epoch()) +
-                      ": refused (its sender has lost its place)",
-                  StatusCode::kAborted);
   }
   if (request.map_epoch > chain_.epoch()) {
     // Its sender has a newer map than this task: it is answered once the map arrives.
@@ -235,15 +230,29 @@ bool ParameterServer::CheckChainSender(const std::string& peer, const Message& r
     future_.push_back({peer, request});
     return false;
   }
-  if (request.role != "ps" || request.task_index != chain_.predecessor()) {
-    const int p = chain_.predecessor();
-    return refuse("a " + what + " from " + Who(request) + ", which is not the predecessor of shard " +
-                      std::to_string(options_.shard) + " at map epoch " +
-                      std::to_string(chain_.epoch()) +
-                      (p < 0 ? " (this task has none)" : " (task " + std::to_string(p) + ")"),
-                  StatusCode::kPermissionDenied);
+  if (!chain_.active()) {
+    return refuse(
+        "shard " + std::to_string(options_.shard) + " has no shard map yet; it takes no " + what,
+        StatusCode::kFailedPrecondition);
   }
-  return true;
+  const int p = chain_.predecessor();
+  if (request.role == "ps" && request.task_index == p) {
+    // Its predecessor still, whichever map it was sent under: a map that changed another
+    // part of the chain reaches the tasks one after another.
+    return true;
+  }
+  if (request.map_epoch < chain_.epoch()) {
+    return refuse("a " + what + " of map epoch " + std::to_string(request.map_epoch) +
+                      " is older than this shard's map epoch " + std::to_string(chain_.epoch()) +
+                      ", in which " + Who(request) + " is not its predecessor: refused (its " +
+                      "sender has lost its place)",
+                  StatusCode::kAborted);
+  }
+  return refuse("a " + what + " from " + Who(request) + ", which is not the predecessor of shard " +
+                    std::to_string(options_.shard) + " at map epoch " +
+                    std::to_string(chain_.epoch()) +
+                    (p < 0 ? " (this task has none)" : " (task " + std::to_string(p) + ")"),
+                StatusCode::kPermissionDenied);
 }
 
 Status ParameterServer::CheckRecord(const Message& record) const {
@@ -339,10 +348,11 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandleReplicate(const st
   }
   const auto start = std::chrono::steady_clock::now();
   Status s = store_->ApplyPrepared(record.step, grads, VariableStore::Holders::kKeepTheirBytes);
-  stats_.apply_nanos += std::chrono::duration_cast<std::chrono::nanoseconds>(
-                            std::chrono::steady_clock::now() - start)
-                            .count();
-  if (!s.ok()) LOG(ERROR) << "ps " << options_.task_index << ": record " << sequence << ": " << s.ToString();
+  stats_.apply_nanos +=
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+          .count();
+  if (!s.ok())
+    LOG(ERROR) << "ps " << options_.task_index << ": record " << sequence << ": " << s.ToString();
   if (record.value > global_step_) ++stats_.updates;
   global_step_ = record.value;
   for (const wire::PushEntry& e : record.pushes) InstallPush(e, sequence);
@@ -377,12 +387,13 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandleReplicaCopy(const 
   }
   if (copy.text != Fingerprint()) {
     return refuse(FailedPrecondition(
-        "a replica copy from a server with another train config or protocol: it has '" +
-        copy.text + "', this server '" + Fingerprint() +
+        "a replica copy from a server with another train config or protocol: it has '" + copy.text +
+        "', this server '" + Fingerprint() +
         "'; replicas must run the same binary and train config"));
   }
   if (Status s = InstallSnapshot(copy); !s.ok()) return refuse(s);
-  LOG(INFO) << "ps " << options_.task_index << ": shard " << options_.shard << ": installed the copy"
+  LOG(INFO) << "ps " << options_.task_index << ": shard " << options_.shard
+            << ": installed the copy"
             << " of task " << copy.task_index << " at record " << copy.sequence << ", step "
             << global_step_ << " (" << copy.tensors.size() << " tensors, " << copy.pushes.size()
             << " retry-cache entries)";
