@@ -332,7 +332,7 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandlePush(const std::st
     Status s = Apply(request.step, grads, VariableStore::Checked::kYes, &prepared);
     if (!s.ok()) {
       // The assigns were made: a backup makes them too.
-      if (chain) Replicate(request.step, {}, assigns, {}, &out);
+      if (chain && !assigns.empty()) Replicate(request.step, {}, assigns, {}, &out);
       out.push_back({peer, Error(request, s.message())});
       return out;
     }

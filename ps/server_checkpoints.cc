@@ -179,7 +179,11 @@ Message ParameterServer::Snapshot() {
 Status ParameterServer::InstallSnapshot(const Message& copy) {
   const std::vector<std::string> slot_names = store_->optimizer().slot_names();
   std::map<std::string, Tensor> values, slots;
-  for (const auto& t : copy.tensors) values[t.name] = t.tensor;
+  for (const auto& t : copy.tensors) {
+    if (!values.emplace(t.name, t.tensor).second) {
+      return InvalidArgument("the copy carries '" + t.name + "' twice");
+    }
+  }
   // "<var>/<slot>" is a slot where <var> is in the copy too (checkpoints name them so).
   for (const auto& t : copy.tensors) {
     const size_t slash = t.name.rfind('/');

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -481,6 +482,50 @@ TEST(ReplicaChainTest, ARecordForAnotherShardOrACopyToAMemberIsRefused) {
   EXPECT_NE(out[0].message.text.find("which is not joining it at map epoch 1"), std::string::npos)
       << out[0].message.text;
   EXPECT_EQ(c.at(1).global_step(), 0);
+}
+
+TEST(ReplicaChainTest, AMiddleThatDiesLeavesItsRecordsToBeSentAgainToTheTail) {
+  Cluster c(3, Options{});
+  c.Initialize({0, 1, 2});
+  c.SetChain(1, {0, 1, 2});
+  c.Push(0, 0, 0, 1.0f);
+  c.Run();
+  c.replies.clear();
+  c.Push(0, 0, 1, 2.0f);  // record 2 reaches the tail; its acknowledgement to the middle is lost
+  c.Step();
+  c.Step();
+  c.Lose();
+  c.Push(0, 1, 1, 4.0f);  // record 3 reaches only the middle
+  c.Step();
+  c.Lose();
+  EXPECT_EQ(c.at(2).global_step(), 2);
+  EXPECT_TRUE(c.replies.empty());
+  c.SetChain(2, {0, 2});  // the middle is gone
+  EXPECT_EQ(c.wire.size(), 2u) << "records 2 and 3 again, to the new successor";
+  c.Run();
+  EXPECT_EQ(c.replies.size(), 2u);
+  for (const auto& r : c.replies) EXPECT_EQ(r.message.type, MessageType::kOk);
+  EXPECT_EQ(c.at(2).global_step(), 3) << "record 2 held already, record 3 applied";
+  ExpectBitwiseEqual(c.at(0), c.at(2));
+}
+
+TEST(ReplicaChainTest, AMalformedCopyIsRefusedAndChangesNothing) {
+  Options o;
+  o.config = kAdamClipped;
+  Cluster c(2, o);
+  c.Initialize({0});
+  c.SetChain(1, {0}, {1});
+  ASSERT_EQ(c.wire.size(), 1u);
+  Message& copy = c.wire.front().message;
+  copy.tensors.erase(std::remove_if(copy.tensors.begin(), copy.tensors.end(),
+                                    [](const wire::NamedTensor& t) { return t.name == "w/v"; }),
+                     copy.tensors.end());
+  c.Step();
+  ASSERT_EQ(c.wire.size(), 1u);
+  EXPECT_NE(c.wire.front().message.text.find("the copy lacks slot 'w/v'"), std::string::npos)
+      << c.wire.front().message.text;
+  EXPECT_FALSE(c.at(1).initialized());
+  EXPECT_TRUE(c.at(1).store().Names().empty());
 }
 
 TEST(ReplicaChainTest, AJoiningTailCopiesWhileUpdatesContinueAndEndsEqual) {
