@@ -49,7 +49,11 @@ bool ReplicaChain::Set(const View& view, Change* change) {
   if (tail()) {
     for (int t : view_.joining) {
       auto j = joiners_.find(t);
-      kept[t] = j == joiners_.end() ? Joiner{} : j->second;
+      Joiner& k = kept[t];
+      if (j != joiners_.end()) k = j->second;
+      // A new map gives a refused joiner (perhaps restarted with the right config) another
+      // copy, and one whose copy never arrived (it may have restarted in between).
+      if (k.refused || (k.copied && !k.copy_acked)) k = Joiner{};
     }
   }
   joiners_ = std::move(kept);
@@ -92,6 +96,7 @@ void ReplicaChain::Acknowledged(int from, int64_t sequence) {
   }
   auto j = joiners_.find(from);
   if (j == joiners_.end() || !j->second.copied || j->second.refused) return;
+  j->second.copy_acked = true;
   j->second.acked = std::max(j->second.acked, sequence);
   // Caught up: it holds everything this tail holds; from now on it must acknowledge.
   if (j->second.acked >= records_) j->second.caught_up = true;
@@ -130,13 +135,30 @@ std::vector<int> ReplicaChain::JoinersToCopy() const {
 
 void ReplicaChain::CopySent(int joiner) {
   Joiner& j = joiners_[joiner];
+  const uint64_t incarnation = j.incarnation;  // the process it goes to, when known
   j = Joiner{};
+  j.incarnation = incarnation;
   j.copied = true;  // acknowledged by the joiner's reply, which names the copy's sequence
 }
 
 void ReplicaChain::CopyRefused(int joiner) {
   auto j = joiners_.find(joiner);
   if (j != joiners_.end()) j->second.refused = true;
+}
+
+bool ReplicaChain::JoinerAnswered(int from, uint64_t incarnation, bool lacks_copy) {
+  auto it = joiners_.find(from);
+  if (it == joiners_.end() || !it->second.copied || incarnation == 0) return false;
+  Joiner& j = it->second;
+  if (j.incarnation == 0) {  // the first answer since the copy was sent: the copy's own
+    j.incarnation = incarnation;
+    if (!lacks_copy) return false;
+  } else if (j.incarnation == incarnation) {
+    return false;  // the same process: refusals of records sent before its copy
+  }
+  j = Joiner{};  // a restarted process, or one the copy never reached: copy again
+  j.incarnation = incarnation;
+  return true;
 }
 
 std::vector<int> ReplicaChain::CaughtUpJoiners() const {

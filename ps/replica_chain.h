@@ -97,6 +97,10 @@ class ReplicaChain {
   void CopySent(int joiner);
   // A joiner that refused its copy (another train config): no records go to it.
   void CopyRefused(int joiner);
+  // A reply from joiner `from`'s process `incarnation`; `lacks_copy`: it refused a record for
+  // want of a copy. True when it needs the copy again: a restarted process, or the first reply
+  // after the copy saying it never had it (one copy per process, not one per refused record).
+  bool JoinerAnswered(int from, uint64_t incarnation, bool lacks_copy);
   std::vector<int> CaughtUpJoiners() const;
 
   // True once after this task became head with a record made: the failover's end, logged.
@@ -106,7 +110,9 @@ class ReplicaChain {
   int position() const;
   struct Joiner {
     bool copied = false, refused = false, caught_up = false;
+    bool copy_acked = false;  // its copy is installed
     int64_t acked = 0;
+    uint64_t incarnation = 0;  // the process that answered since the copy was sent
   };
   View view_;
   int64_t records_ = 0;

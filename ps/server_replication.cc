@@ -117,6 +117,13 @@ std::vector<ParameterServer::Outgoing> ParameterServer::SetChain(const ChainView
 std::vector<ParameterServer::Outgoing> ParameterServer::HandleServerReply(int from_task,
                                                                           const Message& reply) {
   std::vector<Outgoing> out;
+  const bool lacks_copy =
+      reply.type == MessageType::kError && reply.text.find("has no copy yet") != std::string::npos;
+  if (chain_.JoinerAnswered(from_task, reply.incarnation, lacks_copy)) {
+    LOG(WARNING) << "ps " << options_.task_index << ": shard " << options_.shard << ": joiner task "
+                 << from_task << " lacks its copy (a new process, or the copy was lost)";
+    CopyToJoiners(&out);
+  }
   if (reply.type == MessageType::kOk) {
     chain_.Acknowledged(from_task, static_cast<int64_t>(reply.sequence));
     Release(&out);

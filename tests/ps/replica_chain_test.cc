@@ -570,6 +570,23 @@ TEST(ReplicaChainTest, AJoiningTailCopiesWhileUpdatesContinueAndEndsEqual) {
   EXPECT_EQ(c.at(1).global_step(), c.at(0).global_step()) << "the retry is not applied again";
 }
 
+TEST(ReplicaChainTest, AJoinerThatNeverGotItsCopyIsCopiedAgainOnce) {
+  Cluster c(2, Options{});
+  c.Initialize({0});
+  c.SetChain(1, {0}, {1});
+  ASSERT_EQ(c.wire.size(), 1u);
+  c.Lose();  // the copy, to a process that then restarted
+  for (int i = 0; i < 3; ++i) c.Push(0, 0, i, 1.0f);
+  EXPECT_EQ(c.wire.size(), 3u);
+  EXPECT_EQ(c.replies.size(), 3u) << "committed without the joiner";
+  c.Step();  // record 1 refused: no copy; the tail copies again
+  c.Run();   // the refusals of records 2 and 3 send no more copies
+  EXPECT_EQ(c.at(0).stats().copies_sent, 2);
+  EXPECT_TRUE(c.at(1).initialized());
+  ExpectBitwiseEqual(c.at(0), c.at(1));
+  EXPECT_EQ(c.at(0).CaughtUpJoiners(), std::vector<int>{1});
+}
+
 TEST(ReplicaChainTest, AJoinerWithAnotherTrainConfigIsRefusedByName) {
   Cluster c(2, Options{});
   c.Replace(1, c.Make(1, "{optimizer: {type: sgd}, learning_rate: {initial: 0.5}}"));
