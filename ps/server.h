@@ -22,6 +22,12 @@
 // whole checkpoint at or before that step: Adam's or RMSProp's second moments restarted at zero
 // late in training make the first updates several times larger than the learning rate, while
 // moments a few hundred steps old are close to the current ones.
+//
+// Replicated (--replicas > 0, docs/replication.md): once the owning ServerTask gives it a chain
+// (SetChain), a head turns each update into a record for its successor and holds the replies
+// the update justifies until the chain acknowledges it (ps/server_replication.cc); a backup
+// applies the records with the head's optimizer and ends bitwise equal; a tail copies the shard
+// to a joiner. Replies then report the committed step. Without a chain nothing changes.
 #pragma once
 
 #include <chrono>
@@ -116,11 +122,16 @@ class ParameterServer {
     std::vector<int> joining;
     int self = -1;
   };
-  // Takes the chain of a newer map: this shard's role (head, middle, tail, joiner) and successor
-  // change; returns what that sends (records not yet acknowledged to a new successor, a snapshot
-  // to a new joiner, held replies answered kAborted when this task is no longer head).
+  // Takes the chain of a newer map (an older or equal epoch changes nothing): this shard's role
+  // (head, middle, tail, joiner) and successor change; returns what that sends (records not yet
+  // acknowledged to a new successor, a snapshot to a new joiner, held replies answered kAborted
+  // when this task is no longer head, and the answers to records that waited for this map).
+  // Records and copies reach Handle as requests of role "ps" from the sender's task, and are
+  // taken only with ServerOptions::replicas > 0.
   std::vector<Outgoing> SetChain(const ChainView& chain);
-  // A reply from server task `from_task` to a request this shard sent it (Outgoing::task).
+  // A reply from server task `from_task` to a request this shard sent it (Outgoing::task): an
+  // acknowledgement (`sequence`: the highest record every replica from that task on holds)
+  // releases the replies waiting for it.
   std::vector<Outgoing> HandleServerReply(int from_task, const wire::Message& reply);
   // Joiners this shard, as the tail, has found caught up: it now waits for their
   // acknowledgements (the shardMap get reply lists them as members; /work/repl-contract.md).

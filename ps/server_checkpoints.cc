@@ -68,6 +68,10 @@ Status ParameterServer::RestoreStep(int64_t step) {
   pushes_in_window_ = 0;
   global_step_ = data.global_step;
   initialized_ = true;
+  if (chain_.successor() >= 0) {
+    LOG(WARNING) << me << ": restored with task " << chain_.successor() << " behind it in shard "
+                 << options_.shard << "'s chain; its replicas hold other values until they rejoin";
+  }
   chain_.Reset(0, global_step_);
   checkpoints_->ForgetAfter(step);
   LOG(INFO) << me << ": restored its shard of committed step " << step << " from " << path << " ("
