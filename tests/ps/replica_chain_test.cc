@@ -6,6 +6,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -507,6 +508,47 @@ TEST(ReplicaChainTest, AMiddleThatDiesLeavesItsRecordsToBeSentAgainToTheTail) {
   for (const auto& r : c.replies) EXPECT_EQ(r.message.type, MessageType::kOk);
   EXPECT_EQ(c.at(2).global_step(), 3) << "record 2 held already, record 3 applied";
   ExpectBitwiseEqual(c.at(0), c.at(2));
+}
+
+TEST(ReplicaChainTest, AMalformedRecordIsRefusedByNameAndChangesNothing) {
+  Cluster c(2, Options{});
+  c.Initialize({0, 1});
+  c.SetChain(1, {0, 1});
+  c.Push(0, 0, 0, 1.0f);
+  ASSERT_EQ(c.wire.size(), 1u);
+  const Message good = c.wire.front().message;
+  c.wire.clear();
+  const auto before = c.at(1).store().StateTensors();
+  std::vector<float> w_before(before.at("w").data(), before.at("w").data() + kW);
+  struct Case {
+    void (*spoil)(Message*);
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {[](Message* m) { m->tensors[0].name = "nope"; }, "'nope'"},
+      {[](Message* m) { m->tensors[0].tensor = Tensor::Filled(Shape{3}, 1.0f); }, "shape"},
+      {[](Message* m) { m->tensors[0].tensor = Tensor::Filled(Shape{kW}, NAN); }, "'w'"},
+      {[](Message* m) { m->tensors.push_back(m->tensors[0]); }, "two gradients of 'w'"},
+      {[](Message* m) { m->step = -4; }, "applied at step -4"},
+      {[](Message* m) { m->value = 7; }, "takes the shard to step 7 from step 0"},
+      {[](Message* m) { m->pushes[0].sequence = 0; }, "retry-cache entry"},
+  };
+  for (const Case& k : cases) {
+    Message bad = good;
+    k.spoil(&bad);
+    auto out = c.at(1).Handle("ps-0", bad, "ps-0");
+    ASSERT_EQ(out.size(), 1u) << k.expected;
+    EXPECT_EQ(out[0].message.type, MessageType::kError) << k.expected;
+    EXPECT_NE(out[0].message.text.find(k.expected), std::string::npos) << out[0].message.text;
+  }
+  EXPECT_EQ(c.at(1).global_step(), 0);
+  EXPECT_EQ(std::memcmp(w_before.data(), c.at(1).store().Value("w").data(), kW * sizeof(float)), 0);
+  EXPECT_TRUE(c.at(1).peers().empty() || c.at(1).peers().count("worker 0") == 0)
+      << "no retry-cache entry installed";
+  auto out = c.at(1).Handle("ps-0", good, "ps-0");  // the record itself is still taken
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].message.type, MessageType::kOk);
+  EXPECT_EQ(out[0].message.sequence, 1u);
 }
 
 TEST(ReplicaChainTest, AMalformedCopyIsRefusedAndChangesNothing) {
