@@ -133,12 +133,11 @@ std::vector<int> ReplicaChain::JoinersToCopy() const {
   return out;
 }
 
-void ReplicaChain::CopySent(int joiner) {
+void ReplicaChain::CopySent(int joiner, std::chrono::steady_clock::time_point now) {
   Joiner& j = joiners_[joiner];
-  const uint64_t incarnation = j.incarnation;  // the process it goes to, when known
   j = Joiner{};
-  j.incarnation = incarnation;
   j.copied = true;  // acknowledged by the joiner's reply, which names the copy's sequence
+  j.copied_at = now;
 }
 
 void ReplicaChain::CopyRefused(int joiner) {
@@ -146,18 +145,11 @@ void ReplicaChain::CopyRefused(int joiner) {
   if (j != joiners_.end()) j->second.refused = true;
 }
 
-bool ReplicaChain::JoinerAnswered(int from, uint64_t incarnation, bool lacks_copy) {
+bool ReplicaChain::JoinerLacksCopy(int from, std::chrono::steady_clock::time_point now) {
   auto it = joiners_.find(from);
-  if (it == joiners_.end() || !it->second.copied || incarnation == 0) return false;
-  Joiner& j = it->second;
-  if (j.incarnation == 0) {  // the first answer since the copy was sent: the copy's own
-    j.incarnation = incarnation;
-    if (!lacks_copy) return false;
-  } else if (j.incarnation == incarnation) {
-    return false;  // the same process: refusals of records sent before its copy
-  }
-  j = Joiner{};  // a restarted process, or one the copy never reached: copy again
-  j.incarnation = incarnation;
+  if (it == joiners_.end() || !it->second.copied || it->second.refused) return false;
+  if (now - it->second.copied_at < std::chrono::seconds(1)) return false;
+  it->second = Joiner{};
   return true;
 }
 

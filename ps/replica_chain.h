@@ -11,6 +11,7 @@
 // ps/server_replication.cc) applies the records and sends what this class says to send.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -94,13 +95,13 @@ class ReplicaChain {
 
   // Joiners (tail only): which have been sent a copy, which still need one, which caught up.
   std::vector<int> JoinersToCopy() const;
-  void CopySent(int joiner);
+  void CopySent(int joiner, std::chrono::steady_clock::time_point now);
   // A joiner that refused its copy (another train config): no records go to it.
   void CopyRefused(int joiner);
-  // A reply from joiner `from`'s process `incarnation`; `lacks_copy`: it refused a record for
-  // want of a copy. True when it needs the copy again: a restarted process, or the first reply
-  // after the copy saying it never had it (one copy per process, not one per refused record).
-  bool JoinerAnswered(int from, uint64_t incarnation, bool lacks_copy);
+  // Joiner `from` answered that it lacks the copy (a restarted process, a copy lost, or one
+  // sent before its task had the map): true when it is to be copied again, at most once a
+  // second (a copy is the whole shard), else at the next map.
+  bool JoinerLacksCopy(int from, std::chrono::steady_clock::time_point now);
   std::vector<int> CaughtUpJoiners() const;
 
   // True once after this task became head with a record made: the failover's end, logged.
@@ -112,7 +113,7 @@ class ReplicaChain {
     bool copied = false, refused = false, caught_up = false;
     bool copy_acked = false;  // its copy is installed
     int64_t acked = 0;
-    uint64_t incarnation = 0;  // the process that answered since the copy was sent
+    std::chrono::steady_clock::time_point copied_at;
   };
   View view_;
   int64_t records_ = 0;

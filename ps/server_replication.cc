@@ -117,11 +117,15 @@ std::vector<ParameterServer::Outgoing> ParameterServer::SetChain(const ChainView
 std::vector<ParameterServer::Outgoing> ParameterServer::HandleServerReply(int from_task,
                                                                           const Message& reply) {
   std::vector<Outgoing> out;
-  const bool lacks_copy =
-      reply.type == MessageType::kError && reply.text.find("has no copy yet") != std::string::npos;
-  if (chain_.JoinerAnswered(from_task, reply.incarnation, lacks_copy)) {
+  // "has no copy yet": this class's refusal of a record; "holds no replica": a ServerTask
+  // that holds no server of the shard (it has not had the map, or it restarted).
+  const bool lacks_copy = reply.type == MessageType::kError &&
+                          (reply.text.find("has no copy yet") != std::string::npos ||
+                           reply.text.find("holds no replica of shard") != std::string::npos);
+  if (lacks_copy && chain_.JoinerLacksCopy(from_task, std::chrono::steady_clock::now())) {
     LOG(WARNING) << "ps " << options_.task_index << ": shard " << options_.shard << ": joiner task "
-                 << from_task << " lacks its copy (a new process, or the copy was lost)";
+                 << from_task << " lacks its copy (a new process, or the copy was lost): copying "
+                 << "again";
     CopyToJoiners(&out);
   }
   if (reply.type == MessageType::kOk) {
@@ -265,16 +269,16 @@ bool ParameterServer::CheckChainSender(const std::string& peer, const Message& r
 Status ParameterServer::CheckRecord(const Message& record) const {
   constexpr int64_t kMaxStep = int64_t{1} << 53;
   const int64_t sequence = static_cast<int64_t>(record.sequence);
+  if (!initialized_) {
+    return FailedPrecondition("shard " + std::to_string(options_.shard) +
+                              " has no copy yet to apply record " + std::to_string(sequence) +
+                              " to");
+  }
   if (sequence != chain_.records() + 1) {
     return InvalidArgument("record " + std::to_string(sequence) + " skips ahead: shard " +
                            std::to_string(options_.shard) + " holds records up to " +
                            std::to_string(chain_.records()) + " (expected record " +
                            std::to_string(chain_.records() + 1) + ")");
-  }
-  if (!initialized_) {
-    return FailedPrecondition("shard " + std::to_string(options_.shard) +
-                              " has no copy yet to apply record " + std::to_string(sequence) +
-                              " to");
   }
   if (record.value != global_step_ && record.value != global_step_ + 1) {
     return InvalidArgument("record " + std::to_string(sequence) + " takes the shard to step " +
@@ -416,7 +420,7 @@ void ParameterServer::CopyToJoiners(std::vector<Outgoing>* out) {
     Message copy = Snapshot();
     stats_.bytes_replicated += TensorBytes(copy);
     ++stats_.copies_sent;
-    chain_.CopySent(joiner);
+    chain_.CopySent(joiner, std::chrono::steady_clock::now());
     LOG(INFO) << "ps " << options_.task_index << ": shard " << options_.shard << ": copying to"
               << " joiner task " << joiner << " at record " << copy.sequence << ", step "
               << global_step_;
