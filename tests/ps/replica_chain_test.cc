@@ -306,6 +306,33 @@ TEST(ReplicaChainTest, AnAccumulatePushWaitsForItsWindowsReplicatedUpdate) {
   EXPECT_FLOAT_EQ(c.at(1).store().Value("w")[0], 8.0f);  // 10 - mean(1, 3)
 }
 
+TEST(ReplicaChainTest, ASyncWindowsPushesAndPullsWaitForItsReplicatedUpdate) {
+  Options o;
+  o.mode = UpdateMode::kSync;
+  Cluster c(2, o);
+  c.Initialize({0, 1});
+  c.SetChain(1, {0, 1});
+  c.Push(0, 0, 0, 1.0f);
+  Message pull;
+  pull.type = MessageType::kPull;
+  pull.request_id = 99;
+  c.Send(0, 0, pull);  // behind its own push, in lockstep
+  c.Push(0, 1, 0, 3.0f);
+  EXPECT_TRUE(c.replies.empty()) << "the window's update is not on the backup yet";
+  c.Run();
+  ASSERT_EQ(c.replies.size(), 3u);
+  for (const auto& r : c.replies) {
+    EXPECT_EQ(r.message.type, MessageType::kOk);
+    EXPECT_EQ(r.message.step, 1);
+  }
+  const auto& pulled =
+      std::find_if(c.replies.begin(), c.replies.end(),
+                   [](const Cluster::Answered& r) { return r.message.request_id == 99; });
+  ASSERT_NE(pulled, c.replies.end());
+  ASSERT_EQ(pulled->message.tensors.size(), 3u);
+  EXPECT_FLOAT_EQ(pulled->message.tensors[2].tensor[0], 8.0f) << "the window's update";
+}
+
 TEST(ReplicaChainTest, APullReportsTheCommittedStepNotTheAppliedOne) {
   Cluster c(2, Options{});
   c.Initialize({0, 1});
