@@ -70,7 +70,8 @@ Message ParameterServer::Reply(const Message& request, MessageType type) const {
   m.request_id = request.request_id;
   m.role = "ps";
   m.task_index = options_.task_index;
-  m.step = global_step_;
+  m.map_epoch = chain_.epoch();
+  m.step = reply_step();
   m.incarnation = wire::ProcessIncarnation();
   if (request.shard >= 0) m.shard = request.shard;  // which shard answers (ps/server_task.h)
   return m;
@@ -146,6 +147,7 @@ std::vector<ParameterServer::Outgoing> ParameterServer::Handle(const std::string
   for (const auto& t : request.tensors) stats_.bytes_in += static_cast<int64_t>(t.tensor.bytes());
   std::vector<Outgoing> out = Dispatch(peer, request, identity);
   for (const Outgoing& o : out) {
+    if (o.task >= 0) continue;  // a record or a copy: counted as replicated
     for (const auto& t : o.message.tensors) {
       stats_.bytes_out += static_cast<int64_t>(t.tensor.bytes());
     }
@@ -153,19 +155,6 @@ std::vector<ParameterServer::Outgoing> ParameterServer::Handle(const std::string
   highs_.pending = std::max(highs_.pending, pending_requests());
   return out;
 }
-
-// The chain slice (docs/replication.md section 3) replaces these: until then a server keeps the
-// map it is given and sends nothing to other servers.
-std::vector<ParameterServer::Outgoing> ParameterServer::SetChain(const ChainView& chain) {
-  chain_ = chain;
-  return {};
-}
-
-std::vector<ParameterServer::Outgoing> ParameterServer::HandleServerReply(int, const Message&) {
-  return {};
-}
-
-std::vector<int> ParameterServer::CaughtUpJoiners() const { return {}; }
 
 ServerHighs ParameterServer::TakeHighs() { return std::exchange(highs_, ServerHighs{}); }
 
@@ -176,8 +165,15 @@ std::vector<ParameterServer::Outgoing> ParameterServer::Dispatch(const std::stri
   Status allowed = sender.ok() ? Authorize(*sender, request) : sender.status();
   const bool data_lease = request.type == MessageType::kDataLease && ledger_ != nullptr;
   if (allowed.ok() && request.type >= MessageType::kReplicate && !data_lease) {
-    // Until the chain slice lands (docs/replication.md), refused before the peer table is touched.
+    // Server to server (ps/server_replication.cc), never through the peer table; the shard map
+    // is the owning ServerTask's, data leases shard 0's with its ledger on.
     allowed = wire::CheckRequestFields(request);
+    const bool chain =
+        request.type == MessageType::kReplicate || request.type == MessageType::kReplicaCopy;
+    if (allowed.ok() && chain && options_.replicas > 0) {
+      return request.type == MessageType::kReplicate ? HandleReplicate(peer, request)
+                                                     : HandleReplicaCopy(peer, request);
+    }
     if (allowed.ok()) {
       allowed = FailedPrecondition("replication is not enabled on this server; it takes no " +
                                    std::string(wire::MessageTypeName(request.type)));
@@ -189,6 +185,7 @@ std::vector<ParameterServer::Outgoing> ParameterServer::Dispatch(const std::stri
     ++stats_.rejected;
     return {{peer, Error(request, fields.message())}};
   }
+  if (std::vector<Outgoing> out; NotTheHead(peer, request, &out)) return out;
   switch (request.type) {
     case MessageType::kRegister:
       return HandleInit(peer, request);
@@ -212,8 +209,11 @@ std::vector<ParameterServer::Outgoing> ParameterServer::Dispatch(const std::stri
     }
     case MessageType::kCheckpoint:
       return HandleCheckpoint(peer, request);
-    case MessageType::kRestore:
-      return {{peer, HandleRestore(request)}};
+    case MessageType::kRestore: {
+      std::vector<Outgoing> out = {{peer, HandleRestore(request)}};
+      CopyToJoiners(&out);  // a restored tail's joiners copy the restored shard
+      return out;
+    }
     case MessageType::kDataLease:
       return HandleDataLease(peer, request);
     case MessageType::kShutdown: {
@@ -267,6 +267,7 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandleInit(const std::st
   }
   global_step_ = request.step;
   initialized_ = true;
+  chain_.Reset(0, global_step_);
   const std::string slots = RestoreSlots(request.step);
   LOG(INFO) << "ps " << options_.task_index << ": initialised " << request.tensors.size()
             << " variables from " << Who(request) << " at global step " << global_step_ << " ("
@@ -274,7 +275,9 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandleInit(const std::st
   Message m = Reply(request, MessageType::kOk);
   m.value = 1;
   m.text = "initialised";
-  return {{peer, m}};
+  std::vector<Outgoing> out = {{peer, m}};
+  CopyToJoiners(&out);
+  return out;
 }
 
 std::vector<ParameterServer::Outgoing> ParameterServer::HandlePull(const std::string& peer,
@@ -344,19 +347,35 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandlePush(const std::st
   }
   ++stats_.pushes;
   for (const auto& [name, value] : assigns) store_->Assign(name, value);
+  const bool chain = chain_.active();
   if (options_.mode == UpdateMode::kAsync) {
-    Status s = Apply(request.step, grads, VariableStore::Checked::kYes);
-    if (!s.ok()) return {{peer, Error(request, s.message())}};
+    NamedTensors prepared;
+    Status s = Apply(request.step, grads, VariableStore::Checked::kYes, &prepared);
+    if (!s.ok()) {
+      // The assigns were made: a backup makes them too.
+      if (chain && !assigns.empty()) Replicate(request.step, {}, assigns, {}, &out);
+      out.push_back({peer, Error(request, s.message())});
+      return out;
+    }
     // A step pushed in parts (PsClient's overlapped push) counts once, with its last part.
     if (request.value == 0) {
       NoteStaleness(request.step);
       ++global_step_;
       ++stats_.updates;
     }
-    out.push_back({peer, Reply(request, MessageType::kOk)});
-    RememberPush(request, out.back().message);
+    const Message reply = Reply(request, MessageType::kOk);
+    RememberPush(request, reply);
+    if (!chain) {
+      out.push_back({peer, reply});
+      return out;
+    }
+    const int64_t record =
+        Replicate(request.step, std::move(prepared), assigns, {EntryOf(request, reply)}, &out);
+    peers_[Who(request)].last_push_record = record;
+    HoldUntil(record, peer, reply, &out);
     return out;
   }
+  if (chain) window_assigns_.insert(window_assigns_.end(), assigns.begin(), assigns.end());
   if (request.step < global_step_ - options_.max_staleness) {
     ++stats_.dropped_stale;
     Message m = Reply(request, MessageType::kOk);
@@ -367,15 +386,28 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandlePush(const std::st
     VLOG(1) << "ps " << options_.task_index << ": dropped a " << m.text << " push from "
             << Who(request);
     RememberPush(request, m);
-    return {{peer, m}};
+    if (!chain) return {{peer, m}};
+    // A record of its own, so that the sender's next push does not skip ahead after a failover.
+    const int64_t record = Replicate(global_step_, {}, std::exchange(window_assigns_, {}),
+                                     {EntryOf(request, m)}, &out);
+    peers_[Who(request)].last_push_record = record;
+    HoldUntil(record, peer, m, &out);
+    return out;
   }
   NoteStaleness(request.step);
   for (const auto& g : grads) {
     accumulators_.at(g.first).Add(g.second, request.step, global_step_);
   }
   RememberPush(request, Reply(request, MessageType::kOk));
+  if (chain) {
+    // Answered with the window's record (OSDI'14: aggregate, replicate, then acknowledge).
+    window_pushes_.push_back(EntryOf(request, Reply(request, MessageType::kOk)));
+    peers_[Who(request)].last_push_record = -1;
+  }
   if (options_.mode == UpdateMode::kSync) {
     waiting_pushes_.push_back({peer, request});
+  } else if (chain) {
+    window_replies_.push_back({peer, Reply(request, MessageType::kOk)});
   } else {
     out.push_back({peer, Reply(request, MessageType::kOk)});
   }
@@ -388,24 +420,48 @@ void ParameterServer::CloseWindow(std::vector<Outgoing>* out) {
   for (auto& [name, acc] : accumulators_) {
     if (acc.count() > 0) means.emplace_back(name, acc.TakeAverage());
   }
-  Status s = Apply(global_step_, means);
-  if (!s.ok()) LOG(ERROR) << "ps " << options_.task_index << ": " << s.ToString();
+  const int64_t applied_at = global_step_;
+  NamedTensors prepared;
+  Status s = Apply(global_step_, means, VariableStore::Checked::kNo, &prepared);
+  if (!s.ok()) {
+    LOG(ERROR) << "ps " << options_.task_index << ": " << s.ToString();
+    prepared.clear();  // nothing was applied: the record carries no gradients
+  }
   pushes_in_window_ = 0;
   ++global_step_;
   ++stats_.updates;
-  for (Waiting& w : waiting_pushes_) out->push_back({w.peer, Reply(w.request, MessageType::kOk)});
-  for (Waiting& w : waiting_pulls_) out->push_back({w.peer, PullReply(w.request)});
+  std::vector<HeldReply> released;
+  for (Waiting& w : waiting_pushes_)
+    released.push_back({w.peer, Reply(w.request, MessageType::kOk)});
+  for (Waiting& w : waiting_pulls_) released.push_back({w.peer, PullReply(w.request)});
+  for (HeldReply& h : window_replies_) released.push_back(std::move(h));
   waiting_pushes_.clear();
   waiting_pulls_.clear();
+  window_replies_.clear();
+  if (!chain_.active()) {
+    for (HeldReply& h : released) out->push_back({h.peer, std::move(h.message)});
+    return;
+  }
+  const int64_t record =
+      Replicate(applied_at, std::move(prepared), std::exchange(window_assigns_, {}),
+                std::exchange(window_pushes_, {}), out);
+  for (auto& [who, p] : peers_) {
+    if (p.last_push_record == -1) p.last_push_record = record;
+  }
+  for (HeldReply& h : released) HoldUntil(record, h.peer, h.message, out);
 }
 
 Status ParameterServer::Apply(int64_t step,
                               const std::vector<std::pair<std::string, Tensor>>& grads,
-                              VariableStore::Checked checked) {
+                              VariableStore::Checked checked, NamedTensors* prepared) {
   const auto start = std::chrono::steady_clock::now();
   // A pull reply still being sent, or a checkpoint being written, keeps the values it was given.
-  Status s =
-      store_->ApplyGradientsAt(step, grads, checked, VariableStore::Holders::kKeepTheirBytes);
+  Status s = [&]() -> Status {
+    ASSIGN_OR_RETURN(NamedTensors ready, store_->PrepareGradients(grads, checked));
+    RETURN_IF_ERROR(store_->ApplyPrepared(step, ready, VariableStore::Holders::kKeepTheirBytes));
+    if (prepared != nullptr) *prepared = std::move(ready);
+    return Status::OK();
+  }();
   const int64_t nanos =
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
           .count();
@@ -482,8 +538,15 @@ bool ParameterServer::IsRetriedPush(const std::string& peer, const Message& requ
   }
   Message m = p.last_push_reply;
   m.request_id = request.request_id;
-  m.step = global_step_;
-  out->push_back({peer, m});
+  m.step = reply_step();
+  m.map_epoch = chain_.epoch();
+  if (chain_.active() && p.last_push_record == -1) {  // in the open accumulate window
+    window_replies_.push_back({peer, m});
+  } else if (chain_.active() && p.last_push_record > chain_.committed()) {
+    HoldUntil(p.last_push_record, peer, m, out);  // answered once its record is acknowledged
+  } else {
+    out->push_back({peer, m});
+  }
   return true;
 }
 
@@ -495,7 +558,8 @@ void ParameterServer::RememberPush(const Message& request, const Message& reply)
 }
 
 size_t ParameterServer::pending_requests() const {
-  size_t n = waiting_pushes_.size() + waiting_pulls_.size() + held_pushes_.size();
+  size_t n = waiting_pushes_.size() + waiting_pulls_.size() + held_pushes_.size() + chain_.held() +
+             window_replies_.size() + future_.size();
   for (const auto& [name, waiting] : barriers_) n += waiting.size();
   return n;
 }
@@ -620,7 +684,13 @@ Status ParameterServer::Serve(wire::ServerSocket* socket, ServerSummary* summary
             << stats_.pushes << " pushes, " << stats_.pulls << " pulls, " << stats_.updates
             << " updates, " << stats_.dropped_stale << " stale dropped, " << stats_.rejected
             << " rejected, " << stats_.refused << " refused to their senders' roles, "
-            << stats_.duplicates << " retried pushes answered once)";
+            << stats_.duplicates << " retried pushes answered once"
+            << (stats_.records_replicated + stats_.copies_sent > 0
+                    ? ", " + std::to_string(stats_.records_replicated) + " records and " +
+                          std::to_string(stats_.copies_sent) + " copies replicated (" +
+                          std::to_string(stats_.bytes_replicated) + " tensor bytes)"
+                    : std::string())
+            << ")";
   if (summary != nullptr) {  // the last interval, up to the shutdown
     summary->Write(stats_, TakeHighs(), global_step_, pending_requests(),
                    std::chrono::steady_clock::now());

@@ -22,6 +22,12 @@
 // whole checkpoint at or before that step: Adam's or RMSProp's second moments restarted at zero
 // late in training make the first updates several times larger than the learning rate, while
 // moments a few hundred steps old are close to the current ones.
+//
+// Replicated (--replicas > 0, docs/replication.md): once the owning ServerTask gives it a chain
+// (SetChain), a head turns each update into a record for its successor and holds the replies
+// the update justifies until the chain acknowledges it (ps/server_replication.cc); a backup
+// applies the records with the head's optimizer and ends bitwise equal; a tail copies the shard
+// to a joiner. Replies then report the committed step. Without a chain nothing changes.
 #pragma once
 
 #include <chrono>
@@ -38,6 +44,7 @@
 #include "ps/data_ledger.h"
 #include "ps/gradient_accumulator.h"
 #include "ps/permissions.h"
+#include "ps/replica_chain.h"
 #include "ps/server_stats.h"
 #include "ps/server_summary.h"
 #include "ps/shard_checkpoints.h"
@@ -98,6 +105,9 @@ struct PeerState {
   // of it is answered again instead of applied twice.
   uint64_t last_push_sequence = 0;
   wire::Message last_push_reply;
+  // With a chain (ps/replica_chain.h): the shard's record that answers that push, whose
+  // acknowledgement a retry waits for (-1: the open accumulate window's, not yet made).
+  int64_t last_push_record = 0;
 };
 
 class ParameterServer {
@@ -122,11 +132,16 @@ class ParameterServer {
     std::vector<int> joining;
     int self = -1;
   };
-  // Takes the chain of a newer map: this shard's role (head, middle, tail, joiner) and successor
-  // change; returns what that sends (records not yet acknowledged to a new successor, a snapshot
-  // to a new joiner, held replies answered kAborted when this task is no longer head).
+  // Takes the chain of a newer map (an older or equal epoch changes nothing): this shard's role
+  // (head, middle, tail, joiner) and successor change; returns what that sends (records not yet
+  // acknowledged to a new successor, a snapshot to a new joiner, held replies answered kAborted
+  // when this task is no longer head, and the answers to records that waited for this map).
+  // Records and copies reach Handle as requests of role "ps" from the sender's task, and are
+  // taken only with ServerOptions::replicas > 0.
   std::vector<Outgoing> SetChain(const ChainView& chain);
-  // A reply from server task `from_task` to a request this shard sent it (Outgoing::task).
+  // A reply from server task `from_task` to a request this shard sent it (Outgoing::task): an
+  // acknowledgement (`sequence`: the highest record every replica from that task on holds)
+  // releases the replies waiting for it.
   std::vector<Outgoing> HandleServerReply(int from_task, const wire::Message& reply);
   // Joiners this shard, as the tail, has found caught up: it now waits for their
   // acknowledgements (the shardMap get reply lists them as members; /work/repl-contract.md).
@@ -184,10 +199,14 @@ class ParameterServer {
   // Applies `grads` as the update of `step`, timed.
   // `checked`: a push's own tensors, each through CheckGradient as the push was taken;
   // accumulated means are checked again (a sum of finite floats can overflow).
+  // `prepared` (if given) receives the gradients as the optimizer consumed them.
   Status Apply(int64_t step, const std::vector<std::pair<std::string, Tensor>>& grads,
-               VariableStore::Checked checked = VariableStore::Checked::kNo);
+               VariableStore::Checked checked = VariableStore::Checked::kNo,
+               VariableStore::NamedTensors* prepared = nullptr);
   void NoteStaleness(int64_t computed_at);
   wire::Message Reply(const wire::Message& request, wire::MessageType type) const;
+  // The step replies report: the committed one (the applied one without a chain).
+  int64_t reply_step() const { return chain_.active() ? chain_.committed_step() : global_step_; }
   wire::Message Error(const wire::Message& request, const std::string& what,
                       StatusCode code = StatusCode::kInvalidArgument);
   // A refusal of a request its sender may not make: counted, logged without flooding.
@@ -238,6 +257,40 @@ class ParameterServer {
   // A worker left or went missing (`restarted`: a new process of it; its old one is fenced).
   void ReleaseDataLeases(const std::string& who, bool restarted = false);
 
+  // Replication (ps/server_replication.cc, docs/replication.md sections 3-5).
+  using NamedTensors = VariableStore::NamedTensors;
+  // The retry-cache entry of `request`'s push answered by `reply`.
+  static wire::PushEntry EntryOf(const wire::Message& request, const wire::Message& reply);
+  // Makes the record of an update this head applied at `step` (the global step already
+  // advanced, or not): sends it down the chain and returns its sequence; the caller holds the
+  // replies it justifies with HoldUntil.
+  int64_t Replicate(int64_t step, NamedTensors prepared, NamedTensors assigns,
+                    std::vector<wire::PushEntry> pushes, std::vector<Outgoing>* out);
+  void HoldUntil(int64_t sequence, const std::string& peer, const wire::Message& reply,
+                 std::vector<Outgoing>* out);
+  // Releases the replies whose records the chain has acknowledged.
+  void Release(std::vector<Outgoing>* out);
+  // kAborted for a request this shard is not the head for (a backup, a joiner).
+  bool NotTheHead(const std::string& peer, const wire::Message& request,
+                  std::vector<Outgoing>* out);
+  std::vector<Outgoing> HandleReplicate(const std::string& peer, const wire::Message& record);
+  // A record's fields and tensors, checked against this replica before anything changes.
+  Status CheckRecord(const wire::Message& record) const;
+  std::vector<Outgoing> HandleReplicaCopy(const std::string& peer, const wire::Message& copy);
+  // Whether a replication request from another epoch or sender may be taken now: an error to
+  // answer, or (a newer epoch than this task's map) nothing, the request kept until the map.
+  bool CheckChainSender(const std::string& peer, const wire::Message& request,
+                        std::vector<Outgoing>* out);
+  // Tail: sends a copy of the shard to each joiner that has none.
+  void CopyToJoiners(std::vector<Outgoing>* out);
+  // A retry-cache entry installed from a record or a copy.
+  void InstallPush(const wire::PushEntry& e, int64_t record);
+  // Defined in ps/server_checkpoints.cc: the snapshot a tail sends a joiner, and its install.
+  wire::Message Snapshot();
+  Status InstallSnapshot(const wire::Message& copy);
+  // The train config's fingerprint and the protocol version: replicas must agree.
+  std::string Fingerprint() const;
+
   ServerOptions options_;
   std::unique_ptr<VariableStore> store_;
   bool initialized_ = false;
@@ -257,11 +310,16 @@ class ParameterServer {
   ServerHighs highs_;
   std::unique_ptr<ShardCheckpoints> checkpoints_;
   std::map<uint64_t, Waiting> saving_;  // checkpoint requests by their save's ticket
-  ChainView chain_;                     // replication: this shard's chain (epoch 0: none)
   // Who counts (ps/membership.h), and the async pushes held below --min_workers.
   std::unique_ptr<Membership> membership_;
   std::vector<Waiting> held_pushes_;
   std::unique_ptr<DataLedger> ledger_;  // elastic data: shard 0 only, when given the data size
+  // Replication: this shard's chain (inactive before a map: today's server).
+  ReplicaChain chain_;
+  NamedTensors window_assigns_;            // accumulate/sync: assigned since the last record
+  std::vector<HeldReply> window_replies_;  // accumulate: pushes in the open window
+  std::vector<wire::PushEntry> window_pushes_;
+  std::vector<Waiting> future_;  // replication requests of an epoch this task has not yet seen
 };
 
 }  // namespace ps

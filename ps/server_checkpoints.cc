@@ -3,6 +3,7 @@
 // the optimizer slots of a shard the chief initialises again. Kept apart from the request
 // handling in ps/server.cc; the state is the server's own.
 #include <algorithm>
+#include <cstdlib>
 #include <sstream>
 
 #include "common/checkpoint/cluster_checkpoint.h"
@@ -67,6 +68,11 @@ Status ParameterServer::RestoreStep(int64_t step) {
   pushes_in_window_ = 0;
   global_step_ = data.global_step;
   initialized_ = true;
+  if (chain_.successor() >= 0) {
+    LOG(WARNING) << me << ": restored with task " << chain_.successor() << " behind it in shard "
+                 << options_.shard << "'s chain; its replicas hold other values until they rejoin";
+  }
+  chain_.Reset(0, global_step_);
   checkpoints_->ForgetAfter(step);
   LOG(INFO) << me << ": restored its shard of committed step " << step << " from " << path << " ("
             << report.restored.size() << " tensors, global step " << global_step_ << ")";
@@ -142,6 +148,111 @@ std::vector<ParameterServer::Outgoing> ParameterServer::TakeFinishedCheckpoints(
     saving_.erase(it);
   }  // each snapshot is released here, on the serving thread
   return out;
+}
+
+// A joiner's copy of this shard (docs/replication.md section 5): the values and slots shared, as
+// a checkpoint takes them (an update meanwhile writes elsewhere), the applied record and step,
+// and the retry cache of every push those hold.
+Message ParameterServer::Snapshot() {
+  Message copy;
+  copy.type = MessageType::kReplicaCopy;
+  copy.role = "ps";
+  copy.task_index = options_.task_index;
+  copy.incarnation = wire::ProcessIncarnation();
+  copy.shard = options_.shard;
+  copy.map_epoch = chain_.epoch();
+  copy.sequence = static_cast<uint64_t>(chain_.records());
+  copy.request_id = copy.sequence;
+  copy.value = global_step_;
+  copy.text = Fingerprint();
+  for (const auto& [name, t] : store_->StateTensors()) copy.tensors.push_back({name, t});
+  for (const auto& [who, p] : peers_) {
+    // A push of the open accumulate window is in no record yet: its entry comes with its window's.
+    if (p.last_push_sequence == 0 || p.last_push_record < 0) continue;
+    const size_t space = who.rfind(' ');
+    Message request;
+    request.role = who.substr(0, space);
+    request.task_index = std::atoi(who.c_str() + space + 1);
+    request.incarnation = p.incarnation;
+    request.sequence = p.last_push_sequence;
+    copy.pushes.push_back(EntryOf(request, p.last_push_reply));
+  }
+  return copy;
+}
+
+Status ParameterServer::InstallSnapshot(const Message& copy) {
+  const std::vector<std::string> slot_names = store_->optimizer().slot_names();
+  std::map<std::string, Tensor> values, slots;
+  for (const auto& t : copy.tensors) {
+    if (!values.emplace(t.name, t.tensor).second) {
+      return InvalidArgument("the copy carries '" + t.name + "' twice");
+    }
+  }
+  // "<var>/<slot>" is a slot where <var> is in the copy too (checkpoints name them so).
+  for (const auto& t : copy.tensors) {
+    const size_t slash = t.name.rfind('/');
+    if (slash == std::string::npos || !values.count(t.name.substr(0, slash))) continue;
+    const std::string slot = t.name.substr(slash + 1);
+    if (std::find(slot_names.begin(), slot_names.end(), slot) == slot_names.end()) continue;
+    slots[t.name] = t.tensor;
+    values.erase(t.name);
+  }
+  std::vector<std::string> names;
+  for (const auto& [name, value] : values) {
+    for (const std::string& slot : slot_names) {
+      auto it = slots.find(name + "/" + slot);
+      if (it == slots.end()) {
+        return InvalidArgument("the copy lacks slot '" + name + "/" + slot + "'");
+      }
+      if (it->second.shape() != value.shape()) {
+        return InvalidArgument("the copy's slot '" + it->first + "' is " +
+                               it->second.shape().ToString() + ", its variable " +
+                               value.shape().ToString());
+      }
+    }
+    if (initialized_ && (!store_->Has(name) || store_->Value(name).shape() != value.shape())) {
+      return FailedPrecondition("the copy's variable '" + name + "' " + value.shape().ToString() +
+                                " is not one this shard holds");
+    }
+    names.push_back(name);
+  }
+  if (initialized_ && names != store_->Names()) {
+    return FailedPrecondition("the copy holds other variables than this shard");
+  }
+  if (copy.value < 0) return InvalidArgument("a copy at step " + std::to_string(copy.value));
+  for (const wire::PushEntry& e : copy.pushes) {
+    if (e.role.empty() || e.task_index < 0 || e.sequence == 0) {
+      return InvalidArgument("the copy carries a retry-cache entry without a sender or sequence");
+    }
+  }
+  // Everything checked: in place after whatever shares the old bytes has its own, as a restore.
+  for (const auto& [name, value] : values) {
+    if (initialized_) {
+      store_->DetachIfShared(name);
+    } else {
+      RETURN_IF_ERROR(store_->AddVariable(name, value.Clone()));
+    }
+  }
+  std::map<std::string, Tensor> state = store_->StateTensors();
+  for (const auto& t : copy.tensors) {
+    auto it = state.find(t.name);
+    if (it != state.end()) it->second.CopyFrom(t.tensor);
+  }
+  accumulators_.clear();
+  for (const auto& [name, value] : values) {
+    accumulators_.emplace(
+        name, GradientAccumulator(value.shape(), required_pushes(), options_.max_staleness));
+  }
+  pushes_in_window_ = 0;
+  window_assigns_.clear();
+  window_pushes_.clear();
+  global_step_ = copy.value;
+  initialized_ = true;
+  for (const wire::PushEntry& e : copy.pushes) {
+    InstallPush(e, static_cast<int64_t>(copy.sequence));
+  }
+  chain_.Reset(static_cast<int64_t>(copy.sequence), global_step_);
+  return Status::OK();
 }
 
 void ParameterServer::SendFinishedCheckpoints(wire::ServerSocket* socket) {

@@ -15,6 +15,9 @@ struct ServerStats {
   int64_t refused = 0;                  // not the sender's to make (its key, role or incarnation)
   int64_t bytes_in = 0, bytes_out = 0;  // tensor bytes received in requests and sent in replies
   int64_t apply_nanos = 0;              // in the optimizer (and copy-on-write), all updates
+  // Replication (docs/replication.md): records and copies sent down the chain, and their
+  // tensor bytes.
+  int64_t records_replicated = 0, copies_sent = 0, bytes_replicated = 0;
   // Updates between the step a taken push was computed from and its arrival, summed.
   int64_t staleness_sum = 0, staleness_samples = 0;
 };

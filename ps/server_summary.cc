@@ -58,6 +58,10 @@ void ServerSummary::Write(const ServerStats& now_stats, const ServerHighs& highs
   add("ps/pulls_total", static_cast<double>(b.pulls));
   add("ps/bytes_in_total", static_cast<double>(b.bytes_in));
   add("ps/bytes_out_total", static_cast<double>(b.bytes_out));
+  if (b.records_replicated > 0) {  // a shard with a chain (docs/replication.md)
+    add("ps/bytes_replicated_total", static_cast<double>(b.bytes_replicated));
+    add("ps/records_replicated_total", static_cast<double>(b.records_replicated));
+  }
   last_stats_ = b;
   last_ = now;
   // On a steady beat; after a late write (a long request), the next interval is a whole one.

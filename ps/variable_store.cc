@@ -16,14 +16,17 @@ Result<std::unique_ptr<VariableStore>> VariableStore::FromConfig(const ConfigNod
     ASSIGN_OR_RETURN(ConfigNode clip_node, train.Child("clipping"));
     ASSIGN_OR_RETURN(clipping, ClippingOptions::FromConfig(clip_node));
   }
-  return std::make_unique<VariableStore>(std::move(optimizer), std::move(schedule), clipping);
+  auto store = std::make_unique<VariableStore>(std::move(optimizer), std::move(schedule), clipping);
+  store->fingerprint_ = "train: " + train.ToYaml();
+  return store;
 }
 
 VariableStore::VariableStore(std::unique_ptr<Optimizer> optimizer, LearningRateSchedule schedule,
                              ClippingOptions clipping)
     : optimizer_(std::move(optimizer)),
       schedule_(std::move(schedule)),
-      clipping_(clipping.ServerSide()) {}
+      clipping_(clipping.ServerSide()),
+      fingerprint_(std::string("optimizer: ") + optimizer_->name()) {}
 
 Status VariableStore::AddVariable(const std::string& name, Tensor value) {
   if (variables_.count(name)) return AlreadyExists("variable '" + name + "' is already held");

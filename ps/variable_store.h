@@ -92,6 +92,10 @@ class VariableStore {
   // a checkpoint restore can copy into them in place.
   std::map<std::string, Tensor> StateTensors() const;
 
+  // What a replica must agree on to stay bitwise equal (docs/replication.md section 2): the
+  // train config it was read from (optimizer, learning rate, clipping), or the optimizer's name.
+  const std::string& fingerprint() const { return fingerprint_; }
+
  private:
   struct Entry {
     Tensor value;
@@ -107,6 +111,7 @@ class VariableStore {
   ClippingOptions clipping_;
   std::map<std::string, Entry> variables_;
   int64_t global_step_ = 0;
+  std::string fingerprint_;
 };
 
 }  // namespace ps

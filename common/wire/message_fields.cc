@@ -60,11 +60,14 @@ bool FieldsOf(MessageType type, unsigned* fields) {
     case MessageType::kRestore:
       *fields = kStep;
       return true;
-    case MessageType::kReplicate:  // a record: not a push's `value` (parts still to come)
-      *fields = kStep | kSequence | kTensors | kAssigns | kPushes | kUses;
+    // A record's `value` is the shard's global step after it, and a copy's the step it holds:
+    // records are numbered apart from steps, since a stale drop, or one part of an async step,
+    // is a record that is no step (docs/replication.md section 2).
+    case MessageType::kReplicate:
+      *fields = kStep | kSequence | kTensors | kAssigns | kValue | kPushes | kUses;
       return true;
     case MessageType::kReplicaCopy:
-      *fields = kSequence | kTensors | kPushes | kUses | kText;
+      *fields = kSequence | kTensors | kValue | kPushes | kUses | kText;
       return true;
     case MessageType::kShardMap:  // a get carries none
       *fields = kChains;

@@ -335,11 +335,11 @@ TEST(ServerFaultsTest, AReplicationRequestIsRefusedWhileReplicationIsOffAndChang
       << "the record's retry-cache entry was not installed";
   EXPECT_EQ(server->pending_requests(), 0u);
   // A malformed one is refused for its fields first, by name.
-  record.value = 1;
+  record.root = 1;
   auto out = server->Handle("peer", record, "ps-0");
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].message.error_code, StatusCode::kInvalidArgument);
-  EXPECT_NE(out[0].message.text.find("a replicate carries no 'value'"), std::string::npos)
+  EXPECT_NE(out[0].message.text.find("a replicate carries no 'root'"), std::string::npos)
       << out[0].message.text;
 }
 

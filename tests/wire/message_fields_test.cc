@@ -124,8 +124,7 @@ TEST(MessageFieldsTest, AReplicateCarryingAPushFieldIsRefused) {
     std::string expected;
   };
   const std::vector<Case> cases = {
-      // `value` is a push's parts still to come; a record is one whole update.
-      {MessageType::kReplicate, [](Message* m) { m->value = 1; }, "a replicate carries no 'value'"},
+      {MessageType::kReplicate, [](Message* m) { m->root = 1; }, "a replicate carries no 'root'"},
       {MessageType::kReplicate,
        [](Message* m) {
          m->chains = {{0, {0}, {}}};

@@ -1,0 +1,432 @@
+// ParameterServer's side of chain replication (docs/replication.md sections 3-5): the head
+// turns each update into a record and holds the replies it justifies until the chain has it; a
+// backup checks a record (its epoch, its sender, its sequence, its tensors) before applying it
+// with the optimizer the head ran; a tail copies the shard to a joiner. The chain's state is
+// ps/replica_chain.h; the sockets are ps/server_task.h's.
+#include <algorithm>
+#include <set>
+
+#include "common/wire/refusal_log.h"
+#include "ps/server.h"
+
+namespace pstrain {
+namespace ps {
+
+using wire::Message;
+using wire::MessageType;
+
+namespace {
+
+// Records that wait for a map this task has not yet been sent: about one per worker in
+// flight; more is a sender that ignores the map.
+constexpr size_t kMaxFutureRequests = 4096;
+
+int64_t TensorBytes(const Message& m) {
+  int64_t n = 0;
+  for (const auto& t : m.tensors) n += static_cast<int64_t>(t.tensor.bytes());
+  return n;
+}
+
+}  // namespace
+
+wire::PushEntry ParameterServer::EntryOf(const Message& request, const Message& reply) {
+  wire::PushEntry e;
+  e.role = request.role;
+  e.task_index = request.task_index;
+  e.incarnation = request.incarnation;
+  e.sequence = request.sequence;
+  e.reply_step = reply.step;
+  e.reply_value = reply.value;
+  e.reply_text = reply.text;
+  return e;
+}
+
+std::string ParameterServer::Fingerprint() const {
+  return "protocol " + std::to_string(wire::kProtocolVersion) + "; " + store_->fingerprint();
+}
+
+std::vector<ParameterServer::Outgoing> ParameterServer::SetChain(const ChainView& chain) {
+  ReplicaChain::View view{chain.epoch, chain.tasks, chain.joining, chain.self};
+  ReplicaChain::Change change;
+  if (!chain_.Set(view, &change)) return {};
+  const std::string me = "ps " + std::to_string(options_.task_index) + ": shard " +
+                         std::to_string(options_.shard) + " at map epoch " +
+                         std::to_string(chain.epoch);
+  std::vector<Outgoing> out;
+  if (change.lost_head) {
+    // Workers send these again to the new head, whose retry cache holds the committed ones.
+    std::vector<HeldReply> held = chain_.TakeAllHeld();
+    for (HeldReply& h : window_replies_) held.push_back(std::move(h));
+    window_replies_.clear();
+    for (Waiting& w : waiting_pushes_) held.push_back({w.peer, w.request});
+    for (Waiting& w : waiting_pulls_) held.push_back({w.peer, w.request});
+    waiting_pushes_.clear();
+    waiting_pulls_.clear();
+    // The open window's pushes are answered aborted: their senders push them to the new head.
+    for (auto& [name, acc] : accumulators_) {
+      acc = GradientAccumulator(store_->Value(name).shape(), required_pushes(),
+                                options_.max_staleness);
+    }
+    pushes_in_window_ = 0;
+    window_assigns_.clear();
+    window_pushes_.clear();
+    for (auto& [who, p] : peers_) {
+      if (p.last_push_record < 0) p.last_push_record = 0;
+    }
+    for (HeldReply& h : held) {
+      if (h.ack) continue;  // a predecessor's record: it resends to its new successor
+      out.push_back({h.peer, Error(h.message,
+                                   "not the head of shard " + std::to_string(options_.shard) +
+                                       " at map epoch " + std::to_string(chain.epoch) +
+                                       " (head: task " + std::to_string(chain_.head_task()) + ")",
+                                   StatusCode::kAborted)});
+    }
+    LOG(WARNING) << me << ": no longer its head; " << out.size() << " held replies aborted";
+  }
+  if (change.became_head) {
+    LOG(INFO) << me << ": head, at record " << chain_.records() << " and step " << global_step_
+              << (initialized_ ? "" : " (no variables yet)");
+  }
+  if (change.new_successor) {
+    const int to = chain_.successor();
+    for (Message record : chain_.unacknowledged()) {
+      record.map_epoch = chain_.epoch();
+      stats_.bytes_replicated += TensorBytes(record);
+      ++stats_.records_replicated;
+      out.push_back({"", std::move(record), to});
+    }
+    LOG(INFO) << me << ": successor task " << to << ", sent " << chain_.unacknowledged().size()
+              << " unacknowledged records again";
+  }
+  if (change.new_predecessor && chain_.joiner()) {
+    LOG(INFO) << me << ": joining behind task " << chain_.predecessor() << "; waiting for its copy";
+  }
+  if (initialized_) CopyToJoiners(&out);
+  // Records that waited for this map.
+  std::vector<Waiting> waiting = std::exchange(future_, {});
+  for (Waiting& w : waiting) {
+    std::vector<Outgoing> more = w.request.type == MessageType::kReplicate
+                                     ? HandleReplicate(w.peer, w.request)
+                                     : HandleReplicaCopy(w.peer, w.request);
+    out.insert(out.end(), more.begin(), more.end());
+  }
+  Release(&out);
+  return out;
+}
+
+std::vector<ParameterServer::Outgoing> ParameterServer::HandleServerReply(int from_task,
+                                                                          const Message& reply) {
+  std::vector<Outgoing> out;
+  // "has no copy yet": this class's refusal of a record; "holds no replica": a ServerTask
+  // that holds no server of the shard (it has not had the map, or it restarted).
+  const bool lacks_copy = reply.type == MessageType::kError &&
+                          (reply.text.find("has no copy yet") != std::string::npos ||
+                           reply.text.find("holds no replica of shard") != std::string::npos);
+  if (lacks_copy && chain_.JoinerLacksCopy(from_task, std::chrono::steady_clock::now())) {
+    LOG(WARNING) << "ps " << options_.task_index << ": shard " << options_.shard << ": joiner task "
+                 << from_task << " lacks its copy (a new process, or the copy was lost): copying "
+                 << "again";
+    CopyToJoiners(&out);
+  }
+  if (reply.type == MessageType::kOk) {
+    chain_.Acknowledged(from_task, static_cast<int64_t>(reply.sequence));
+    Release(&out);
+    return out;
+  }
+  const std::string why = reply.text.empty() ? "an error without a message" : reply.text;
+  PSTRAIN_REFUSAL_WARNING("ps-chain:" + std::to_string(from_task),
+                          "ps " + std::to_string(options_.task_index) + ": shard " +
+                              std::to_string(options_.shard) + ": task " +
+                              std::to_string(from_task) + " refused: " + why);
+  if (reply.error_code == StatusCode::kFailedPrecondition &&
+      reply.text.find("train config") != std::string::npos) {
+    chain_.CopyRefused(from_task);  // another binary or config: nothing more goes to it
+  }
+  return out;
+}
+
+std::vector<int> ParameterServer::CaughtUpJoiners() const { return chain_.CaughtUpJoiners(); }
+
+int64_t ParameterServer::Replicate(int64_t step, NamedTensors prepared, NamedTensors assigns,
+                                   std::vector<wire::PushEntry> pushes,
+                                   std::vector<Outgoing>* out) {
+  Message record;
+  record.type = MessageType::kReplicate;
+  record.role = "ps";
+  record.task_index = options_.task_index;
+  record.incarnation = wire::ProcessIncarnation();
+  record.shard = options_.shard;
+  record.map_epoch = chain_.epoch();
+  record.sequence = static_cast<uint64_t>(chain_.records() + 1);
+  record.request_id = record.sequence;
+  record.step = step;
+  record.value = global_step_;  // the shard's step after the record
+  for (auto& [name, t] : prepared) record.tensors.push_back({name, std::move(t)});
+  for (auto& [name, t] : assigns) {
+    record.tensors.push_back({name, std::move(t)});
+    record.assigns.push_back(name);
+  }
+  record.pushes = std::move(pushes);
+  if (chain_.TakeFirstAsHead()) {
+    LOG(INFO) << "ps " << options_.task_index << ": applied update " << record.sequence
+              << " as head of shard " << options_.shard << " (step " << global_step_
+              << ", map epoch " << chain_.epoch() << ")";
+  }
+  for (int to : chain_.Append(record)) {
+    stats_.bytes_replicated += TensorBytes(record);
+    ++stats_.records_replicated;
+    out->push_back({"", record, to});
+  }
+  return static_cast<int64_t>(record.sequence);
+}
+
+void ParameterServer::HoldUntil(int64_t sequence, const std::string& peer, const Message& reply,
+                                std::vector<Outgoing>* out) {
+  chain_.Hold(sequence, {peer, reply, false});
+  Release(out);
+}
+
+void ParameterServer::Release(std::vector<Outgoing>* out) {
+  for (HeldReply& h : chain_.Advance(global_step_)) {
+    h.message.step = chain_.committed_step();
+    h.message.map_epoch = chain_.epoch();
+    if (h.ack) h.message.sequence = static_cast<uint64_t>(chain_.committed());
+    out->push_back({h.peer, std::move(h.message)});
+  }
+}
+
+bool ParameterServer::NotTheHead(const std::string& peer, const Message& request,
+                                 std::vector<Outgoing>* out) {
+  if (!chain_.active() || chain_.head()) return false;
+  switch (request.type) {
+    case MessageType::kRegister:
+    case MessageType::kPull:
+    case MessageType::kPush:
+    case MessageType::kBarrier:
+    case MessageType::kCheckpoint:
+    case MessageType::kRestore:
+      break;
+    default:
+      return false;  // heartbeats and shutdown are the task's
+  }
+  out->push_back({peer, Error(request,
+                              "not the head of shard " + std::to_string(options_.shard) +
+                                  " at map epoch " + std::to_string(chain_.epoch()) +
+                                  " (head: task " + std::to_string(chain_.head_task()) + ")",
+                              StatusCode::kAborted)});
+  return true;
+}
+
+bool ParameterServer::CheckChainSender(const std::string& peer, const Message& request,
+                                       std::vector<Outgoing>* out) {
+  const std::string what = wire::MessageTypeName(request.type);
+  auto refuse = [&](const std::string& why, StatusCode code) {
+    ++stats_.rejected;
+    out->push_back({peer, Error(request, why, code)});
+    return false;
+  };
+  if (request.shard != options_.shard) {
+    return refuse("a " + what + " for shard " + std::to_string(request.shard) + " reached shard " +
+                      std::to_string(options_.shard),
+                  StatusCode::kInvalidArgument);
+  }
+  if (request.map_epoch > chain_.epoch()) {
+    // Its sender has a newer map than this task: it is answered once the map arrives.
+    if (future_.size() >= kMaxFutureRequests) {
+      return refuse("too many requests of map epoch " + std::to_string(request.map_epoch) +
+                        " waiting for that map (this task has epoch " +
+                        std::to_string(chain_.epoch()) + ")",
+                    StatusCode::kUnavailable);
+    }
+    future_.push_back({peer, request});
+    return false;
+  }
+  if (!chain_.active()) {
+    return refuse(
+        "shard " + std::to_string(options_.shard) + " has no shard map yet; it takes no " + what,
+        StatusCode::kFailedPrecondition);
+  }
+  const int p = chain_.predecessor();
+  if (request.role == "ps" && request.task_index == p) {
+    // Its predecessor still, whichever map it was sent under: a map that changed another
+    // part of the chain reaches the tasks one after another.
+    return true;
+  }
+  if (request.map_epoch < chain_.epoch()) {
+    return refuse("a " + what + " of map epoch " + std::to_string(request.map_epoch) +
+                      " is older than this shard's map epoch " + std::to_string(chain_.epoch()) +
+                      ", in which " + Who(request) + " is not its predecessor: refused (its " +
+                      "sender has lost its place)",
+                  StatusCode::kAborted);
+  }
+  return refuse("a " + what + " from " + Who(request) + ", which is not the predecessor of shard " +
+                    std::to_string(options_.shard) + " at map epoch " +
+                    std::to_string(chain_.epoch()) +
+                    (p < 0 ? " (this task has none)" : " (task " + std::to_string(p) + ")"),
+                StatusCode::kPermissionDenied);
+}
+
+Status ParameterServer::CheckRecord(const Message& record) const {
+  constexpr int64_t kMaxStep = int64_t{1} << 53;
+  const int64_t sequence = static_cast<int64_t>(record.sequence);
+  if (!initialized_) {
+    return FailedPrecondition("shard " + std::to_string(options_.shard) +
+                              " has no copy yet to apply record " + std::to_string(sequence) +
+                              " to");
+  }
+  if (sequence != chain_.records() + 1) {
+    return InvalidArgument("record " + std::to_string(sequence) + " skips ahead: shard " +
+                           std::to_string(options_.shard) + " holds records up to " +
+                           std::to_string(chain_.records()) + " (expected record " +
+                           std::to_string(chain_.records() + 1) + ")");
+  }
+  if (record.value != global_step_ && record.value != global_step_ + 1) {
+    return InvalidArgument("record " + std::to_string(sequence) + " takes the shard to step " +
+                           std::to_string(record.value) + " from step " +
+                           std::to_string(global_step_) + " (expected the same or the next)");
+  }
+  if (record.step < 0 || record.step > kMaxStep) {
+    return InvalidArgument("record " + std::to_string(sequence) + " applied at step " +
+                           std::to_string(record.step) + "; steps are from 0 to 2^53");
+  }
+  std::set<std::string> gradients;
+  for (const auto& t : record.tensors) {
+    RETURN_IF_ERROR(store_->CheckGradient(t.name, t.tensor));
+    const bool assign =
+        std::find(record.assigns.begin(), record.assigns.end(), t.name) != record.assigns.end();
+    if (!assign && !gradients.insert(t.name).second) {
+      return InvalidArgument("record " + std::to_string(sequence) + " carries two gradients of '" +
+                             t.name + "'");
+    }
+  }
+  for (const wire::PushEntry& e : record.pushes) {
+    if (e.role.empty() || e.task_index < 0 || e.sequence == 0) {
+      return InvalidArgument("record " + std::to_string(sequence) +
+                             " carries a retry-cache entry without a sender or sequence");
+    }
+  }
+  return Status::OK();
+}
+
+void ParameterServer::InstallPush(const wire::PushEntry& e, int64_t record) {
+  const std::string who = e.role + " " + std::to_string(e.task_index);
+  auto [it, is_new] = peers_.try_emplace(who);
+  PeerState& p = it->second;
+  if (is_new) p.last_seen = std::chrono::steady_clock::now();
+  if (e.incarnation < p.incarnation) return;  // this replica has heard from a newer process
+  p.incarnation = e.incarnation;
+  p.last_push_sequence = e.sequence;
+  p.last_push_record = record;
+  Message m;
+  m.type = MessageType::kOk;
+  m.role = "ps";
+  m.task_index = options_.task_index;
+  m.incarnation = wire::ProcessIncarnation();
+  m.step = e.reply_step;
+  m.value = e.reply_value;
+  m.text = e.reply_text;
+  p.last_push_reply = std::move(m);
+}
+
+std::vector<ParameterServer::Outgoing> ParameterServer::HandleReplicate(const std::string& peer,
+                                                                        const Message& record) {
+  std::vector<Outgoing> out;
+  if (!CheckChainSender(peer, record, &out)) return out;
+  const int64_t sequence = static_cast<int64_t>(record.sequence);
+  Message ack = Reply(record, MessageType::kOk);
+  if (sequence <= chain_.records()) {
+    // Sent again to a new successor: held already (the prefix property); acknowledged as the
+    // rest of the chain holds it.
+    chain_.Hold(sequence, {peer, ack, true});
+    Release(&out);
+    return out;
+  }
+  if (Status s = CheckRecord(record); !s.ok()) {
+    ++stats_.rejected;
+    out.push_back({peer, Error(record, s.message(), s.code())});
+    return out;
+  }
+  // Assigns first, as the head made them when it took the pushes, then the update.
+  NamedTensors grads;
+  for (const auto& t : record.tensors) {
+    const bool assign =
+        std::find(record.assigns.begin(), record.assigns.end(), t.name) != record.assigns.end();
+    if (assign) {
+      store_->Assign(t.name, t.tensor);
+    } else {
+      grads.emplace_back(t.name, t.tensor);
+    }
+  }
+  const auto start = std::chrono::steady_clock::now();
+  Status s = store_->ApplyPrepared(record.step, grads, VariableStore::Holders::kKeepTheirBytes);
+  stats_.apply_nanos +=
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+          .count();
+  if (!s.ok())
+    LOG(ERROR) << "ps " << options_.task_index << ": record " << sequence << ": " << s.ToString();
+  if (record.value > global_step_) ++stats_.updates;
+  global_step_ = record.value;
+  for (const wire::PushEntry& e : record.pushes) InstallPush(e, sequence);
+  Message forward = record;
+  forward.task_index = options_.task_index;
+  forward.incarnation = wire::ProcessIncarnation();
+  forward.map_epoch = chain_.epoch();
+  for (int to : chain_.Append(forward)) {
+    stats_.bytes_replicated += TensorBytes(forward);
+    ++stats_.records_replicated;
+    out.push_back({"", forward, to});
+  }
+  chain_.Hold(sequence, {peer, ack, true});
+  Release(&out);
+  return out;
+}
+
+std::vector<ParameterServer::Outgoing> ParameterServer::HandleReplicaCopy(const std::string& peer,
+                                                                          const Message& copy) {
+  std::vector<Outgoing> out;
+  if (!CheckChainSender(peer, copy, &out)) return out;
+  auto refuse = [&](const Status& why) {
+    ++stats_.rejected;
+    out.push_back({peer, Error(copy, why.message(), why.code())});
+    return out;
+  };
+  if (!chain_.joiner()) {
+    return refuse(FailedPrecondition("a replica copy of shard " + std::to_string(options_.shard) +
+                                     " to task " + std::to_string(options_.task_index) +
+                                     ", which is not joining it at map epoch " +
+                                     std::to_string(chain_.epoch())));
+  }
+  if (copy.text != Fingerprint()) {
+    return refuse(FailedPrecondition(
+        "a replica copy from a server with another train config or protocol: it has '" + copy.text +
+        "', this server '" + Fingerprint() +
+        "'; replicas must run the same binary and train config"));
+  }
+  if (Status s = InstallSnapshot(copy); !s.ok()) return refuse(s);
+  LOG(INFO) << "ps " << options_.task_index << ": shard " << options_.shard
+            << ": installed the copy"
+            << " of task " << copy.task_index << " at record " << copy.sequence << ", step "
+            << global_step_ << " (" << copy.tensors.size() << " tensors, " << copy.pushes.size()
+            << " retry-cache entries)";
+  Message ack = Reply(copy, MessageType::kOk);
+  ack.sequence = copy.sequence;
+  out.push_back({peer, ack});
+  return out;
+}
+
+void ParameterServer::CopyToJoiners(std::vector<Outgoing>* out) {
+  if (!initialized_ || !chain_.tail()) return;
+  for (int joiner : chain_.JoinersToCopy()) {
+    Message copy = Snapshot();
+    stats_.bytes_replicated += TensorBytes(copy);
+    ++stats_.copies_sent;
+    chain_.CopySent(joiner, std::chrono::steady_clock::now());
+    LOG(INFO) << "ps " << options_.task_index << ": shard " << options_.shard << ": copying to"
+              << " joiner task " << joiner << " at record " << copy.sequence << ", step "
+              << global_step_;
+    out->push_back({"", std::move(copy), joiner});
+  }
+}
+
+}  // namespace ps
+}  // namespace pstrain
