@@ -80,6 +80,9 @@ DEFINE_string(overlap_push, "auto",
               "a CPU worker alone on its host; elsewhere one push a step, the reason logged); "
               "auto: the same unless every server is on loopback (no link to overlap with); "
               "false: one push per server a step after backward");
+DEFINE_int32(replicas, 0,
+             "backups per shard: each shard's updates are also applied on this many other "
+             "server tasks before a push is acknowledged (0: none)");
 DEFINE_int32(push_part_mb, 4,
              "worker, with --overlap_push: the size of a push's parts (MiB, 1 to 1024), as DDP's "
              "25 MB buckets or Horovod's fusion buffer");
@@ -273,6 +276,7 @@ int main(int argc, char** argv) {
     o.async = FLAGS_update_mode == "async";
     o.overlap_push = FLAGS_overlap_push;
     o.push_part_bytes = int64_t{FLAGS_push_part_mb} << 20;
+    o.replicas = FLAGS_replicas;
     status = FLAGS_job_name == "worker" ? pstrain::worker::RunWorker(o)
                                         : pstrain::worker::RunEvaluator(o);
   }

@@ -42,6 +42,7 @@ struct RoleOptions {
   // (worker/distributed/training_step.h); auto: not when every server is on loopback.
   std::string overlap_push = "auto";
   int64_t push_part_bytes = int64_t{4} << 20;
+  int replicas = 0;  // --replicas: backups per shard (PsClient routes by the shard map)
 };
 
 Status RunWorker(const RoleOptions& options);
