@@ -260,14 +260,14 @@ Result<std::vector<Message>> PsClient::Await(
           RETURN_IF_ERROR(reinit(s, head));
         }
       }
-      std::set<int> move;
+      std::set<int> moved, again;
       for (const Pending& p : pending) {
-        if (!p.done && p.shard >= 0 && p.server != routes_->Head(p.shard)) move.insert(p.shard);
+        if (!p.done && p.shard >= 0 && p.server != routes_->Head(p.shard)) moved.insert(p.shard);
       }
       for (const auto& [s, at] : route.retry_at) {
-        if (now >= at) move.insert(s);
+        if (now >= at && !moved.count(s)) again.insert(s);
       }
-      for (int s : move) {
+      for (int s : moved) {
         LOG(INFO) << Who() << ": sending the unanswered requests of shard " << s << " to "
                   << (routes_->Head(s) < 0 ? std::string("no task yet (it has no live replica)")
                                            : ServerName(routes_->Head(s)))
@@ -275,6 +275,9 @@ Result<std::vector<Message>> PsClient::Await(
         RETURN_IF_ERROR(send_shard(s));
         deadline = std::max(deadline, now + timeout);
       }
+      // The same head again, after its refusal: no new time for the exchange (a head that
+      // never takes them fails it, as one that never answers does).
+      for (int s : again) RETURN_IF_ERROR(send_shard(s));
       for (const auto& [s, since] : route.parked_since) {
         any_down = true;
         if (now - since > unavailable_timeout_) {
