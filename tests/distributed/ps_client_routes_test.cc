@@ -286,5 +286,82 @@ TEST(PsClientRoutesTest, TheChiefSendsTheEpoch1MapBeforeInitialisingTheHeads) {
   EXPECT_EQ(chief->shard_master()->map().epoch, 1u);
 }
 
+// A fake server task that takes the maps it is set and, asked for its map, reports every joiner
+// caught up (listed among the members), as a tail does once a joiner has acknowledged its latest
+// record.
+struct MapHolder {
+  std::mutex mu;
+  uint64_t epoch = 0;
+  std::vector<wire::Chain> chains;
+  std::optional<Message> operator()(const Message& m) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (m.type == MessageType::kShardMap && !m.chains.empty() && m.map_epoch > epoch) {
+      epoch = m.map_epoch;
+      chains = m.chains;
+    }
+    Message r = Ok(m, epoch);
+    if (m.type == MessageType::kShardMap && m.chains.empty()) {
+      r.chains = chains;
+      for (wire::Chain& c : r.chains) {
+        c.tasks.insert(c.tasks.end(), c.joining.begin(), c.joining.end());
+        c.joining.clear();
+      }
+    }
+    return r;
+  }
+  uint64_t Epoch() {
+    std::lock_guard<std::mutex> lock(mu);
+    return epoch;
+  }
+};
+
+TEST(ShardMasterLoopTest, JoinersReportedCaughtUpArePromotedAndADeadHeadLeavesItsChains) {
+  MapHolder h0, h1;
+  FakeServer t0([&](const Message& m) { return h0(m); });
+  FakeServer t1([&](const Message& m) { return h1(m); });
+  const std::vector<std::string> hosts = {t0.host(), t1.host()};
+  std::mutex mu;
+  std::vector<worker::HeartbeatMonitor::Health> health(2);
+  health[0].incarnation = 100;
+  health[1].incarnation = 101;
+  worker::ShardMaster::Options options;
+  options.connect = [&](int t) -> Result<std::unique_ptr<wire::Connection>> {
+    return wire::Connection::Connect(wire::TcpEndpoint(hosts[t]));
+  };
+  options.health = [&](int t) {
+    std::lock_guard<std::mutex> lock(mu);
+    return health[t];
+  };
+  options.joiner_poll = milliseconds(50);
+  options.watch_interval = milliseconds(20);
+  worker::ShardRoutes routes(2, 1, "chief", 0, options.connect);
+  auto master = worker::ShardMaster::Create(hosts, 1, "chief 0", &routes, options);
+  ASSERT_TRUE(master.ok()) << master.status().ToString();
+  ASSERT_TRUE(master.value()->Start(std::chrono::seconds(5)).ok());
+  EXPECT_EQ(h0.Epoch(), 1u);
+  EXPECT_EQ(h1.Epoch(), 1u);
+  master.value()->Watch();
+  auto wait_for_epoch = [&](uint64_t epoch) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (h1.Epoch() < epoch && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    return h1.Epoch();
+  };
+  // Both joiners are reported caught up by their tails: one new epoch makes them members.
+  ASSERT_EQ(wait_for_epoch(2), 2u);
+  EXPECT_EQ(master.value()->map().chains, (std::vector<std::vector<int>>{{0, 1}, {1, 0}}));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    health[0].up = false;
+  }
+  ASSERT_EQ(wait_for_epoch(3), 3u);
+  const replication::ShardMap map = master.value()->map();
+  EXPECT_EQ(map.chains, (std::vector<std::vector<int>>{{1}, {1}})) << map.Describe();
+  EXPECT_EQ(routes.epoch(), 3u) << "the chief's own routes follow the maps it sends";
+  EXPECT_EQ(routes.Head(0), 1);
+  master.value()->Stop();
+}
+
 }  // namespace
 }  // namespace pstrain
