@@ -357,6 +357,10 @@ Result<std::vector<Message>> PsClient::Await(
     if (replicated && status.code() == StatusCode::kAborted && pending[k].shard >= 0) {
       VLOG(1) << Who() << ": " << status.ToString();
       route.fetch = true;
+      if (pending[k].reinit) {  // the new head says again if it needs one
+        pending[k].done = true;
+        rounds[server].reinit_pending = false;
+      }
       if (!route.retry_at.count(pending[k].shard)) {
         route.retry_at[pending[k].shard] = Clock::now() + backoff;
         backoff = std::min(backoff * 2, milliseconds(2000));
