@@ -149,8 +149,16 @@ Status ShardMaster::Start(std::chrono::seconds timeout) {
     if (out.empty()) break;
     std::vector<Result<Message>> replies = connections_.Call(out, options_.call_timeout);
     for (size_t i = 0; i < out.size(); ++i) {
-      if (!replies[i].ok()) continue;
       const int t = out[i].first;
+      if (!replies[i].ok()) {
+        // A refusal (a server without replication) will not change by waiting for it.
+        if (replies[i].status().code() != StatusCode::kUnavailable) {
+          LOG(WARNING) << who_ << ": ps " << t
+                       << " refused a shard map get: " << replies[i].status().ToString();
+          held[t] = ShardMap{};
+        }
+        continue;
+      }
       if (replies[i]->map_epoch == 0) {
         held[t] = ShardMap{};
         continue;
