@@ -50,8 +50,9 @@ DEFINE_int64(save_checkpoints_steps, 0, "chief: checkpoint every N global steps"
 DEFINE_double(save_checkpoints_secs, 60, "chief: checkpoint every N seconds");
 DEFINE_int32(max_to_keep, 5, "checkpoints kept per server shard");
 DEFINE_int32(replicas, 0,
-             "backups of each server shard (docs/replication.md): a shard's chain of 1 + replicas "
-             "servers survives a server's death; 0: none, each shard on its own server");
+             "backups per shard (docs/replication.md): each shard's updates are also applied on "
+             "this many other server tasks before a push is acknowledged, so a server's death "
+             "loses nothing; 0: none, each shard on its own server");
 DEFINE_int32(evaluators, 0, "evaluator tasks in the cluster (they join the final barrier)");
 DEFINE_double(eval_interval_secs, 10, "evaluator: seconds between evaluations");
 DEFINE_string(data_dir, "", "Fashion-MNIST IDX directory (default: the config's)");
@@ -360,6 +361,7 @@ int main(int argc, char** argv) {
     o.push_part_bytes = int64_t{FLAGS_push_part_mb} << 20;
     o.min_workers = FLAGS_min_workers;
     o.elastic_data = FLAGS_elastic_data;
+    o.replicas = FLAGS_replicas;
     status = FLAGS_job_name == "worker" ? pstrain::worker::RunWorker(o)
                                         : pstrain::worker::RunEvaluator(o);
   }

@@ -113,6 +113,7 @@ void HeartbeatMonitor::Drain(int s, Clock::time_point now) {
     Result<Message> reply = server.connection->Receive(std::chrono::milliseconds(0));
     if (!reply.ok()) return;  // nothing more (or unreadable: the next heartbeat will tell)
     server.last_reply = now;
+    if (reply->map_epoch > highest_map_epoch_.load()) highest_map_epoch_ = reply->map_epoch;
     std::lock_guard<std::mutex> lock(mu_);
     Health& h = server.health;
     const std::string me = role_ + " " + std::to_string(task_index_) + ": ";

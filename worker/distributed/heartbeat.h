@@ -46,6 +46,9 @@ class HeartbeatMonitor {
     std::chrono::steady_clock::time_point down_since;  // when it was found dead
   };
   Health Of(int server) const;
+  // The highest shard-map epoch any heartbeat reply carried (0: none; always 0 without
+  // --replicas): a higher one than a client's own tells it to fetch the map.
+  uint64_t highest_map_epoch() const { return highest_map_epoch_.load(); }
 
  private:
   struct Server {
@@ -68,6 +71,7 @@ class HeartbeatMonitor {
   mutable std::mutex mu_;  // guards servers_[*].health
   std::vector<Server> servers_;
   std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> highest_map_epoch_{0};
   std::thread thread_;
 };
 

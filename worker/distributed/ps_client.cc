@@ -2,11 +2,13 @@
 
 #include <cstring>
 #include <map>
+#include <set>
 #include <thread>
 #include <utility>
 
 #include "common/checkpoint/cluster_checkpoint.h"
 #include "common/wire/same_host.h"
+#include "worker/distributed/shard_master.h"
 
 namespace pstrain {
 namespace worker {
@@ -20,6 +22,11 @@ namespace {
 // Long enough for a sync step that waits on the slowest worker.
 constexpr milliseconds kStepTimeout(300000);
 constexpr milliseconds kShortTimeout(30000);
+// A shard-map fetch: a round trip to every live server.
+constexpr milliseconds kFetchTimeout(1000);
+// Between two fetches of an exchange (a server may show a newer epoch before the map reaches
+// every one, and a refused request is retried behind a backoff anyway).
+constexpr milliseconds kFetchInterval(200);
 // Committed steps the record remembers: more than a shard keeps by default (--max_to_keep 5); a
 // step whose files are gone is simply not restorable.
 constexpr int kCommitsKept = 20;
@@ -37,7 +44,11 @@ Result<std::unique_ptr<PsClient>> PsClient::Connect(const std::vector<std::strin
                                                     const std::string& role, int task_index,
                                                     const std::vector<Variable*>& variables,
                                                     int64_t partition_bytes,
-                                                    const wire::ClusterKeys& curve) {
+                                                    const wire::ClusterKeys& curve, int replicas) {
+  if (replicas != 0) {
+    // The same checks, by name, as every other role's.
+    RETURN_IF_ERROR(replication::PlaceReplicas(ps_hosts, replicas).status());
+  }
   auto c = std::unique_ptr<PsClient>(new PsClient());
   c->role_ = role;
   c->task_index_ = task_index;
@@ -57,7 +68,10 @@ Result<std::unique_ptr<PsClient>> PsClient::Connect(const std::vector<std::strin
     c->servers_.push_back(std::move(conn));
   }
   c->hosts_ = ps_hosts;
+  c->curve_ = curve;
   c->push_sequence_.assign(ps_hosts.size(), 0);
+  c->routes_ = std::make_unique<ShardRoutes>(static_cast<int>(ps_hosts.size()), replicas, role,
+                                             task_index, connect);
   c->heartbeat_ = std::make_unique<HeartbeatMonitor>(ps_hosts, role, task_index, connect);
   RETURN_IF_ERROR(c->heartbeat_->Start());
   return c;
@@ -75,7 +89,8 @@ Message PsClient::Request(MessageType type) const {
 namespace {
 // One request of an exchange, until its reply comes.
 struct Pending {
-  int server = 0;
+  int shard = -1;   // -1: a task-level request
+  int server = 0;   // the task it was last sent to (-1: parked, its shard has no head)
   Message message;  // with its request id
   Message reply;
   bool done = false;
@@ -90,6 +105,14 @@ struct ServerRound {
   bool reinit_pending = false;
   Clock::time_point retry_at = Clock::time_point::max();  // waiting for the chief's reinit
 };
+
+// What an exchange knows of the routes (replicas only).
+struct RouteState {
+  bool fetch = false;  // a server refused a request as not the head: fetch the map
+  Clock::time_point fetch_at;
+  std::map<int, Clock::time_point> retry_at;      // by shard: refused, sent again then
+  std::map<int, Clock::time_point> parked_since;  // by shard: no head to send to
+};
 }  // namespace
 
 std::string PsClient::ServerName(int s) const {
@@ -101,6 +124,7 @@ struct PsClient::InFlight {
   std::vector<Pending> pending;     // the caller's requests in the order sent, then reinits
   std::vector<ServerRound> rounds;  // by server
   size_t requested = 0;             // the caller's requests
+  RouteState route;
 };
 
 PsClient::PsClient() = default;
@@ -115,20 +139,32 @@ std::shared_ptr<PsClient::InFlight> PsClient::Start() {
   return f;
 }
 
-Status PsClient::Send(InFlight* f, int server, Message message) {
+Status PsClient::Send(InFlight* f, int shard, Message message) {
+  return SendTo(f, shard, routes_->Head(shard), std::move(message));
+}
+
+Status PsClient::SendTo(InFlight* f, int shard, int task, Message message) {
   Pending p;
-  p.server = server;
+  p.shard = shard;
+  p.server = task;
   p.message = std::move(message);
+  if (shard >= 0) p.message.shard = routes_->ShardField(shard);
   p.message.request_id = next_id_++;
   f->pending.push_back(std::move(p));
   ++f->requested;
-  return servers_[server]->Send(f->pending.back().message).WithContext(ServerName(server));
+  if (task < 0) {  // Await sends it once a map names a head
+    f->route.parked_since.emplace(shard, Clock::now());
+    return Status::OK();
+  }
+  return servers_[task]->Send(f->pending.back().message).WithContext(ServerName(task));
 }
 
 Result<std::vector<Message>> PsClient::Exchange(const std::vector<std::pair<int, Message>>& out,
-                                                milliseconds timeout) {
+                                                milliseconds timeout, bool to_tasks) {
   std::shared_ptr<InFlight> f = Start();
-  for (const auto& [server, message] : out) RETURN_IF_ERROR(Send(f.get(), server, message));
+  for (const auto& [where, message] : out) {
+    RETURN_IF_ERROR(to_tasks ? SendTo(f.get(), -1, where, message) : Send(f.get(), where, message));
+  }
   return Await(f.get(), timeout);
 }
 
@@ -137,6 +173,8 @@ Result<std::vector<Message>> PsClient::Await(
     const std::function<void(size_t, const Message&)>& on_reply) {
   std::vector<Pending>& pending = f->pending;
   std::vector<ServerRound>& rounds = f->rounds;
+  RouteState& route = f->route;
+  const bool replicated = routes_->replicated();
   auto health = [&](int s) { return heartbeat_ ? heartbeat_->Of(s) : HeartbeatMonitor::Health{}; };
   auto send = [&](const Pending& p) {
     return servers_[p.server]->Send(p.message).WithContext(ServerName(p.server));
@@ -149,6 +187,43 @@ Result<std::vector<Message>> PsClient::Await(
     }
     return Status::OK();
   };
+  // A chief's register that gives shard `shard`, at task `server`, this chief's values again.
+  auto reinit = [&](int shard, int server) -> Status {
+    Pending p;
+    p.shard = shard;
+    p.server = server;
+    p.message = InitMessage(shard, last_step_);
+    p.message.shard = routes_->ShardField(shard);
+    p.message.request_id = next_id_++;
+    p.reinit = true;
+    pending.push_back(std::move(p));
+    rounds[server].reinit_pending = true;
+    return send(pending.back());
+  };
+  // Shard `s`'s unanswered requests go to its head now, in their first order (a chief's
+  // re-initialisation meant for the old head is dropped: the new one says if it needs one).
+  auto send_shard = [&](int s) -> Status {
+    const int head = routes_->Head(s);
+    route.retry_at.erase(s);
+    if (head < 0) {
+      route.parked_since.emplace(s, Clock::now());
+    } else {
+      route.parked_since.erase(s);
+    }
+    for (Pending& p : pending) {
+      if (p.shard != s || p.done) continue;
+      if (p.reinit) {
+        if (p.server != head) {
+          p.done = true;
+          if (p.server >= 0) rounds[p.server].reinit_pending = false;
+        }
+        continue;
+      }
+      p.server = head;
+      if (head >= 0 && !rounds[head].reinit_pending) RETURN_IF_ERROR(send(p));
+    }
+    return Status::OK();
+  };
   auto deadline = Clock::now() + timeout;
   milliseconds backoff(100);
   while (true) {
@@ -157,8 +232,62 @@ Result<std::vector<Message>> PsClient::Await(
       if (!pending[i].done) next = i;
     }
     if (next == pending.size()) break;
-    const auto now = Clock::now();
+    auto now = Clock::now();
     bool any_down = false;
+    if (replicated) {
+      // A newer map seen on any reply or heartbeat, or a refusal, fetches the map; then every
+      // shard whose head moved, or whose refused request waited its turn, goes to its head.
+      if (heartbeat_) routes_->Observe(heartbeat_->highest_map_epoch());
+      if ((route.fetch || routes_->Behind()) && now >= route.fetch_at) {
+        Result<bool> fetched = routes_->Fetch([&](int t) { return health(t).up; }, kFetchTimeout);
+        if (!fetched.ok()) {
+          LOG_EVERY_N(WARNING, 10) << Who() << ": " << fetched.status().ToString();
+        }
+        route.fetch = false;
+        now = Clock::now();
+        route.fetch_at = now + kFetchInterval;
+      }
+      if (role_ == "chief") {
+        std::vector<int> fresh;
+        {
+          std::lock_guard<std::mutex> lock(fresh_mu_);
+          fresh.swap(fresh_);
+        }
+        for (int s : fresh) {
+          const int head = routes_->Head(s);
+          if (head < 0 || rounds[head].reinit_pending) continue;
+          LOG(WARNING) << Who() << ": shard " << s << " starts afresh on " << ServerName(head)
+                       << "; initialising it from this chief's values at step " << last_step_;
+          RETURN_IF_ERROR(reinit(s, head));
+        }
+      }
+      std::set<int> moved, again;
+      for (const Pending& p : pending) {
+        if (!p.done && p.shard >= 0 && p.server != routes_->Head(p.shard)) moved.insert(p.shard);
+      }
+      for (const auto& [s, at] : route.retry_at) {
+        if (now >= at && !moved.count(s)) again.insert(s);
+      }
+      for (int s : moved) {
+        LOG(INFO) << Who() << ": sending the unanswered requests of shard " << s << " to "
+                  << (routes_->Head(s) < 0 ? std::string("no task yet (it has no live replica)")
+                                           : ServerName(routes_->Head(s)))
+                  << " (map epoch " << routes_->epoch() << ")";
+        RETURN_IF_ERROR(send_shard(s));
+        deadline = std::max(deadline, now + timeout);
+      }
+      // The same head again, after its refusal: no new time for the exchange (a head that
+      // never takes them fails it, as one that never answers does).
+      for (int s : again) RETURN_IF_ERROR(send_shard(s));
+      for (const auto& [s, since] : route.parked_since) {
+        any_down = true;
+        if (now - since > unavailable_timeout_) {
+          return Unavailable("shard " + std::to_string(s) + " has had no live replica for " +
+                             std::to_string(unavailable_timeout_.count()) +
+                             " s (--ps_unavailable_timeout_secs); giving up on the exchange");
+        }
+      }
+    }
     for (size_t i = 0; i < servers_.size(); ++i) {
       const int s = static_cast<int>(i);
       bool waiting = false;
@@ -184,16 +313,26 @@ Result<std::vector<Message>> PsClient::Await(
         deadline = std::max(deadline, now + timeout);
       }
     }
+    // Wait on the first unanswered request that has somewhere to go.
+    for (size_t i = next; i < pending.size() && pending[next].server < 0; ++i) {
+      if (!pending[i].done && pending[i].server >= 0) next = i;
+    }
     if (!any_down && now > deadline) {
       return Unavailable("no reply from " + ServerName(pending[next].server) + " within " +
                          std::to_string(timeout.count()) + " ms");
     }
     const int server = pending[next].server;
+    if (server < 0) {  // every one waits for a map naming a head
+      route.fetch = true;
+      std::this_thread::sleep_for(milliseconds(100));
+      continue;
+    }
     Result<Message> reply = servers_[server]->Receive(milliseconds(250));
     if (!reply.ok()) {
       if (reply.status().code() == StatusCode::kUnavailable) continue;  // a slice went by
       return reply.status().WithContext(ServerName(server));
     }
+    if (replicated) routes_->Observe(reply->map_epoch);
     size_t k = pending.size();
     for (size_t i = 0; i < pending.size(); ++i) {
       if (!pending[i].done && pending[i].server == server &&
@@ -214,6 +353,21 @@ Result<std::vector<Message>> PsClient::Await(
       }
       continue;
     }
+    // Not the head (the map moved on, or the server has none yet): fetch the map; the request
+    // goes to the new head, or to the same one again after a backoff.
+    if (replicated && status.code() == StatusCode::kAborted && pending[k].shard >= 0) {
+      VLOG(1) << Who() << ": " << status.ToString();
+      route.fetch = true;
+      if (pending[k].reinit) {  // the new head says again if it needs one
+        pending[k].done = true;
+        rounds[server].reinit_pending = false;
+      }
+      if (!route.retry_at.count(pending[k].shard)) {
+        route.retry_at[pending[k].shard] = Clock::now() + backoff;
+        backoff = std::min(backoff * 2, milliseconds(2000));
+      }
+      continue;
+    }
     // A server that restarted has no variables (servers never restore on their own, which would
     // roll one shard back behind the others): the chief gives it its current values again, and
     // the server its optimizer slots from its newest checkpoint; everyone else waits for that.
@@ -226,14 +380,7 @@ Result<std::vector<Message>> PsClient::Await(
           LOG(WARNING) << Who() << ": " << ServerName(server)
                        << " has lost its variables (it restarted); initialising it again from "
                        << "this chief's values at step " << last_step_;
-          Pending p;
-          p.server = server;
-          p.message = InitMessage(server, last_step_);
-          p.message.request_id = next_id_++;
-          p.reinit = true;
-          pending.push_back(std::move(p));
-          rounds[server].reinit_pending = true;
-          RETURN_IF_ERROR(send(pending.back()));
+          RETURN_IF_ERROR(reinit(pending[k].shard >= 0 ? pending[k].shard : server, server));
         }
       } else if (rounds[server].retry_at == Clock::time_point::max()) {
         LOG_EVERY_N(INFO, 20) << Who() << ": waiting for the chief to initialise "
@@ -259,103 +406,6 @@ Message PsClient::InitMessage(int s, int64_t step) const {
     }
   }
   return m;
-}
-
-Result<PsClient::Initialized> PsClient::Initialize(int64_t step, const std::string& train_dir) {
-  const int n = static_cast<int>(servers_.size());
-  // What every server holds: variables or not, and the steps of its whole checkpoints.
-  std::vector<std::pair<int, Message>> ask;
-  for (int s = 0; s < n; ++s) ask.emplace_back(s, Request(MessageType::kRegister));
-  ASSIGN_OR_RETURN(std::vector<Message> held, Exchange(ask, kShortTimeout));
-  Initialized result;
-  std::vector<std::vector<int64_t>> whole;
-  std::string listed;
-  for (int s = 0; s < n; ++s) {
-    result.kept += held[s].value == 1;
-    const std::vector<int64_t>& steps = held[s].steps;
-    whole.push_back(steps);
-    listed +=
-        (s ? "; " : "") + ServerName(s) + ": " +
-        (steps.empty() ? "none"
-                       : std::to_string(steps.size()) + ", newest " + std::to_string(steps.back()));
-  }
-  if (result.kept == n) return result;  // only the chief restarted: the servers keep theirs
-
-  std::optional<int64_t> restore;
-  if (!train_dir.empty()) {
-    Result<std::vector<int64_t>> committed = ReadCommittedSteps(train_dir);
-    if (committed.ok()) {
-      restore = NewestRestorableStep(whole, committed.value());
-    } else {
-      restore = NewestRestorableStep(whole, std::nullopt);
-      if (restore && committed.status().code() != StatusCode::kNotFound) {
-        LOG(WARNING) << Who() << ": " << committed.status().ToString()
-                     << "; taking the newest step every server holds whole instead";
-      }
-    }
-  }
-  std::vector<std::pair<int, Message>> out;
-  if (restore) {
-    if (result.kept > 0) {
-      LOG(WARNING) << Who() << ": " << result.kept << " of " << n << " servers kept running but "
-                   << n - result.kept << " lost their variables; every server goes back to "
-                   << "committed step " << *restore << ", so that no shard is at another step";
-    }
-    for (int s = 0; s < n; ++s) {
-      Message m = Request(MessageType::kRestore);
-      m.step = *restore;
-      out.emplace_back(s, m);
-    }
-    RETURN_IF_ERROR(Exchange(out, kStepTimeout).status());
-    // Later commits belong to the run the cluster just went back on.
-    Status s = UncommitStepsAfter(train_dir, *restore);
-    if (!s.ok()) LOG(WARNING) << Who() << ": " << s.ToString();
-    LOG(INFO) << Who() << ": every server restored its shard of committed step " << *restore
-              << " (whole checkpoints: " << listed << ")";
-    result.kept = 0;
-    result.restored = restore;
-    return result;
-  }
-  if (!train_dir.empty()) {
-    LOG(INFO) << Who() << ": no committed step that every server holds whole (" << listed
-              << "); servers without variables start from this chief's values at step " << step;
-  }
-  for (int s = 0; s < n; ++s) out.emplace_back(s, InitMessage(s, step));
-  ASSIGN_OR_RETURN(std::vector<Message> replies, Exchange(out, kShortTimeout));
-  result.kept = 0;
-  for (const Message& r : replies) result.kept += r.text == "kept";
-  if (result.kept > 0) {
-    LOG(WARNING) << Who() << ": " << result.kept << " of " << n << " servers kept the values they "
-                 << "held while the others start afresh: nothing committed to go back to";
-  }
-  return result;
-}
-
-Status PsClient::WaitUntilInitialized(std::chrono::seconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  milliseconds backoff(100);
-  for (int attempt = 0;; ++attempt) {
-    std::vector<std::pair<int, Message>> out;
-    for (size_t s = 0; s < servers_.size(); ++s) {
-      out.emplace_back(static_cast<int>(s), Request(MessageType::kRegister));
-    }
-    Result<std::vector<Message>> replies = Exchange(out, kShortTimeout);
-    bool ready = replies.ok();
-    if (ready) {
-      for (const Message& r : replies.value()) ready = ready && r.value == 1;
-    }
-    if (ready) return Status::OK();
-    if (std::chrono::steady_clock::now() > deadline) {
-      return Unavailable("the parameter servers were not initialised within " +
-                         std::to_string(timeout.count()) + " s (is the chief, worker 0, up?)");
-    }
-    if (attempt % 20 == 0) {
-      LOG(INFO) << role_ << " " << task_index_ << ": waiting for the chief to initialise the "
-                << "variables" << (replies.ok() ? "" : " (" + replies.status().message() + ")");
-    }
-    std::this_thread::sleep_for(backoff);
-    backoff = std::min(backoff * 2, milliseconds(1000));
-  }
 }
 
 void PsClient::CopyIn(const std::vector<Message>& replies) {
@@ -454,7 +504,8 @@ Status PsClient::Shutdown() {
   for (size_t s = 0; s < servers_.size(); ++s) {
     out.emplace_back(static_cast<int>(s), Request(MessageType::kShutdown));
   }
-  return Exchange(out, kShortTimeout).status();
+  if (master_) master_->Stop();  // the servers leave: no map to keep
+  return Exchange(out, kShortTimeout, /*to_tasks=*/true).status();
 }
 
 }  // namespace worker

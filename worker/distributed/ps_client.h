@@ -19,6 +19,14 @@
 // so a retried part is applied once. Pulled values are copied into the variables as each reply
 // arrives, while later parts are still on the wire (PushAndPull copies them all at the end).
 //
+// Replicas (--replicas > 0, docs/replication.md section 4): shard s's requests carry `shard = s`
+// and go to the head of its chain in the newest shard map this client knows (ShardRoutes,
+// shard_routes.h); a newer epoch on any reply, or a kAborted one, fetches the map, and the
+// unanswered requests of a shard whose head moved are sent again to the new head, in their first
+// order (as to a restarted server). Push sequence numbers count per shard, the global step is
+// shard 0's, barriers live on shard 0's head. The chief is the chain master (ShardMaster,
+// shard_master.h), started by Initialize. Without replicas shard s is task s and no map exists.
+//
 // Checkpoints are one step across all shards (common/checkpoint/cluster_checkpoint.h): the chief
 // commits a step once every server has answered that its shard file is durable, and at start
 // restores the newest committed step every server holds whole on every server, or none.
@@ -27,6 +35,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,25 +43,30 @@
 #include "common/replication/sharding.h"
 #include "common/wire/transport.h"
 #include "worker/distributed/heartbeat.h"
+#include "worker/distributed/shard_routes.h"
 #include "worker/network/layer.h"
 
 namespace pstrain {
 namespace worker {
 
+class ShardMaster;
+
 struct PushPullResult {
-  int64_t global_step = 0;  // after the push, from PS task 0
+  int64_t global_step = 0;  // after the push, from shard 0
   bool dropped = false;     // a server dropped the push as stale
 };
 
 class PsClient {
  public:
   // `variables` are placed with replication::Sharding over the servers; trainable ones are pushed
-  // as gradients, the others (batch-norm moving statistics) as values to assign.
+  // as gradients, the others (batch-norm moving statistics) as values to assign. `replicas` is
+  // --replicas (0: no shard map; otherwise below the number of servers).
   static Result<std::unique_ptr<PsClient>> Connect(const std::vector<std::string>& ps_hosts,
                                                    const std::string& role, int task_index,
                                                    const std::vector<Variable*>& variables,
                                                    int64_t partition_bytes,
-                                                   const wire::ClusterKeys& curve = {});
+                                                   const wire::ClusterKeys& curve = {},
+                                                   int replicas = 0);
 
   ~PsClient();
 
@@ -60,10 +74,12 @@ class PsClient {
     int kept = 0;                     // servers that kept the variables they held
     std::optional<int64_t> restored;  // the committed step every server restored
   };
-  // Chief: brings every server to one state. When every server holds variables (only the chief
-  // restarted) they keep them. Otherwise, if `train_dir` has a committed step that every server
-  // holds whole, every server restores that step, one that kept running too, so that no shard is
-  // at another step; if not, servers without variables get this chief's values at `step`.
+  // Chief: brings every server to one state. With replicas it first starts the chain master,
+  // which sends the epoch-1 map (or takes the servers' own, after a chief restart), and judges
+  // by shard: a shard is held when its head holds it. When every server holds variables (only the
+  // chief restarted) they keep them. Otherwise, if `train_dir` has a committed step that every
+  // server holds whole, every server restores that step, one that kept running too, so that no
+  // shard is at another step; if not, servers without variables get this chief's values at `step`.
   Result<Initialized> Initialize(int64_t step, const std::string& train_dir = "");
   // Non-chief: waits (retrying with backoff) until every server has its variables.
   Status WaitUntilInitialized(std::chrono::seconds timeout);
@@ -87,7 +103,7 @@ class PsClient {
   // push to server 0, whose data ledger records them (ps/data_ledger.h).
   void set_data_uses(std::vector<wire::ChunkUse> uses) { data_uses_ = std::move(uses); }
 
-  // Blocks until `participants` callers reached barrier `name` (on PS task 0).
+  // Blocks until `participants` callers reached barrier `name` (on shard 0's head).
   Status Barrier(const std::string& name, int participants);
   // Chief: every server saves its shard at `step` under `train_dir`; once every one has answered
   // that its file is durable, the step is committed in <train_dir>/committed_checkpoints. A step
@@ -99,6 +115,10 @@ class PsClient {
   const replication::Sharding& sharding() const { return sharding_; }
   // What the heartbeats say of server `s`.
   HeartbeatMonitor::Health ServerHealth(int s) const { return heartbeat_->Of(s); }
+  // The routes by shard (the shard map this client follows).
+  const ShardRoutes& routes() const { return *routes_; }
+  // The chief's chain master once Initialize started it (replicas only), else null.
+  ShardMaster* shard_master() const { return master_.get(); }
   // How long requests wait for a server that is down before failing (default 10 minutes).
   void set_unavailable_timeout(std::chrono::seconds t) { unavailable_timeout_ = t; }
 
@@ -110,13 +130,18 @@ class PsClient {
 
   PsClient();
   wire::Message Request(wire::MessageType type) const;
-  // Sends one request per (server, message) and collects the replies in the same order.
+  Result<Initialized> InitializeShards(int64_t step, const std::string& train_dir);
+  // Sends one request per (shard, message), each to its shard's head (or, with `to_tasks`, per
+  // (server task, message): task-level requests) and collects the replies in the same order.
   Result<std::vector<wire::Message>> Exchange(const std::vector<std::pair<int, wire::Message>>& out,
-                                              std::chrono::milliseconds timeout);
+                                              std::chrono::milliseconds timeout,
+                                              bool to_tasks = false);
   // Exchange in three calls: Start, Send each request (it leaves at once), then Await the
   // replies, in the order sent; `on_reply` (if set) sees each as it arrives, by its index.
   std::shared_ptr<InFlight> Start();  // shared: deleted where InFlight is whole
-  Status Send(InFlight* f, int server, wire::Message message);
+  Status Send(InFlight* f, int shard, wire::Message message);
+  // `shard` -1: a task-level request to `task`; else shard's request, to `task` its head.
+  Status SendTo(InFlight* f, int shard, int task, wire::Message message);
   Result<std::vector<wire::Message>> Await(
       InFlight* f, std::chrono::milliseconds timeout,
       const std::function<void(size_t, const wire::Message&)>& on_reply = {});
@@ -126,7 +151,7 @@ class PsClient {
   wire::Message PushOf(int s, const std::vector<replication::Partition>& partitions, int64_t step);
   // Sends part `k` of server `s` (its push, then the pull of the same partitions).
   Status SendPart(int s, size_t k);
-  // The chief's register for server `s`: the current values of its partitions.
+  // The chief's register for shard `s`: the current values of its partitions.
   wire::Message InitMessage(int s, int64_t step) const;
   std::string Who() const { return role_ + " " + std::to_string(task_index_); }
   std::string ServerName(int s) const;
@@ -137,8 +162,9 @@ class PsClient {
   std::vector<Variable*> variables_;
   replication::Sharding sharding_;
   std::vector<std::string> hosts_;
+  wire::ClusterKeys curve_;
   uint64_t next_id_ = 1;
-  std::vector<uint64_t> push_sequence_;  // per server
+  std::vector<uint64_t> push_sequence_;  // per shard
   int64_t last_step_ = 0;                // the global step of the last pull
   std::unique_ptr<HeartbeatMonitor> heartbeat_;
   std::chrono::seconds unavailable_timeout_{600};
@@ -146,6 +172,11 @@ class PsClient {
   std::shared_ptr<StepParts> parts_;  // the overlapped step under way, if any
   // Elastic data: the uses the next push to server 0 carries.
   std::vector<wire::ChunkUse> data_uses_;
+  std::unique_ptr<ShardRoutes> routes_;
+  std::mutex fresh_mu_;
+  std::vector<int> fresh_;  // shards the chain master restarted empty: the chief initialises them
+  // The chief's, with replicas; declared last so that it stops before what it uses goes.
+  std::unique_ptr<ShardMaster> master_;
 };
 
 }  // namespace worker

@@ -117,7 +117,7 @@ Status RunWorker(const RoleOptions& o) {
   Model* model = s.model.get();
   ASSIGN_OR_RETURN(auto client,
                    PsClient::Connect(o.ps_hosts, chief ? "chief" : "worker", o.task_index,
-                                     model->variables(), o.partition_bytes, o.curve));
+                                     model->variables(), o.partition_bytes, o.curve, o.replicas));
   client->set_unavailable_timeout(std::chrono::seconds(o.unavailable_timeout_secs));
   if (chief) {
     ASSIGN_OR_RETURN(PsClient::Initialized init, client->Initialize(0, o.train_dir));
@@ -297,8 +297,9 @@ Status RunEvaluator(const RoleOptions& o) {
   ASSIGN_OR_RETURN(Setup s, Load(o));
   ASSIGN_OR_RETURN(std::unique_ptr<ComputeDevice> device, ComputeDevice::Open(o.device, who));
   Model* model = s.model.get();
-  ASSIGN_OR_RETURN(auto client, PsClient::Connect(o.ps_hosts, "evaluator", o.task_index,
-                                                  model->variables(), o.partition_bytes, o.curve));
+  ASSIGN_OR_RETURN(auto client,
+                   PsClient::Connect(o.ps_hosts, "evaluator", o.task_index, model->variables(),
+                                     o.partition_bytes, o.curve, o.replicas));
   client->set_unavailable_timeout(std::chrono::seconds(o.unavailable_timeout_secs));
   RETURN_IF_ERROR(client->WaitUntilInitialized(std::chrono::seconds(o.init_timeout_secs)));
   RETURN_IF_ERROR(device->Place(model));

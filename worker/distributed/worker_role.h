@@ -48,6 +48,7 @@ struct RoleOptions {
   // --elastic_data: examples come from chunks server 0's data ledger leases out, not from
   // this task's modulo share (docs/replication.md section 6).
   bool elastic_data = false;
+  int replicas = 0;  // --replicas: backups per shard (PsClient routes by the shard map)
 };
 
 // What --elastic_data's ledger on server 0 leases: the train split's examples per epoch, the

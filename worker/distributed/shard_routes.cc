@@ -1,0 +1,208 @@
+#include "worker/distributed/shard_routes.h"
+
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <optional>
+#include <set>
+
+namespace pstrain {
+namespace worker {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+using wire::Message;
+
+std::vector<wire::Chain> ChainsOf(const replication::ShardMap& map) {
+  std::vector<wire::Chain> chains;
+  for (int s = 0; s < map.num_shards(); ++s) {
+    wire::Chain c;
+    c.shard = s;
+    c.tasks.assign(map.chains[s].begin(), map.chains[s].end());
+    if (s < static_cast<int>(map.joining.size())) {
+      c.joining.assign(map.joining[s].begin(), map.joining[s].end());
+    }
+    chains.push_back(std::move(c));
+  }
+  return chains;
+}
+
+Result<replication::ShardMap> MapOfMessage(const Message& m, int num_shards, int num_tasks) {
+  if (static_cast<int>(m.chains.size()) != num_shards) {
+    return InvalidArgument("shard map of epoch " + std::to_string(m.map_epoch) + ": chains has " +
+                           std::to_string(m.chains.size()) + " entries, expected one per shard (" +
+                           std::to_string(num_shards) + ")");
+  }
+  replication::ShardMap map;
+  map.epoch = m.map_epoch;
+  map.chains.resize(num_shards);
+  map.joining.resize(num_shards);
+  std::vector<bool> seen(num_shards, false);
+  for (size_t i = 0; i < m.chains.size(); ++i) {
+    const wire::Chain& c = m.chains[i];
+    const std::string where = "shard map chains[" + std::to_string(i) + "]";
+    if (c.shard < 0 || c.shard >= num_shards || seen[c.shard]) {
+      return InvalidArgument(where + ".shard is " + std::to_string(c.shard) +
+                             ", expected a shard below " + std::to_string(num_shards) +
+                             " listed once");
+    }
+    seen[c.shard] = true;
+    std::set<int> in;
+    for (const auto* list : {&c.tasks, &c.joining}) {
+      for (int32_t t : *list) {
+        if (t < 0 || t >= num_tasks || !in.insert(t).second) {
+          return InvalidArgument(where + " lists task " + std::to_string(t) +
+                                 ", expected distinct tasks below " + std::to_string(num_tasks));
+        }
+      }
+    }
+    map.chains[c.shard].assign(c.tasks.begin(), c.tasks.end());
+    map.joining[c.shard].assign(c.joining.begin(), c.joining.end());
+  }
+  return map;
+}
+
+MapConnections::MapConnections(int num_tasks, Connector connect)
+    : connect_(std::move(connect)), connections_(num_tasks) {}
+
+MapConnections::~MapConnections() = default;
+
+std::vector<Result<Message>> MapConnections::Call(const std::vector<std::pair<int, Message>>& out,
+                                                  milliseconds timeout) {
+  std::vector<Result<Message>> replies(out.size(), Unavailable("not sent"));
+  std::vector<uint64_t> ids(out.size(), 0);
+  std::vector<bool> waiting(out.size(), false);
+  for (size_t i = 0; i < out.size(); ++i) {
+    const int t = out[i].first;
+    if (!connections_[t]) {
+      Result<std::unique_ptr<wire::Connection>> c = connect_(t);
+      if (!c.ok()) {
+        replies[i] = c.status();
+        continue;
+      }
+      connections_[t] = std::move(c).value();
+    }
+    Message m = out[i].second;
+    m.request_id = ids[i] = next_id_++;
+    Status sent = connections_[t]->Send(m);
+    if (!sent.ok()) {
+      replies[i] = sent;
+      continue;
+    }
+    waiting[i] = true;
+  }
+  const auto deadline = Clock::now() + timeout;
+  while (Clock::now() < deadline) {
+    bool any = false;
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (!waiting[i]) continue;
+      any = true;
+      Result<Message> r = connections_[out[i].first]->Receive(milliseconds(10));
+      if (!r.ok()) continue;  // nothing yet, or unreadable: the deadline tells
+      for (size_t j = 0; j < out.size(); ++j) {
+        if (waiting[j] && out[j].first == out[i].first && ids[j] == r->request_id) {
+          Status status = wire::StatusOfReply(*r);
+          replies[j] =
+              status.ok() ? Result<Message>(std::move(r).value()) : Result<Message>(status);
+          waiting[j] = false;
+          break;
+        }
+      }
+    }
+    if (!any) break;
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!waiting[i]) continue;
+    replies[i] = Unavailable("ps " + std::to_string(out[i].first) + " did not answer a " +
+                             wire::MessageTypeName(out[i].second.type) + " within " +
+                             std::to_string(timeout.count()) + " ms");
+    connections_[out[i].first].reset();
+  }
+  return replies;
+}
+
+ShardRoutes::ShardRoutes(int num_tasks, int replicas, std::string role, int task_index,
+                         MapConnections::Connector connect)
+    : num_tasks_(num_tasks),
+      replicas_(replicas),
+      role_(std::move(role)),
+      task_index_(task_index),
+      connections_(num_tasks, std::move(connect)) {
+  map_.chains.resize(num_tasks);
+  map_.joining.resize(num_tasks);
+  for (int s = 0; s < num_tasks; ++s) map_.chains[s] = {s};
+}
+
+int ShardRoutes::Head(int shard) const {
+  if (!replicated()) return shard;
+  std::lock_guard<std::mutex> lock(mu_);
+  return map_.head(shard);
+}
+
+uint64_t ShardRoutes::epoch() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return map_.epoch;
+}
+
+replication::ShardMap ShardRoutes::map() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return map_;
+}
+
+void ShardRoutes::Observe(uint64_t epoch) {
+  uint64_t seen = seen_.load();
+  while (epoch > seen && !seen_.compare_exchange_weak(seen, epoch)) {
+  }
+}
+
+bool ShardRoutes::Adopt(const replication::ShardMap& map) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (map.epoch <= map_.epoch || map.num_shards() != num_tasks_) return false;
+  map_ = map;
+  Observe(map.epoch);
+  return true;
+}
+
+Result<bool> ShardRoutes::Fetch(const std::function<bool(int)>& live, milliseconds timeout) {
+  std::lock_guard<std::mutex> fetching(fetch_mu_);
+  std::vector<std::pair<int, Message>> out;
+  for (int t = 0; t < num_tasks_; ++t) {
+    if (!live(t)) continue;
+    Message get;
+    get.type = wire::MessageType::kShardMap;
+    get.role = role_;
+    get.task_index = task_index_;
+    get.incarnation = wire::ProcessIncarnation();
+    out.emplace_back(t, std::move(get));
+  }
+  std::vector<Result<Message>> replies = connections_.Call(out, timeout);
+  std::optional<replication::ShardMap> best;
+  std::string why;
+  size_t failed = 0;
+  for (size_t i = 0; i < replies.size(); ++i) {
+    if (!replies[i].ok()) {
+      ++failed;
+      why += (why.empty() ? "" : "; ") + replies[i].status().ToString();
+      continue;
+    }
+    Observe(replies[i]->map_epoch);
+    if (replies[i]->map_epoch == 0) continue;  // no map there yet
+    Result<replication::ShardMap> m = MapOfMessage(*replies[i], num_tasks_, num_tasks_);
+    if (!m.ok()) {
+      LOG(WARNING) << role_ << " " << task_index_ << ": the shard map of ps " << out[i].first
+                   << ": " << m.status().ToString();
+      continue;
+    }
+    if (!best || m->epoch > best->epoch) best = std::move(m).value();
+  }
+  if (!best) {
+    if (failed == 0 || failed < replies.size()) return false;
+    return Unavailable("no server answered for its shard map: " + why);
+  }
+  if (!Adopt(*best)) return false;
+  LOG(INFO) << role_ << " " << task_index_ << ": routes now follow " << best->Describe();
+  return true;
+}
+
+}  // namespace worker
+}  // namespace pstrain
