@@ -11,6 +11,7 @@
 #include "common/wire/refusal_log.h"
 #include "common/wire/same_host.h"
 #include "ps/server_task.h"
+#include "ps/state_digest.h"
 
 namespace pstrain {
 namespace ps {
@@ -228,6 +229,18 @@ void ServerTask::LogStopped() const {
               << " retried pushes answered once)";
   }
   if (shards_.empty()) LOG(INFO) << "ps " << self() << ": stopped, holding no shard";
+  if (map_.epoch == 0) return;
+  // Each replica's state in one number: every member of a chain must end with its head's.
+  for (const auto& [s, server] : shards_) {
+    const auto& members = map_.chains[s];
+    const bool member = std::find(members.begin(), members.end(), self()) != members.end();
+    LOG(INFO) << "ps " << self() << ": shard " << s << " ("
+              << (map_.head(s) == self() ? "head"
+                  : member               ? "backup"
+                                         : "joining")
+              << ") at step " << server->global_step() << ": crc32c " << std::hex
+              << StateCrc32c(server->store()) << std::dec;
+  }
 }
 
 Status ServerTask::Serve(ServerSummary* summary) {

@@ -76,11 +76,12 @@ class LogWatch:
 
 
 def chains_of(map_line):
-    """{shard: ([members], [joining])} from a 'map epoch E: shard 0 [0 1], shard 1 [2] joining [1]'."""
+    """{shard: ([members], [joining])} from the chief's 'map epoch E: shard 0 [ps0 ps1], shard 1
+    [ps1] joining [ps2], ...'."""
     chains = {}
-    for m in re.finditer(r"shard (\d+) \[([\d ]*)\](?: joining \[([\d ]*)\])?", map_line):
-        chains[int(m.group(1))] = ([int(x) for x in m.group(2).split()],
-                                   [int(x) for x in (m.group(3) or "").split()])
+    for m in re.finditer(r"shard (\d+) \[([ps\d ]*)\](?: joining \[([ps\d ]*)\])?", map_line):
+        chains[int(m.group(1))] = ([int(x) for x in re.findall(r"\d+", m.group(2))],
+                                   [int(x) for x in re.findall(r"\d+", m.group(3) or "")])
     return chains
 
 
@@ -111,7 +112,8 @@ ps:
 {ps}
 worker:
 {workers}
-flags: {{epochs: {epochs}, replicas: 1, save_checkpoints_secs: 0, log_every_n_steps: 25,
+replicas: 1
+flags: {{epochs: {epochs}, save_checkpoints_secs: 0, log_every_n_steps: 25,
         ps_unavailable_timeout_secs: 120}}
 restart: {{policy: on_failure, max_restarts: 10, backoff_secs: 1}}
 """)
@@ -131,7 +133,7 @@ restart: {{policy: on_failure, max_restarts: 10, backoff_secs: 1}}
         return step
 
     def current_map():
-        lines = watch.lines(r"map epoch \d+: shard")
+        lines = watch.lines(r"chief 0: map epoch \d+: shard")
         if not lines:
             return None, {}
         line = lines[-1][2]
@@ -165,7 +167,7 @@ restart: {{policy: on_failure, max_restarts: 10, backoff_secs: 1}}
             # The next kill waits until the new head has applied an update and the victim is back.
             deadline = time.monotonic() + 120
             while launcher.proc.poll() is None and time.monotonic() < deadline:
-                if watch.first_after(t0, rf"first update as head of shard {shard}\b"):
+                if watch.first_after(t0, rf"as head of shard {shard} \("):
                     break
                 time.sleep(0.2)
         code = launcher.proc.wait(timeout=1500)
@@ -183,7 +185,7 @@ restart: {{policy: on_failure, max_restarts: 10, backoff_secs: 1}}
     # Failover: from each kill to the new head's first update.
     times = []
     for shard, head, t0, step in kills:
-        hit = watch.first_after(t0, rf"first update as head of shard {shard}\b")
+        hit = watch.first_after(t0, rf"as head of shard {shard} \(")
         if not hit:
             problems.append(f"no new head of shard {shard} applied an update after ps{head}'s kill")
             continue

@@ -128,7 +128,24 @@ struct PsClient::InFlight {
 };
 
 PsClient::PsClient() = default;
-PsClient::~PsClient() = default;
+PsClient::~PsClient() {
+  for (size_t s = 0; s < acknowledged_steps_.size(); ++s) {
+    LOG(INFO) << Who() << ": shard " << s << ": " << acknowledged_steps_[s]
+              << " pushes acknowledged";
+  }
+}
+
+void PsClient::NoteStepAcknowledged(int64_t global_step) {
+  if (global_step < last_step_) {
+    LOG(ERROR) << Who() << ": the global step went back from " << last_step_ << " to "
+               << global_step << " (an acknowledged update was lost)";
+  }
+  last_step_ = global_step;
+  acknowledged_steps_.resize(servers_.size(), 0);
+  for (size_t s = 0; s < servers_.size(); ++s) {
+    if (!sharding_.OnTask(static_cast<int>(s)).empty()) ++acknowledged_steps_[s];
+  }
+}
 
 std::shared_ptr<PsClient::InFlight> PsClient::Start() {
   auto f = std::make_shared<InFlight>();
@@ -469,7 +486,8 @@ Result<PushPullResult> PsClient::PushAndPull(int64_t step) {
   for (size_t s = 0; s < servers_.size(); ++s) result.dropped |= replies[s].value < 0;
   std::vector<Message> pulls(replies.begin() + servers_.size(), replies.end());
   CopyIn(pulls);
-  result.global_step = last_step_ = pulls[0].step;
+  result.global_step = pulls[0].step;
+  NoteStepAcknowledged(result.global_step);
   return result;
 }
 

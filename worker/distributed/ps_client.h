@@ -172,6 +172,11 @@ class PsClient {
   std::shared_ptr<StepParts> parts_;  // the overlapped step under way, if any
   // Elastic data: the uses the next push to server 0 carries.
   std::vector<wire::ChunkUse> data_uses_;
+  // A step's push answered by every shard that holds a partition: counted per shard (the
+  // replication test compares each shard's final step with its workers' counts, logged at the
+  // end), and the global step it brought checked never to go back.
+  void NoteStepAcknowledged(int64_t global_step);
+  std::vector<int64_t> acknowledged_steps_;  // per shard
   std::unique_ptr<ShardRoutes> routes_;
   std::mutex fresh_mu_;
   std::vector<int> fresh_;  // shards the chain master restarted empty: the chief initialises them

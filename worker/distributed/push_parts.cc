@@ -197,7 +197,7 @@ Result<PushPullResult> PsClient::FinishStep() {
     // Server 0's answer to the pull after its last part: the step this worker's push closed.
     if (what.pull && what.server == 0) result.global_step = replies[i].step;
   }
-  last_step_ = result.global_step;
+  NoteStepAcknowledged(result.global_step);
   return result;
 }
 
