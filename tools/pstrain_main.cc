@@ -127,6 +127,12 @@ int MaxWorkers(const std::vector<std::string>& workers) {
 
 // --min_workers and --max_workers (workers joining and leaving, ps/membership.h).
 bool ValidateElastic(const std::vector<std::string>& workers) {
+  if (FLAGS_elastic_data && FLAGS_replicas > 0) {
+    // The ledger lives on shard 0's head and its records do not carry it yet: a failover would
+    // lose which examples were used (docs/replication.md, slice 9).
+    return Fail("--elastic_data and --replicas=" + std::to_string(FLAGS_replicas) +
+                " do not go together yet: the data ledger is not replicated; use one of them");
+  }
   if (FLAGS_min_workers < 0 || FLAGS_max_workers < 0) {
     return Fail("--min_workers and --max_workers must be >= 0, got " +
                 std::to_string(FLAGS_min_workers) + " and " + std::to_string(FLAGS_max_workers));

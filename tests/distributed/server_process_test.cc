@@ -268,6 +268,9 @@ TEST(RoleFlagsTest, MissingOrContradictoryFlagsStopAtStartNamingTheFlag) {
        "--ps_hosts entry 'nohost' is not host:port"},
       {"--job_name=worker --replicas=1 " + hosts,
        "--replicas=1 needs at least 2 servers in --ps_hosts, got 1"},
+      {"--job_name=worker --replicas=1 --elastic_data --ps_hosts=127.0.0.1:1,127.0.0.1:3 "
+       "--worker_hosts=127.0.0.1:2 --train_dir=/tmp/x",
+       "--elastic_data and --replicas=1 do not go together yet"},
   };
   for (const auto& [args, message] : cases) {
     std::string out;
