@@ -86,7 +86,7 @@ restart: {{policy: on_failure, max_restarts: 3, backoff_secs: 1}}
             print(f"==== {event} at global step ~{latest_step(log_dir)}", flush=True)
             if event == "join":
                 r = control("add-worker", "--train_dir", train_dir)
-                if r.returncode != 0 or "started worker2" not in r.stdout:
+                if r.returncode != 0 or not re.search(r"started worker ?2", r.stdout):
                     problems.append(f"add-worker did not start worker 2: {r.stdout.strip()}")
             elif event == "leave":
                 r = control("remove-worker", "--train_dir", train_dir, "--task", "1")

@@ -38,6 +38,9 @@ struct Setup {
   InputOptions input;
   int64_t max_steps = 0;
   int64_t steps_per_epoch = 1;
+  // --elastic_data without a step limit: training ends when the data ledger's epochs are used
+  // (max_steps is then only the progress lines' estimate: partial batches add steps).
+  bool until_data_ends = false;
 };
 
 Result<Setup> Load(const RoleOptions& o) {
@@ -56,6 +59,7 @@ Result<Setup> Load(const RoleOptions& o) {
   s.max_steps = o.max_steps > 0
                     ? o.max_steps
                     : (s.train.max_steps > 0 ? s.train.max_steps : epochs * s.steps_per_epoch);
+  s.until_data_ends = o.elastic_data && o.max_steps == 0 && s.train.max_steps == 0;
   s.model->InitVariables(s.train.seed);
   return s;
 }
@@ -204,7 +208,7 @@ Status RunWorker(const RoleOptions& o) {
   }
   WorkerMetrics metrics;
   int64_t staleness = 0, dropped = 0, local_steps = 0;  // staleness: summed over the window
-  while (step < s.max_steps && !LeaveRequested()) {
+  while ((s.until_data_ends || step < s.max_steps) && !LeaveRequested()) {
     const auto waited = WorkerMetrics::Clock::now();
     Result<Batch> batch = pipeline->Next();
     const auto input_wait = WorkerMetrics::Clock::now() - waited;
