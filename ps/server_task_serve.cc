@@ -226,7 +226,13 @@ void ServerTask::LogStopped() const {
               << " pushes, " << st.pulls << " pulls, " << st.updates << " updates, "
               << st.dropped_stale << " stale dropped, " << st.rejected << " rejected, "
               << st.refused << " refused to their senders' roles, " << st.duplicates
-              << " retried pushes answered once)";
+              << " retried pushes answered once"
+              << (st.records_replicated + st.copies_sent > 0
+                      ? ", " + std::to_string(st.records_replicated) + " records and " +
+                            std::to_string(st.copies_sent) + " copies replicated (" +
+                            std::to_string(st.bytes_replicated) + " tensor bytes)"
+                      : "")
+              << ")";
   }
   if (shards_.empty()) LOG(INFO) << "ps " << self() << ": stopped, holding no shard";
   if (map_.epoch == 0) return;

@@ -25,7 +25,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
-from fault_test import REPO, Launcher, free_ports, latest_step, read  # noqa: E402
+from fault_test import REPO, Launcher, check_chief_done, free_ports, latest_step, read  # noqa: E402
 
 EXAMPLES = 60000
 
@@ -124,14 +124,7 @@ restart: {{policy: on_failure, max_restarts: 3, backoff_secs: 1}}
     if not re.search(r"worker 2 (restarted|has sent nothing)", ps):
         problems.append("the server's log does not name worker 2's death or restart")
 
-    chief = read(os.path.join(log_dir, "worker-0.log"))
-    done = re.search(r"done: global step (\d+), test accuracy ([0-9.]+)", chief)
-    if not done:
-        problems.append("the chief printed no 'done:' line")
-    elif float(done.group(2)) < target:
-        problems.append(f"test accuracy {done.group(2)} < target {target}")
-    else:
-        print(f"chief: {done.group(0)}", flush=True)
+    check_chief_done(read(os.path.join(log_dir, "worker-0.log")), target, problems)
 
     if problems:
         print(f"FAIL (logs kept in {train_dir}):\n  " + "\n  ".join(problems), flush=True)

@@ -111,6 +111,17 @@ def latest_step(log_dir):
     return step
 
 
+def check_chief_done(chief_log, target, problems):
+    """The chief's 'done:' line, with a test accuracy of at least `target` (else a problem)."""
+    done = re.search(r"done: global step (\d+), test accuracy ([0-9.]+)", chief_log)
+    if not done:
+        problems.append("the chief printed no 'done:' line")
+    elif float(done.group(2)) < target:
+        problems.append(f"test accuracy {done.group(2)} < target {target}")
+    else:
+        print(f"chief: {done.group(0)}", flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--pstrain", required=True)
@@ -247,13 +258,7 @@ restart: {{policy: on_failure, max_restarts: 5, backoff_secs: 1}}
         problems.append(f"only {len(kills)} of {len(victims)} faults were injected")
 
     chief = read(os.path.join(log_dir, "worker-0.log"))
-    done = re.search(r"done: global step (\d+), test accuracy ([0-9.]+)", chief)
-    if not done:
-        problems.append("the chief printed no 'done:' line")
-    elif float(done.group(2)) < target:
-        problems.append(f"test accuracy {done.group(2)} < target {target}")
-    else:
-        print(f"chief: {done.group(0)}", flush=True)
+    check_chief_done(chief, target, problems)
 
     verify = subprocess.run([args.checkpoint_tool, "verify", train_dir], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)

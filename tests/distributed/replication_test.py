@@ -28,7 +28,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
-from fault_test import REPO, Launcher, free_ports, read  # noqa: E402
+from fault_test import REPO, Launcher, check_chief_done, free_ports, read  # noqa: E402
 
 NUM_PS = 3
 NUM_WORKERS = 2
@@ -236,14 +236,7 @@ restart: {{policy: on_failure, max_restarts: 10, backoff_secs: 1}}
             print(f"shard {shard}: {acked[shard]} acknowledged pushes, all applied, none lost or "
                   "applied twice", flush=True)
 
-    chief = logs["worker-0.log"]
-    done = re.search(r"done: global step (\d+), test accuracy ([0-9.]+)", chief)
-    if not done:
-        problems.append("the chief printed no 'done:' line")
-    elif float(done.group(2)) < target:
-        problems.append(f"test accuracy {done.group(2)} < target {target}")
-    else:
-        print(f"chief: {done.group(0)}", flush=True)
+    check_chief_done(logs["worker-0.log"], target, problems)
 
     if problems:
         print(f"FAIL (seed {seed}; logs kept in {train_dir}):\n  " + "\n  ".join(problems),

@@ -85,7 +85,8 @@ def replicated_bytes(text):
     for name, t in text.items():
         if not name.startswith("ps"):
             continue
-        for m in re.finditer(r"(\d+) records \((\d+) bytes\) replicated", t):
+        for m in re.finditer(r"(\d+) records and \d+ copies replicated \((\d+) tensor bytes\)",
+                             t):
             records += int(m.group(1))
             total += int(m.group(2))
     return total, records
