@@ -25,9 +25,9 @@ Status CheckDataLedgerOptions(const DataLedgerOptions& o) {
     return InvalidArgument("the data ledger needs the examples per epoch (> 0), got " +
                            std::to_string(o.examples));
   }
-  if (o.chunk_size <= 0) {
-    return InvalidArgument("--data_chunk must be > 0 examples, got " +
-                           std::to_string(o.chunk_size));
+  if (o.chunk_size <= 0 || o.chunk_size > data::kMaxChunkExamples) {
+    return InvalidArgument("--data_chunk must be 1 to " + std::to_string(data::kMaxChunkExamples) +
+                           " examples, got " + std::to_string(o.chunk_size));
   }
   if (o.epochs <= 0 || o.epochs > kMaxEpochs) {
     return InvalidArgument("--num_epochs must be 1 to " + std::to_string(kMaxEpochs) +

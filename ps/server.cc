@@ -332,16 +332,31 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandlePush(const std::st
   // `assigns` lists the pushed tensors that are values to assign (batch-norm moving statistics),
   // not gradients. Everything is checked before anything changes.
   std::vector<std::pair<std::string, Tensor>> grads, assigns;
+  std::set<std::string> named;
   for (const auto& t : request.tensors) {
     Status s = store_->CheckGradient(t.name, t.tensor);
+    const bool assign =
+        std::find(request.assigns.begin(), request.assigns.end(), t.name) != request.assigns.end();
+    if (s.ok() && !named.insert(t.name).second) {
+      s = InvalidArgument("the push names variable '" + t.name + "' twice");
+    }
+    // A variable is a gradient's or an assigned value's (batch-norm statistics), never both: a
+    // record tells its backups which by name.
+    if (auto kind = assigned_.find(t.name);
+        s.ok() && kind != assigned_.end() && kind->second != assign) {
+      s = InvalidArgument("variable '" + t.name + "' was pushed as " +
+                          (kind->second ? "a value to assign" : "a gradient") +
+                          " before; this push sends it as " +
+                          (assign ? "a value to assign" : "a gradient"));
+    }
     if (!s.ok()) {
       ++stats_.rejected;
       return {{peer, Error(request, s.message())}};
     }
-    const bool assign =
-        std::find(request.assigns.begin(), request.assigns.end(), t.name) != request.assigns.end();
     (assign ? assigns : grads).emplace_back(t.name, t.tensor);
   }
+  for (const auto& [name, t] : grads) assigned_.emplace(name, false);
+  for (const auto& [name, t] : assigns) assigned_.emplace(name, true);
   if (Status s = RecordDataUses(request); !s.ok()) {
     return {{peer, Error(request, s.message(), s.code())}};  // a revoked lease: kAborted
   }

@@ -283,6 +283,8 @@ class ParameterServer {
                         std::vector<Outgoing>* out);
   // Tail: sends a copy of the shard to each joiner that has none.
   void CopyToJoiners(std::vector<Outgoing>* out);
+  // A record's or a copy's retry-cache entries: the cluster's workers, each at most once.
+  Status CheckPushEntries(const std::vector<wire::PushEntry>& entries) const;
   // A retry-cache entry installed from a record or a copy.
   void InstallPush(const wire::PushEntry& e, int64_t record);
   // Defined in ps/server_checkpoints.cc: the snapshot a tail sends a joiner, and its install.
@@ -320,6 +322,8 @@ class ParameterServer {
   std::vector<HeldReply> window_replies_;  // accumulate: pushes in the open window
   std::vector<wire::PushEntry> window_pushes_;
   std::vector<Waiting> future_;  // replication requests of an epoch this task has not yet seen
+  // Whether each variable pushed so far came as a value to assign (true) or a gradient.
+  std::map<std::string, bool> assigned_;
 };
 
 }  // namespace ps

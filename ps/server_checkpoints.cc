@@ -219,12 +219,12 @@ Status ParameterServer::InstallSnapshot(const Message& copy) {
   if (initialized_ && names != store_->Names()) {
     return FailedPrecondition("the copy holds other variables than this shard");
   }
-  if (copy.value < 0) return InvalidArgument("a copy at step " + std::to_string(copy.value));
-  for (const wire::PushEntry& e : copy.pushes) {
-    if (e.role.empty() || e.task_index < 0 || e.sequence == 0) {
-      return InvalidArgument("the copy carries a retry-cache entry without a sender or sequence");
-    }
+  constexpr int64_t kMaxStep = int64_t{1} << 53;  // as a push's step
+  if (copy.value < 0 || copy.value > kMaxStep || copy.sequence > uint64_t{1} << 53) {
+    return InvalidArgument("a copy at record " + std::to_string(copy.sequence) + " and step " +
+                           std::to_string(copy.value) + "; both are from 0 to 2^53");
   }
+  RETURN_IF_ERROR(CheckPushEntries(copy.pushes).WithContext("the copy"));
   // Everything checked: in place after whatever shares the old bytes has its own, as a restore.
   for (const auto& [name, value] : values) {
     if (initialized_) {

@@ -72,6 +72,8 @@ std::vector<ParameterServer::Outgoing> ParameterServer::CheckMembership(
   if (const std::string line = membership_->WaitLine(peers_, now); !line.empty()) {
     LOG(WARNING) << line;
   }
+  // Only a head applies: a backup's updates come in its predecessor's records.
+  if (chain_.active() && !chain_.head()) return out;
   if (membership_->BelowMinimum(peers_)) return out;
   std::vector<Waiting> held = std::move(held_pushes_);
   held_pushes_.clear();

@@ -20,6 +20,7 @@ namespace {
 // Records that wait for a map this task has not yet been sent: about one per worker in
 // flight; more is a sender that ignores the map.
 constexpr size_t kMaxFutureRequests = 4096;
+constexpr uint64_t kMaxEpochsAhead = 16;  // maps a record may be ahead of this task's
 
 int64_t TensorBytes(const Message& m) {
   int64_t n = 0;
@@ -60,8 +61,14 @@ std::vector<ParameterServer::Outgoing> ParameterServer::SetChain(const ChainView
     window_replies_.clear();
     for (Waiting& w : waiting_pushes_) held.push_back({w.peer, w.request});
     for (Waiting& w : waiting_pulls_) held.push_back({w.peer, w.request});
+    for (Waiting& w : held_pushes_) held.push_back({w.peer, w.request});  // below --min_workers
+    for (auto& [name, waiting] : barriers_) {
+      for (Waiting& w : waiting) held.push_back({w.peer, w.request});
+    }
     waiting_pushes_.clear();
     waiting_pulls_.clear();
+    held_pushes_.clear();
+    barriers_.clear();
     // The open window's pushes are answered aborted: their senders push them to the new head.
     for (auto& [name, acc] : accumulators_) {
       acc = GradientAccumulator(store_->Value(name).shape(), required_pushes(),
@@ -231,7 +238,14 @@ bool ParameterServer::CheckChainSender(const std::string& peer, const Message& r
                   StatusCode::kInvalidArgument);
   }
   if (request.map_epoch > chain_.epoch()) {
-    // Its sender has a newer map than this task: it is answered once the map arrives.
+    // Its sender has a newer map than this task: it is answered once the map arrives. Maps
+    // reach the tasks one after another, so only the next few epochs can be ahead of this one.
+    if (request.map_epoch > chain_.epoch() + kMaxEpochsAhead) {
+      return refuse("map epoch " + std::to_string(request.map_epoch) + " is more than " +
+                        std::to_string(kMaxEpochsAhead) + " ahead of this task's " +
+                        std::to_string(chain_.epoch()),
+                    StatusCode::kInvalidArgument);
+    }
     if (future_.size() >= kMaxFutureRequests) {
       return refuse("too many requests of map epoch " + std::to_string(request.map_epoch) +
                         " waiting for that map (this task has epoch " +
@@ -299,10 +313,26 @@ Status ParameterServer::CheckRecord(const Message& record) const {
                              t.name + "'");
     }
   }
-  for (const wire::PushEntry& e : record.pushes) {
-    if (e.role.empty() || e.task_index < 0 || e.sequence == 0) {
-      return InvalidArgument("record " + std::to_string(sequence) +
-                             " carries a retry-cache entry without a sender or sequence");
+  RETURN_IF_ERROR(
+      CheckPushEntries(record.pushes).WithContext("record " + std::to_string(sequence)));
+  return Status::OK();
+}
+
+Status ParameterServer::CheckPushEntries(const std::vector<wire::PushEntry>& entries) const {
+  // One per sender of the cluster at most: a record answers each push once, a copy holds one
+  // entry per sender; the entries become the peer table, which must stay the cluster's.
+  const int workers = options_.cluster.workers;
+  if (workers > 0 && entries.size() > static_cast<size_t>(workers)) {
+    return InvalidArgument(std::to_string(entries.size()) +
+                           " retry-cache entries for a cluster of " + std::to_string(workers) +
+                           " worker(s)");
+  }
+  for (const wire::PushEntry& e : entries) {
+    if ((e.role != "worker" && e.role != "chief") || e.task_index < 0 ||
+        (workers > 0 && e.task_index >= workers) || e.sequence == 0) {
+      return InvalidArgument("a retry-cache entry of '" + e.role + "' task " +
+                             std::to_string(e.task_index) + " push " + std::to_string(e.sequence) +
+                             ": expected a worker (or the chief) of the cluster and a push > 0");
     }
   }
   return Status::OK();

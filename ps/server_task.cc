@@ -25,7 +25,10 @@ bool Contains(const std::vector<int>& v, int x) {
 // The map a chief's set carries, checked as hostile input: one chain per shard, each task one of
 // the cluster's, none twice in a chain.
 Result<replication::ShardMap> MapOfRequest(const Message& request, int num_shards) {
-  if (request.map_epoch == 0) return InvalidArgument("a shard map set must carry map_epoch > 0");
+  if (request.map_epoch == 0 || request.map_epoch > uint64_t{1} << 53) {
+    return InvalidArgument("a shard map set must carry map_epoch from 1 to 2^53, got " +
+                           std::to_string(request.map_epoch));
+  }
   if (static_cast<int>(request.chains.size()) != num_shards) {
     return InvalidArgument(
         "a shard map set must carry one chain per shard: " + std::to_string(num_shards) +

@@ -144,7 +144,10 @@ void ServerTask::Send(std::vector<Outgoing> out) {
 
 void ServerTask::ReceiveServerReplies(int task) {
   auto it = connections_.find(task);
-  while (it != connections_.end()) {
+  // At most this many a turn: a peer sending replies nobody asked for cannot keep the loop from
+  // the server socket (the rest wait for the next turn).
+  constexpr int kMaxRepliesPerTurn = 64;
+  for (int n = 0; it != connections_.end() && n < kMaxRepliesPerTurn; ++n) {
     Result<Message> reply = it->second->Receive(std::chrono::milliseconds(0));
     if (!reply.ok()) {
       if (reply.status().code() == StatusCode::kUnavailable) return;  // nothing more for now

@@ -14,6 +14,10 @@
 namespace pstrain {
 namespace data {
 
+// The most examples one chunk may hold: a worker allocates a chunk's order from a lease reply's
+// size, so the size a server may name is bounded (--data_chunk is checked against it).
+constexpr int64_t kMaxChunkExamples = int64_t{1} << 20;
+
 // splitmix64's finaliser: spreads a seed's bits, so that nearby seeds draw unrelated orders.
 inline uint64_t MixSeed(uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;

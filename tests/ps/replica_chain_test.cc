@@ -560,6 +560,8 @@ TEST(ReplicaChainTest, AMalformedRecordIsRefusedByNameAndChangesNothing) {
       {[](Message* m) { m->step = -4; }, "applied at step -4"},
       {[](Message* m) { m->value = 7; }, "takes the shard to step 7 from step 0"},
       {[](Message* m) { m->pushes[0].sequence = 0; }, "retry-cache entry"},
+      {[](Message* m) { m->pushes[0].role = "ps"; }, "expected a worker (or the chief)"},
+      {[](Message* m) { m->map_epoch = 1000; }, "more than 16 ahead of this task's 1"},
   };
   for (const Case& k : cases) {
     Message bad = good;
@@ -577,6 +579,59 @@ TEST(ReplicaChainTest, AMalformedRecordIsRefusedByNameAndChangesNothing) {
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].message.type, MessageType::kOk);
   EXPECT_EQ(out[0].message.sequence, 1u);
+}
+
+// What a head takes decides what its records say: a push naming a variable twice, or sending as
+// a gradient what was assigned before (or the reverse), would make a record its backups read
+// otherwise (they tell assigns by name), so it is refused before anything changes.
+TEST(ReplicaChainTest, APushABackupWouldReadOtherwiseIsRefusedAndChangesNothing) {
+  Cluster c(2, Options{});
+  c.Initialize({0, 1});
+  c.SetChain(1, {0, 1});
+  Message assign = c.PushOf(
+      0, 0, {{"w", Tensor::Filled(Shape{kW}, 1.0f)}, {"bn", Tensor::Filled(Shape{4}, 2.0f)}});
+  assign.assigns.push_back("bn");
+  c.Send(0, 0, assign);
+  c.Run();
+  ASSERT_EQ(c.replies.size(), 1u);
+  ASSERT_EQ(c.replies[0].message.type, MessageType::kOk) << c.replies[0].message.text;
+  c.replies.clear();
+  const int64_t step = c.at(0).global_step();
+  // Each refused push is followed by the next with the next sequence number (a refused push is
+  // not applied, so the sender's next push must not look like a skip: it reuses the number).
+  using Tensors = std::vector<std::pair<std::string, Tensor>>;
+  const std::vector<std::pair<Tensors, std::string>> cases = {
+      {{{"w", Tensor::Filled(Shape{kW}, 1.0f)}, {"w", Tensor::Filled(Shape{kW}, 1.0f)}},
+       "names variable 'w' twice"},
+      {{{"bn", Tensor::Filled(Shape{4}, 1.0f)}},
+       "variable 'bn' was pushed as a value to assign before"},
+  };
+  bool first = true;
+  for (const auto& [tensors, expected] : cases) {
+    c.Send(0, 0, c.PushOf(0, step, tensors, /*retry=*/!first));  // push 2 each time
+    first = false;
+    ASSERT_EQ(c.replies.size(), 1u) << expected;
+    EXPECT_EQ(c.replies[0].message.type, MessageType::kError) << expected;
+    EXPECT_NE(c.replies[0].message.text.find(expected), std::string::npos)
+        << c.replies[0].message.text;
+    c.replies.clear();
+    EXPECT_TRUE(c.wire.empty()) << "no record for a refused push";
+    EXPECT_EQ(c.at(0).global_step(), step);
+  }
+  ExpectBitwiseEqual(c.at(0), c.at(1));
+}
+
+TEST(ReplicaChainTest, ACopyBeyondExactStepsIsRefusedAndChangesNothing) {
+  Cluster c(2, Options{});
+  c.Initialize({0});
+  c.SetChain(1, {0}, {1});
+  ASSERT_EQ(c.wire.size(), 1u);
+  c.wire.front().message.value = int64_t{1} << 60;
+  c.Step();
+  ASSERT_EQ(c.wire.size(), 1u);
+  EXPECT_NE(c.wire.front().message.text.find("both are from 0 to 2^53"), std::string::npos)
+      << c.wire.front().message.text;
+  EXPECT_FALSE(c.at(1).initialized());
 }
 
 TEST(ReplicaChainTest, AMalformedCopyIsRefusedAndChangesNothing) {

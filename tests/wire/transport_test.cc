@@ -277,12 +277,11 @@ TEST(TransportTest, ReplyToAPeerThatIsGoneFails) {
 }
 
 TEST(TransportTest, TrySendToAServerNotThereQueuesThenRefusesWithoutWaitingAndDeliversInOrder) {
-  int port = 0;
-  {
-    auto probe = BindOrDie();  // a port nobody listens on once the probe is gone
-    port = PortOf(probe->endpoint());
-  }
-  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(port);
+  // A Unix socket path in a directory of this test's own: no other test can take it meanwhile,
+  // as one could take a TCP port freed by a probe while ctest runs tests in parallel.
+  std::string dir = ::testing::TempDir() + "/trysend-XXXXXX";
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  const std::string endpoint = "ipc://" + dir + "/server.sock";
   auto conn = ConnectOrDie(endpoint);
   Message m;
   m.type = MessageType::kHeartbeat;

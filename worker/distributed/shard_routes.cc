@@ -28,6 +28,10 @@ std::vector<wire::Chain> ChainsOf(const replication::ShardMap& map) {
 }
 
 Result<replication::ShardMap> MapOfMessage(const Message& m, int num_shards, int num_tasks) {
+  if (m.map_epoch > uint64_t{1} << 53) {
+    return InvalidArgument("shard map of epoch " + std::to_string(m.map_epoch) +
+                           ": epochs are from 0 to 2^53");
+  }
   if (static_cast<int>(m.chains.size()) != num_shards) {
     return InvalidArgument("shard map of epoch " + std::to_string(m.map_epoch) + ": chains has " +
                            std::to_string(m.chains.size()) + " entries, expected one per shard (" +

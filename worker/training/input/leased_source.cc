@@ -55,7 +55,8 @@ Status LeasedExampleSource::LeaseNext() {
       continue;
     }
     if (!lease.ok()) return lease.status().WithContext("elastic data: leasing a chunk");
-    if (lease->size <= 0 || lease->skip < 0 || lease->skip >= lease->size || lease->first < 0) {
+    if (lease->size <= 0 || lease->size > data::kMaxChunkExamples || lease->skip < 0 ||
+        lease->skip >= lease->size || lease->first < 0) {
       return DataLoss("elastic data: a lease of epoch " + std::to_string(lease->epoch) + " chunk " +
                       std::to_string(lease->chunk) + " has " + std::to_string(lease->size) +
                       " examples from " + std::to_string(lease->first) + ", " +
