@@ -62,7 +62,10 @@ ClusterResult RunClusterOnce(const std::string& name, const std::vector<std::str
                                   "--config=" + testing::SourceDir() + "/configs/refnet.yaml",
                                   "--train_dir=" + dir,
                                   "--evaluators=1",
-                                  "--eval_interval_secs=20",
+                                  // An evaluation of the 10,000 test images takes about
+                                  // as long as 20 s of training on 2 cores: more often, the
+                                  // evaluator would take a third of the cluster's CPU.
+                                  "--eval_interval_secs=60",
                                   "--log_every_n_steps=100"};
   common.insert(common.end(), flags.begin(), flags.end());
   std::vector<std::pair<std::string, std::vector<std::string>>> roles{
@@ -103,8 +106,8 @@ ClusterResult RunClusterOnce(const std::string& name, const std::vector<std::str
   if (beside) beside_thread = std::thread([&] { beside(ps_endpoints, keys, stop); });
   ClusterResult result;
   // Every role must end by itself; a hang is killed after 19 minutes (below ctest's 20) and
-  // reported as -1. Two of these clusters run side by side under ctest -j2 on 2 cores: the
-  // accumulate run took 15 minutes there on 2026-11-25, beside the one under attack.
+  // reported as -1. Each cluster is five processes on CI's 2 cores, so ctest runs these tests
+  // one at a time (PROCESSORS 2): side by side on 2026-11-25 each took 15-19 minutes.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(19);
   while (!running.empty()) {
     int status = 0;
@@ -278,9 +281,11 @@ TEST(ClusterTest, IntraNodeSyncAveragesTheHostsWorkersAndPushesOncePerStep) {
     GTEST_SKIP() << "Fashion-MNIST is not installed (dataset-fashion-mnist)";
   }
   // Both workers are on 127.0.0.1: they average their gradients through worker 0's hub and
-  // worker 0 alone pushes (an effective batch of 256 per update, as the accumulate test).
-  ClusterResult r = RunCluster("intra_node", {"--intra_node_sync=cpu", "--max_steps=1400"});
-  ExpectTrainedTo(r, 0.90);
+  // worker 0 alone pushes (an effective batch of 256 per update, as the accumulate test). The
+  // test is of the sync, not of reaching 90% (the async and accumulate tests are): 600 updates
+  // (2.6 epochs of examples) reached 0.90-0.91 on 2026-11-25, so 0.88 is asked.
+  ClusterResult r = RunCluster("intra_node", {"--intra_node_sync=cpu", "--max_steps=600"});
+  ExpectTrainedTo(r, 0.88);
   EXPECT_NE(r.logs.at("worker0").find("syncs with workers [0,1] on host 127.0.0.1 over the host "
                                       "hub (host memory) as local rank 0 of 2"),
             std::string::npos);
@@ -289,7 +294,7 @@ TEST(ClusterTest, IntraNodeSyncAveragesTheHostsWorkersAndPushesOncePerStep) {
   // One push per step for the host: each worker's every local step is one global step (without
   // the sync the two workers' local steps would add up to the global steps).
   for (const char* worker : {"worker0", "worker1"}) {
-    EXPECT_NE(r.logs.at(worker).find("reached step 1400 after 1400 local steps"), std::string::npos)
+    EXPECT_NE(r.logs.at(worker).find("reached step 600 after 600 local steps"), std::string::npos)
         << worker << ":\n"
         << r.logs.at(worker).substr(0, 20000);
   }

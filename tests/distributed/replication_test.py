@@ -1,5 +1,5 @@
 """Replicated shards under fire (docs/replication.md, section 7, run A): one RefNet run under the
-launcher, 3 ps and 2 workers, async, --replicas=1, restart: on_failure. Five times the test
+launcher, 3 ps and 2 workers, async, --replicas=1, restart: on_failure. Three times the test
 SIGKILLs the current head of a random shard, each time once the previous victim has rejoined as a
 member (the chief's map line says so). Afterwards:
   no acknowledged update lost  every worker's global step never went back (PsClient logs an error
@@ -12,8 +12,9 @@ member (the chief's map line says so). Afterwards:
 
   replication_test.py --pstrain BUILD/pstrain
 Environment: PSTRAIN_REPL_SEED (default 2026) picks the shards and moments; PSTRAIN_REPL_KILLS
-(default 5); PSTRAIN_REPL_TARGET (default 0.85) the accuracy; PSTRAIN_REPL_EPOCHS (default 3);
-PSTRAIN_REPL_KEEP=1 keeps the train_dir.
+(default 3); PSTRAIN_REPL_TARGET (default 0.85) the accuracy; PSTRAIN_REPL_EPOCHS (default 2);
+PSTRAIN_REPL_KEEP=1 keeps the train_dir. CI runs the defaults (about 3 minutes on 2 cores); the
+measured run of docs/replication.md is PSTRAIN_REPL_KILLS=5 PSTRAIN_REPL_EPOCHS=3.
 """
 
 import argparse
@@ -90,9 +91,9 @@ def main():
     parser.add_argument("--pstrain", required=True)
     args = parser.parse_args()
     seed = int(os.environ.get("PSTRAIN_REPL_SEED", "2026"))
-    kills_wanted = int(os.environ.get("PSTRAIN_REPL_KILLS", "5"))
+    kills_wanted = int(os.environ.get("PSTRAIN_REPL_KILLS", "3"))
     target = float(os.environ.get("PSTRAIN_REPL_TARGET", "0.85"))
-    epochs = int(os.environ.get("PSTRAIN_REPL_EPOCHS", "3"))
+    epochs = int(os.environ.get("PSTRAIN_REPL_EPOCHS", "2"))
     steps = epochs * (60000 // 128)
     rng = random.Random(seed)
     kill_steps = sorted(rng.randrange(steps // 10, steps * 7 // 10) for _ in range(kills_wanted))
