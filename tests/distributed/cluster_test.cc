@@ -243,17 +243,24 @@ struct Attacks {
   }
 };
 
-TEST(ClusterTest, AsyncTwoServersTwoWorkersAndEvaluatorReach90PercentOverCurveUnderAttack) {
+// One run for two checks (each cluster run is minutes of CI's 2 cores): accumulate mode reaches
+// 90% with an evaluator beside it, over CURVE, while a hostile peer tries all through the run what
+// its keys may not do. Async mode's 90% is the fault test's (tests/distributed/fault_test.py).
+TEST(ClusterTest, AccumulateTwoServersTwoWorkersAndEvaluatorReach90PercentOverCurveUnderAttack) {
   if (!fs::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")) {
     GTEST_SKIP() << "Fashion-MNIST is not installed (dataset-fashion-mnist)";
   }
-  // CURVE on, and a hostile peer trying all through the run what its keys may not do.
   Attacks attacks;
-  // Five epochs: four ended at 0.897 to 0.90x in async runs on two busy cores.
-  ClusterResult r = RunCluster("async", {"--update_mode=async", "--epochs=5"},
-                               [&](const std::vector<std::string>& ps, const std::string& keys,
-                                   const std::atomic<bool>& stop) { attacks.Run(ps, keys, stop); });
+  // Each update averages two workers' gradients (an effective batch of 256). On 2026-11-25 the
+  // evaluator saw 0.901 at update 771, 0.910 at 950 and 0.911 at 1,040 of such a run.
+  ClusterResult r =
+      RunCluster("accumulate",
+                 {"--update_mode=accumulate", "--accumulate_n=2", "--max_staleness=1",
+                  "--max_steps=1100"},
+                 [&](const std::vector<std::string>& ps, const std::string& keys,
+                     const std::atomic<bool>& stop) { attacks.Run(ps, keys, stop); });
   ExpectTrainedTo(r, 0.90);
+  EXPECT_NE(r.logs.at("ps0").find("stale dropped"), std::string::npos);
   std::cout << "attacks tried during the run: " << attacks.tried
             << ", answered OK: " << attacks.answered_ok << "\n";
   EXPECT_GT(attacks.tried, 100) << "the attacks did not run alongside the training";
@@ -263,17 +270,6 @@ TEST(ClusterTest, AsyncTwoServersTwoWorkersAndEvaluatorReach90PercentOverCurveUn
     EXPECT_NE(r.logs.at(ps).find("may not send shutdown"), std::string::npos) << ps;
     EXPECT_NE(r.logs.at(ps).find("refused to their senders' roles"), std::string::npos) << ps;
   }
-}
-
-TEST(ClusterTest, AccumulateTwoServersTwoWorkersAndEvaluatorReach90Percent) {
-  if (!fs::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")) {
-    GTEST_SKIP() << "Fashion-MNIST is not installed (dataset-fashion-mnist)";
-  }
-  // Each update averages two workers' gradients (an effective batch of 256).
-  ClusterResult r = RunCluster("accumulate", {"--update_mode=accumulate", "--accumulate_n=2",
-                                              "--max_staleness=1", "--max_steps=1400"});
-  ExpectTrainedTo(r, 0.90);
-  EXPECT_NE(r.logs.at("ps0").find("stale dropped"), std::string::npos);
 }
 
 TEST(ClusterTest, IntraNodeSyncAveragesTheHostsWorkersAndPushesOncePerStep) {
