@@ -3,11 +3,11 @@
 #include <glog/logging.h>
 
 #include <algorithm>
-#include <set>
 #include <utility>
 
 #include "common/wire/message_fields.h"
 #include "common/wire/refusal_log.h"
+#include "common/wire/shard_map_message.h"
 #include "ps/permissions.h"
 
 namespace pstrain {
@@ -22,48 +22,13 @@ bool Contains(const std::vector<int>& v, int x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
 
-// The map a chief's set carries, checked as hostile input: one chain per shard, each task one of
-// the cluster's, none twice in a chain.
+// The map a chief's set carries, checked as hostile input (wire::MapOfMessage): epoch 1 or
+// more, one chain per shard, each task one of the cluster's, none twice in a chain.
 Result<replication::ShardMap> MapOfRequest(const Message& request, int num_shards) {
-  if (request.map_epoch == 0 || request.map_epoch > uint64_t{1} << 53) {
-    return InvalidArgument("a shard map set must carry map_epoch from 1 to 2^53, got " +
-                           std::to_string(request.map_epoch));
+  if (request.map_epoch == 0) {
+    return InvalidArgument("a shard map set must carry map_epoch from 1 to 2^53, got 0");
   }
-  if (static_cast<int>(request.chains.size()) != num_shards) {
-    return InvalidArgument(
-        "a shard map set must carry one chain per shard: " + std::to_string(num_shards) +
-        " (--ps_hosts), got " + std::to_string(request.chains.size()));
-  }
-  replication::ShardMap map;
-  map.epoch = request.map_epoch;
-  map.chains.resize(num_shards);
-  map.joining.resize(num_shards);
-  std::vector<bool> seen(num_shards, false);
-  for (const wire::Chain& c : request.chains) {
-    const std::string which = "chains: shard " + std::to_string(c.shard);
-    if (c.shard < 0 || c.shard >= num_shards) {
-      return InvalidArgument(which + " is not one of the cluster's " + std::to_string(num_shards) +
-                             " shards");
-    }
-    if (seen[c.shard]) return InvalidArgument(which + " is listed twice");
-    seen[c.shard] = true;
-    std::set<int> tasks;
-    for (const auto* list : {&c.tasks, &c.joining}) {
-      for (int32_t t : *list) {
-        if (t < 0 || t >= num_shards) {
-          return InvalidArgument(which + " names task " + std::to_string(t) +
-                                 ", not one of the cluster's " + std::to_string(num_shards) +
-                                 " server tasks");
-        }
-        if (!tasks.insert(t).second) {
-          return InvalidArgument(which + " names task " + std::to_string(t) + " twice");
-        }
-      }
-    }
-    map.chains[c.shard].assign(c.tasks.begin(), c.tasks.end());
-    map.joining[c.shard].assign(c.joining.begin(), c.joining.end());
-  }
-  return map;
+  return wire::MapOfMessage(request, num_shards, num_shards);
 }
 
 }  // namespace

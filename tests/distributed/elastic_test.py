@@ -15,17 +15,14 @@ PSTRAIN_ELASTIC_KEEP=1 keeps the train_dir.
 
 import argparse
 import os
-import random
 import re
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
-from fault_test import REPO, Launcher, check_chief_done, free_ports, latest_step, read  # noqa: E402
+from launched_run import REPO, LocalRun, check_chief_done, latest_step, read  # noqa: E402
 
 EXAMPLES = 60000
 
@@ -48,29 +45,13 @@ def main():
     epochs = int(os.environ.get("PSTRAIN_ELASTIC_EPOCHS", "2"))
     steps = epochs * EXAMPLES // 128  # about: the ledger ends the run, not a step count
 
-    tmp = tempfile.mkdtemp(prefix="pstrain-elastic-")
-    train_dir = os.path.join(tmp, "run")
-    log_dir = os.path.join(train_dir, "launcher")
-    ports = free_ports(3, random.Random())
-    cluster = os.path.join(tmp, "cluster.yaml")
-    with open(cluster, "w") as f:
-        f.write(f"""mode: local
-binary: {args.pstrain}
-ps:
-  - {{host: 127.0.0.1, port: {ports[0]}}}
-worker:
-  - {{host: 127.0.0.1, port: {ports[1]}, gpus: ""}}
-  - {{host: 127.0.0.1, port: {ports[2]}, gpus: ""}}
-min_workers: 1
-max_workers: 3
-flags: {{epochs: {epochs}, elastic_data: true, save_checkpoints_secs: 0, log_every_n_steps: 25,
-        ps_unavailable_timeout_secs: 120}}
-restart: {{policy: on_failure, max_restarts: 3, backoff_secs: 1}}
-""")
-    launcher = Launcher([sys.executable, os.path.join(REPO, "launcher", "pstrain-launch"),
-                         "--cluster", cluster, "--config",
-                         os.path.join(REPO, "configs", "refnet.yaml"), "--train_dir", train_dir,
-                         "--progress_interval", "30"])
+    run = LocalRun("pstrain-elastic-", args.pstrain, num_ps=1, num_workers=2,
+                   flags=f"epochs: {epochs}, elastic_data: true, save_checkpoints_secs: 0, "
+                   "log_every_n_steps: 25, ps_unavailable_timeout_secs: 120",
+                   restart="policy: on_failure, max_restarts: 3, backoff_secs: 1",
+                   extra="min_workers: 1\nmax_workers: 3\n")
+    train_dir, log_dir = run.train_dir, run.log_dir
+    launcher = run.start()
     started = time.monotonic()
     problems = []
     events = [(0.2, "join"), (0.4, "leave"), (0.6, "death")]
@@ -131,8 +112,7 @@ restart: {{policy: on_failure, max_restarts: 3, backoff_secs: 1}}
         return 1
     print(f"PASS: a worker joined, one left, one died and came back, in "
           f"{time.monotonic() - started:.0f} s; every epoch's examples used once", flush=True)
-    if os.environ.get("PSTRAIN_ELASTIC_KEEP") != "1":
-        shutil.rmtree(tmp, ignore_errors=True)
+    run.remove(keep_env="PSTRAIN_ELASTIC_KEEP")
     return 0
 
 

@@ -22,75 +22,17 @@ import argparse
 import os
 import random
 import re
-import shutil
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+from launched_run import LocalRun, check_chief_done, latest_step, read  # noqa: E402
+
 EPOCHS = 5
 STEPS = EPOCHS * (60000 // 128)
 SAVE_EVERY = 150  # steps between checkpoints
-
-
-def free_ports(n, rng):
-    """Ports below the ephemeral range (as tests/distributed/ports.h picks them)."""
-    ports = []
-    while len(ports) < n:
-        port = rng.randrange(20000, 32000)
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        if port not in ports:
-            ports.append(port)
-    return ports
-
-
-class Launcher:
-    """The launcher process, its output collected, and the current pid of every role."""
-
-    def __init__(self, argv):
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True, start_new_session=True)
-        self.lines, self.pids, self.lock = [], {}, threading.Lock()
-        self.readers = [threading.Thread(target=self._read, args=(s,), daemon=True)
-                        for s in (self.proc.stdout, self.proc.stderr)]
-        for r in self.readers:
-            r.start()
-
-    def _read(self, stream):
-        for line in stream:
-            sys.stdout.write("  launcher| " + line)
-            sys.stdout.flush()
-            m = re.search(r"\b(?:re)?started (\w+) \(pid (\d+)\)", line)
-            with self.lock:
-                self.lines.append(line)
-                if m:
-                    self.pids[m.group(1)] = (int(m.group(2)), time.monotonic())
-
-    def pid(self, role):
-        with self.lock:
-            return self.pids.get(role)
-
-    def output(self):
-        for r in self.readers:
-            r.join(timeout=5)
-        with self.lock:
-            return "".join(self.lines)
-
-
-def read(path):
-    try:
-        with open(path, errors="replace") as f:
-            return f.read()
-    except OSError:
-        return ""
 
 
 def listed_steps(index_path):
@@ -101,25 +43,6 @@ def listed_steps(index_path):
 
 def restored_steps(log_text):
     return [int(m) for m in re.findall(r"restored its shard of committed step (\d+)", log_text)]
-
-
-def latest_step(log_dir):
-    step = 0
-    for name in ("worker-0.log", "worker-1.log"):
-        for m in re.finditer(r": step (\d+)/\d+ \(epoch", read(os.path.join(log_dir, name))):
-            step = max(step, int(m.group(1)))
-    return step
-
-
-def check_chief_done(chief_log, target, problems):
-    """The chief's 'done:' line, with a test accuracy of at least `target` (else a problem)."""
-    done = re.search(r"done: global step (\d+), test accuracy ([0-9.]+)", chief_log)
-    if not done:
-        problems.append("the chief printed no 'done:' line")
-    elif float(done.group(2)) < target:
-        problems.append(f"test accuracy {done.group(2)} < target {target}")
-    else:
-        print(f"chief: {done.group(0)}", flush=True)
 
 
 def main():
@@ -137,28 +60,13 @@ def main():
     print(f"seed {seed}: will kill {', '.join(f'{v} at step ~{s}' for v, s in zip(victims, kill_steps))}"
           f" (damaged: ps{damaged_ps})", flush=True)
 
-    tmp = tempfile.mkdtemp(prefix="pstrain-fault-")
-    train_dir = os.path.join(tmp, "run")
-    log_dir = os.path.join(train_dir, "launcher")
-    ports = free_ports(4, random.Random())
-    cluster = os.path.join(tmp, "cluster.yaml")
-    with open(cluster, "w") as f:
-        f.write(f"""mode: local
-binary: {args.pstrain}
-ps:
-  - {{host: 127.0.0.1, port: {ports[0]}}}
-  - {{host: 127.0.0.1, port: {ports[1]}}}
-worker:
-  - {{host: 127.0.0.1, port: {ports[2]}, gpus: ""}}
-  - {{host: 127.0.0.1, port: {ports[3]}, gpus: ""}}
-flags: {{epochs: {EPOCHS}, save_checkpoints_steps: {SAVE_EVERY}, save_checkpoints_secs: 0,
-        log_every_n_steps: 25, ps_unavailable_timeout_secs: 120}}
-restart: {{policy: on_failure, max_restarts: 5, backoff_secs: 1}}
-""")
-    launcher = Launcher([sys.executable, os.path.join(REPO, "launcher", "pstrain-launch"),
-                         "--cluster", cluster, "--config",
-                         os.path.join(REPO, "configs", "refnet.yaml"), "--train_dir", train_dir,
-                         "--progress_interval", "30"])
+    run = LocalRun("pstrain-fault-", args.pstrain, num_ps=2, num_workers=2,
+                   flags=f"epochs: {EPOCHS}, save_checkpoints_steps: {SAVE_EVERY}, "
+                   "save_checkpoints_secs: 0, log_every_n_steps: 25, "
+                   "ps_unavailable_timeout_secs: 120",
+                   restart="policy: on_failure, max_restarts: 5, backoff_secs: 1")
+    train_dir, log_dir, ports = run.train_dir, run.log_dir, run.ports
+    launcher = run.start()
     kills = []  # (fault, pids, step)
     checks = {}  # what each checkpoint fault must have left in the logs
     started = time.monotonic()
@@ -319,8 +227,7 @@ restart: {{policy: on_failure, max_restarts: 5, backoff_secs: 1}}
         return 1
     print(f"PASS: {len(kills)} faults injected and survived in "
           f"{time.monotonic() - started:.0f} s (seed {seed})", flush=True)
-    if os.environ.get("PSTRAIN_FAULT_KEEP") != "1":
-        shutil.rmtree(tmp, ignore_errors=True)
+    run.remove(keep_env="PSTRAIN_FAULT_KEEP")
     return 0
 
 

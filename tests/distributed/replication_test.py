@@ -21,15 +21,13 @@ import argparse
 import os
 import random
 import re
-import shutil
 import signal
 import sys
-import tempfile
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
-from fault_test import REPO, Launcher, check_chief_done, free_ports, read  # noqa: E402
+from launched_run import LocalRun, check_chief_done, read  # noqa: E402
 
 NUM_PS = 3
 NUM_WORKERS = 2
@@ -99,29 +97,13 @@ def main():
     kill_steps = sorted(rng.randrange(steps // 10, steps * 7 // 10) for _ in range(kills_wanted))
     print(f"seed {seed}: {kills_wanted} head kills at global steps ~{kill_steps}", flush=True)
 
-    tmp = tempfile.mkdtemp(prefix="pstrain-repl-")
-    train_dir = os.path.join(tmp, "run")
-    log_dir = os.path.join(train_dir, "launcher")
-    ports = free_ports(NUM_PS + NUM_WORKERS, random.Random())
-    cluster = os.path.join(tmp, "cluster.yaml")
-    ps = "\n".join(f"  - {{host: 127.0.0.1, port: {p}}}" for p in ports[:NUM_PS])
-    workers = "\n".join(f"  - {{host: 127.0.0.1, port: {p}, gpus: \"\"}}" for p in ports[NUM_PS:])
-    with open(cluster, "w") as f:
-        f.write(f"""mode: local
-binary: {args.pstrain}
-ps:
-{ps}
-worker:
-{workers}
-replicas: 1
-flags: {{epochs: {epochs}, save_checkpoints_secs: 0, log_every_n_steps: 25,
-        ps_unavailable_timeout_secs: 120}}
-restart: {{policy: on_failure, max_restarts: 10, backoff_secs: 1}}
-""")
-    launcher = Launcher([sys.executable, os.path.join(REPO, "launcher", "pstrain-launch"),
-                         "--cluster", cluster, "--config",
-                         os.path.join(REPO, "configs", "refnet.yaml"), "--train_dir", train_dir,
-                         "--progress_interval", "30"])
+    run = LocalRun("pstrain-repl-", args.pstrain, NUM_PS, NUM_WORKERS,
+                   flags=f"epochs: {epochs}, save_checkpoints_secs: 0, log_every_n_steps: 25, "
+                   "ps_unavailable_timeout_secs: 120",
+                   restart="policy: on_failure, max_restarts: 10, backoff_secs: 1",
+                   extra="replicas: 1\n")
+    train_dir, log_dir = run.train_dir, run.log_dir
+    launcher = run.start()
     names = [f"ps-{k}.log" for k in range(NUM_PS)] + [f"worker-{k}.log" for k in range(NUM_WORKERS)]
     watch = LogWatch(log_dir, names)
     started = time.monotonic()
@@ -246,8 +228,7 @@ restart: {{policy: on_failure, max_restarts: 10, backoff_secs: 1}}
     print(f"PASS: {len(kills)} head kills, failover "
           f"{', '.join(f'{t:.2f}' for t in times)} s, in {time.monotonic() - started:.0f} s "
           f"(seed {seed})", flush=True)
-    if os.environ.get("PSTRAIN_REPL_KEEP") != "1":
-        shutil.rmtree(tmp, ignore_errors=True)
+    run.remove(keep_env="PSTRAIN_REPL_KEEP")
     return 0
 
 

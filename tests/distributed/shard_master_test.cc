@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/wire/shard_map_message.h"
+
 namespace pstrain {
 namespace worker {
 namespace {
@@ -145,14 +147,15 @@ TEST(ShardMasterTest, AMapOnTheWireIsCheckedBeforeItIsTaken) {
   const ShardMap map = Map(4, {{1}, {1, 2}, {2, 0}}, {{0}, {}, {}});
   wire::Message m;
   m.map_epoch = 4;
-  m.chains = ChainsOf(map);
-  Result<ShardMap> back = MapOfMessage(m, 3, 3);
+  m.chains = wire::ChainsOf(map);
+  Result<ShardMap> back = wire::MapOfMessage(m, 3, 3);
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(back.value(), map);
   m.chains[2].tasks.push_back(2);  // twice in one shard
-  EXPECT_EQ(MapOfMessage(m, 3, 3).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(wire::MapOfMessage(m, 3, 3).status().code(), StatusCode::kInvalidArgument);
   m.chains.pop_back();  // a shard missing
-  EXPECT_NE(MapOfMessage(m, 3, 3).status().message().find("one per shard"), std::string::npos);
+  EXPECT_NE(wire::MapOfMessage(m, 3, 3).status().message().find("one chain per shard"),
+            std::string::npos);
 }
 
 }  // namespace

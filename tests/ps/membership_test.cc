@@ -10,6 +10,7 @@
 
 #include "ps/server.h"
 #include "tests/captured_log.h"
+#include "tests/ps/server_test_util.h"
 
 namespace pstrain {
 namespace ps {
@@ -30,22 +31,13 @@ struct Elastic {
 
 // A server initialised by the chief (which is then live as worker 0).
 std::unique_ptr<ParameterServer> MakeServer(const Elastic& e) {
-  auto config = ConfigNode::Parse("{optimizer: {type: sgd}, learning_rate: {initial: 1.0}}", "t");
   ServerOptions o;
   o.mode = e.mode;
   o.num_workers = e.workers;
   o.min_workers = e.min_workers;
   o.cluster = {e.min_workers > 0 ? e.max_workers : e.workers, e.evaluators};
   o.peer_timeout = e.peer_timeout;
-  auto server = std::make_unique<ParameterServer>(o, VariableStore::FromConfig(*config).value());
-  Message init;
-  init.type = MessageType::kRegister;
-  init.role = "chief";
-  init.task_index = 0;
-  init.incarnation = 1;
-  init.tensors.push_back({"w", Tensor::Filled(Shape{3}, 10.0f)});
-  EXPECT_EQ(server->Handle("chief", init).size(), 1u);
-  return server;
+  return InitializedSgdServer(o, {{"w", Tensor::Filled(Shape{3}, 10.0f)}});
 }
 
 // Each server has its own senders' sequence numbers.

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "ps/server.h"
+#include "tests/ps/server_test_util.h"
 
 namespace pstrain {
 namespace ps {
@@ -16,7 +17,6 @@ using wire::Message;
 using wire::MessageType;
 
 std::unique_ptr<ParameterServer> MakeServer(int64_t examples, int task = 0) {
-  auto config = ConfigNode::Parse("{optimizer: {type: sgd}, learning_rate: {initial: 1.0}}", "t");
   ServerOptions o;
   o.task_index = task;
   o.num_ps = 2;
@@ -26,15 +26,7 @@ std::unique_ptr<ParameterServer> MakeServer(int64_t examples, int task = 0) {
   o.data.chunk_size = 10;
   o.data.epochs = 1;
   o.data.seed = 5;
-  auto server = std::make_unique<ParameterServer>(o, VariableStore::FromConfig(*config).value());
-  Message init;
-  init.type = MessageType::kRegister;
-  init.role = "chief";
-  init.task_index = 0;
-  init.incarnation = 7;
-  init.tensors.push_back({"w", Tensor::Filled(Shape{2}, 10.0f)});
-  EXPECT_EQ(server->Handle("chief", init).at(0).message.type, MessageType::kOk);
-  return server;
+  return InitializedSgdServer(o, {{"w", Tensor::Filled(Shape{2}, 10.0f)}}, 7);
 }
 
 Message Lease(int task, uint64_t incarnation, int64_t epoch) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ps/server.h"
+#include "tests/ps/server_test_util.h"
 
 namespace pstrain {
 namespace ps {
@@ -18,21 +19,12 @@ using wire::Message;
 using wire::MessageType;
 
 std::unique_ptr<ParameterServer> MakeServer(UpdateMode mode, int workers, int accumulate_n = 0) {
-  auto config = ConfigNode::Parse("{optimizer: {type: sgd}, learning_rate: {initial: 1.0}}", "t");
   ServerOptions o;
   o.mode = mode;
   o.num_workers = workers;
   o.accumulate_n = accumulate_n;
   o.peer_timeout = std::chrono::milliseconds(1000);
-  auto server = std::make_unique<ParameterServer>(o, VariableStore::FromConfig(*config).value());
-  Message init;
-  init.type = MessageType::kRegister;
-  init.role = "chief";
-  init.task_index = 0;
-  init.incarnation = 7;
-  init.tensors.push_back({"w", Tensor::Filled(Shape{2}, 10.0f)});
-  EXPECT_EQ(server->Handle("chief", init).at(0).message.type, MessageType::kOk);
-  return server;
+  return InitializedSgdServer(o, {{"w", Tensor::Filled(Shape{2}, 10.0f)}}, 7);
 }
 
 // A push from worker `task` (process incarnation `incarnation`), its `sequence`-th to this server.
@@ -154,11 +146,10 @@ Message BarrierRequest(const std::string& role, int task, int64_t count) {
 }
 
 std::unique_ptr<ParameterServer> MakeClusterServer(int workers, int evaluators) {
-  auto config = ConfigNode::Parse("{optimizer: {type: sgd}, learning_rate: {initial: 1.0}}", "t");
   ServerOptions o;
   o.num_workers = workers;
   o.cluster = {workers, evaluators};
-  return std::make_unique<ParameterServer>(o, VariableStore::FromConfig(*config).value());
+  return SgdServer(o);
 }
 
 TEST(ServerFaultsTest, ABarrierWaitsForTheWholeClusterWhateverCountARequestNames) {

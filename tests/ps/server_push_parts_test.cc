@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "ps/server.h"
+#include "tests/ps/server_test_util.h"
 
 namespace pstrain {
 namespace ps {
@@ -16,20 +17,12 @@ using wire::MessageType;
 // A server holding "w" (3 x 10.0) and "b" (2 x 1.0), SGD at rate 1.
 std::unique_ptr<ParameterServer> MakeServer(UpdateMode mode, int workers,
                                             int64_t max_staleness = 0) {
-  auto config = ConfigNode::Parse("{optimizer: {type: sgd}, learning_rate: {initial: 1.0}}", "t");
   ServerOptions o;
   o.mode = mode;
   o.num_workers = workers;
   o.max_staleness = max_staleness;
-  auto server = std::make_unique<ParameterServer>(o, VariableStore::FromConfig(*config).value());
-  Message init;
-  init.type = MessageType::kRegister;
-  init.role = "chief";
-  init.task_index = 0;
-  init.incarnation = 1;
-  init.tensors.push_back({"w", Tensor::Filled(Shape{3}, 10.0f)});
-  init.tensors.push_back({"b", Tensor::Filled(Shape{2}, 1.0f)});
-  EXPECT_EQ(server->Handle("chief", init).at(0).message.type, MessageType::kOk);
+  auto server = InitializedSgdServer(
+      o, {{"w", Tensor::Filled(Shape{3}, 10.0f)}, {"b", Tensor::Filled(Shape{2}, 1.0f)}});
   return server;
 }
 

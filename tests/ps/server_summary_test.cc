@@ -9,6 +9,7 @@
 #include <map>
 
 #include "ps/server.h"
+#include "tests/ps/server_test_util.h"
 #include "tests/summary/event_test_util.h"
 
 namespace pstrain {
@@ -23,21 +24,12 @@ constexpr int64_t kFloats = 64;  // "w": 256 bytes a tensor
 
 std::unique_ptr<ParameterServer> MakeServer(UpdateMode mode, int workers,
                                             int64_t max_staleness = 0) {
-  auto config = ConfigNode::Parse("{optimizer: {type: sgd}, learning_rate: {initial: 1.0}}", "t");
   ServerOptions o;
   o.mode = mode;
   o.num_workers = workers;
   o.max_staleness = max_staleness;
   o.cluster = {workers, 0};
-  auto server = std::make_unique<ParameterServer>(o, VariableStore::FromConfig(*config).value());
-  Message init;
-  init.type = MessageType::kRegister;
-  init.role = "chief";
-  init.task_index = 0;
-  init.incarnation = 1;
-  init.tensors.push_back({"w", Tensor::Filled(Shape{kFloats}, 1.0f)});
-  EXPECT_EQ(server->Handle("c0", init).at(0).message.type, MessageType::kOk);
-  return server;
+  return InitializedSgdServer(o, {{"w", Tensor::Filled(Shape{kFloats}, 1.0f)}}, 1, "c0");
 }
 
 Message Request(MessageType type, int task, const std::string& role = "worker") {

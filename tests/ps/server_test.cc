@@ -6,6 +6,8 @@
 
 #include <map>
 
+#include "tests/ps/server_test_util.h"
+
 namespace pstrain {
 namespace ps {
 namespace {
@@ -14,22 +16,11 @@ using wire::Message;
 using wire::MessageType;
 
 std::unique_ptr<ParameterServer> MakeServer(UpdateMode mode, int workers, int backup = 0) {
-  auto config = ConfigNode::Parse("{optimizer: {type: sgd}, learning_rate: {initial: 1.0}}", "t");
   ServerOptions o;
   o.mode = mode;
   o.num_workers = workers;
   o.backup_workers = backup;
-  auto server = std::make_unique<ParameterServer>(o, VariableStore::FromConfig(*config).value());
-  Message init;
-  init.type = MessageType::kRegister;
-  init.role = "chief";
-  init.task_index = 0;
-  init.incarnation = 1;
-  init.tensors.push_back({"w", Tensor::Filled(Shape{3}, 10.0f)});
-  auto out = server->Handle("chief", init);
-  EXPECT_EQ(out.size(), 1u);
-  EXPECT_EQ(out[0].message.type, MessageType::kOk);
-  return server;
+  return InitializedSgdServer(o, {{"w", Tensor::Filled(Shape{3}, 10.0f)}});
 }
 
 Message Push(int64_t step, float g, uint64_t id) {

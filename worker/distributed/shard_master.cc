@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <set>
 
+#include "common/wire/shard_map_message.h"
+
 namespace pstrain {
 namespace worker {
 
@@ -163,7 +165,7 @@ Status ShardMaster::Start(std::chrono::seconds timeout) {
         held[t] = ShardMap{};
         continue;
       }
-      Result<ShardMap> m = MapOfMessage(*replies[i], n, n);
+      Result<ShardMap> m = wire::MapOfMessage(*replies[i], n, n);
       if (m.ok()) {
         held[t] = std::move(m).value();
       } else {
@@ -221,7 +223,7 @@ void ShardMaster::Publish() {
   routes_->Adopt(map);
   Message set = Get();
   set.map_epoch = map.epoch;
-  set.chains = ChainsOf(map);
+  set.chains = wire::ChainsOf(map);
   std::set<int> todo;
   for (int t = 0; t < map.num_shards(); ++t) {
     if (options_.health(t).up) todo.insert(t);

@@ -4,7 +4,8 @@
 
 #include <algorithm>
 #include <optional>
-#include <set>
+
+#include "common/wire/shard_map_message.h"
 
 namespace pstrain {
 namespace worker {
@@ -12,59 +13,6 @@ namespace worker {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 using wire::Message;
-
-std::vector<wire::Chain> ChainsOf(const replication::ShardMap& map) {
-  std::vector<wire::Chain> chains;
-  for (int s = 0; s < map.num_shards(); ++s) {
-    wire::Chain c;
-    c.shard = s;
-    c.tasks.assign(map.chains[s].begin(), map.chains[s].end());
-    if (s < static_cast<int>(map.joining.size())) {
-      c.joining.assign(map.joining[s].begin(), map.joining[s].end());
-    }
-    chains.push_back(std::move(c));
-  }
-  return chains;
-}
-
-Result<replication::ShardMap> MapOfMessage(const Message& m, int num_shards, int num_tasks) {
-  if (m.map_epoch > uint64_t{1} << 53) {
-    return InvalidArgument("shard map of epoch " + std::to_string(m.map_epoch) +
-                           ": epochs are from 0 to 2^53");
-  }
-  if (static_cast<int>(m.chains.size()) != num_shards) {
-    return InvalidArgument("shard map of epoch " + std::to_string(m.map_epoch) + ": chains has " +
-                           std::to_string(m.chains.size()) + " entries, expected one per shard (" +
-                           std::to_string(num_shards) + ")");
-  }
-  replication::ShardMap map;
-  map.epoch = m.map_epoch;
-  map.chains.resize(num_shards);
-  map.joining.resize(num_shards);
-  std::vector<bool> seen(num_shards, false);
-  for (size_t i = 0; i < m.chains.size(); ++i) {
-    const wire::Chain& c = m.chains[i];
-    const std::string where = "shard map chains[" + std::to_string(i) + "]";
-    if (c.shard < 0 || c.shard >= num_shards || seen[c.shard]) {
-      return InvalidArgument(where + ".shard is " + std::to_string(c.shard) +
-                             ", expected a shard below " + std::to_string(num_shards) +
-                             " listed once");
-    }
-    seen[c.shard] = true;
-    std::set<int> in;
-    for (const auto* list : {&c.tasks, &c.joining}) {
-      for (int32_t t : *list) {
-        if (t < 0 || t >= num_tasks || !in.insert(t).second) {
-          return InvalidArgument(where + " lists task " + std::to_string(t) +
-                                 ", expected distinct tasks below " + std::to_string(num_tasks));
-        }
-      }
-    }
-    map.chains[c.shard].assign(c.tasks.begin(), c.tasks.end());
-    map.joining[c.shard].assign(c.joining.begin(), c.joining.end());
-  }
-  return map;
-}
 
 MapConnections::MapConnections(int num_tasks, Connector connect)
     : connect_(std::move(connect)), connections_(num_tasks) {}
@@ -191,7 +139,7 @@ Result<bool> ShardRoutes::Fetch(const std::function<bool(int)>& live, millisecon
     }
     Observe(replies[i]->map_epoch);
     if (replies[i]->map_epoch == 0) continue;  // no map there yet
-    Result<replication::ShardMap> m = MapOfMessage(*replies[i], num_tasks_, num_tasks_);
+    Result<replication::ShardMap> m = wire::MapOfMessage(*replies[i], num_tasks_, num_tasks_);
     if (!m.ok()) {
       LOG(WARNING) << role_ << " " << task_index_ << ": the shard map of ps " << out[i].first
                    << ": " << m.status().ToString();

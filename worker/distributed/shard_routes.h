@@ -25,13 +25,6 @@
 namespace pstrain {
 namespace worker {
 
-// The map's chains as the wire carries them, one Chain per shard.
-std::vector<wire::Chain> ChainsOf(const replication::ShardMap& map);
-// The map a shardMap message (a get reply, a set) carries: epoch `map_epoch`, one chain per
-// shard of `num_shards`, every task below `num_tasks` and in one place of its shard at most.
-// Anything else is an InvalidArgument naming the field (the bytes came from the network).
-Result<replication::ShardMap> MapOfMessage(const wire::Message& m, int num_shards, int num_tasks);
-
 // One connection per server task for shard-map requests.
 class MapConnections {
  public:
