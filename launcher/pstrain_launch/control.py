@@ -17,6 +17,7 @@ import os
 import socket
 import struct
 import sys
+import time
 from typing import Callable, List, Optional, Tuple
 
 SOCKET_NAME = "control.sock"
@@ -82,9 +83,19 @@ class ControlServer:
         _, uid, _ = struct.unpack("3i", creds)
         if uid != os.getuid():
             return False, f"refused: user id {uid} is not the launcher's ({os.getuid()})"
+        # The whole request within IO_TIMEOUT_S, not each read: a client dripping a byte at a
+        # time would otherwise hold the supervisor's loop (and every role's restart) for hours.
+        deadline = time.monotonic() + IO_TIMEOUT_S
         data = b""
         while not data.endswith(b"\n") and len(data) <= MAX_REQUEST:
-            chunk = conn.recv(MAX_REQUEST)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False, f"refused: the request did not arrive within {IO_TIMEOUT_S:g} s"
+            conn.settimeout(left)
+            try:
+                chunk = conn.recv(MAX_REQUEST)
+            except socket.timeout:
+                return False, f"refused: the request did not arrive within {IO_TIMEOUT_S:g} s"
             if not chunk:
                 break
             data += chunk

@@ -9,6 +9,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 from launcher_testlib import (FAST, KEYGEN, REPO, alive, cluster_yaml, kill_leftovers,
@@ -176,6 +177,35 @@ class AddRemoveWorkerTest(unittest.TestCase):
         code, out, err = self.finish()
         self.assertEqual(code, 0, out + err)
         self.assertFalse(os.path.exists(path), "the socket goes with the launcher")
+
+    def test_a_client_dripping_its_request_is_cut_off_and_the_next_is_answered(self):
+        self.launch()
+        path = control.socket_path(self.train_dir)
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(10)
+        s.connect(path)
+        started = time.monotonic()
+        answer = b""
+        for byte in b'{"op": "add-worker"}':  # a byte every 0.4 s: each read is quick
+            try:
+                s.sendall(bytes([byte]))
+            except OSError:
+                pass  # cut off: the answer is waiting
+            s.settimeout(0.4)
+            try:
+                answer = s.recv(4096)
+            except socket.timeout:
+                continue
+            except OSError:
+                pass
+            break
+        s.close()
+        self.assertIn(b"did not arrive within 2 s", answer)
+        self.assertLess(time.monotonic() - started, 4.0)
+        self.assertEqual(control.send(self.train_dir, {"op": "reboot"}),
+                         (False, "unknown op 'reboot': expected add-worker or remove-worker"))
+        code, out, err = self.finish()
+        self.assertEqual(code, 0, out + err)
 
     def test_a_fixed_cluster_has_no_control_socket(self):
         self.launch(extra="", steps="20")
