@@ -3,7 +3,7 @@
 nodes, every role an srun step started by `pstrain-launch --slurm`.
 
 Kept short for CI: 2 epochs to a test accuracy of at least 0.85 (RefNet reaches ~0.88 there;
-the cluster tests in tests/distributed train 4 epochs to 0.90). The example's GPU, task and CPU
+the accumulate cluster test and fault_test.py in tests/distributed train to 0.90). The example's GPU, task and CPU
 counts are overridden on sbatch's command line (one task and CPU per node, no GPU), its paths and
 extra options through the variables it reads. Skipped without root, Slurm or Fashion-MNIST."""
 
