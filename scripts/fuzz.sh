@@ -19,7 +19,8 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 if [[ ${#targets[@]} -eq 0 ]]; then
-  targets=(fuzz_wire_decode fuzz_ps_handle fuzz_tfrecord fuzz_idx fuzz_config fuzz_host_hub)
+  targets=(fuzz_wire_decode fuzz_ps_handle fuzz_server_task fuzz_tfrecord fuzz_idx fuzz_config
+    fuzz_host_hub)
 fi
 
 # Every library the targets link is instrumented too, so coverage guides the fuzzer into them;
