@@ -99,10 +99,6 @@ class LocalRun:
                                   self.train_dir, "--progress_interval", "30"])
         return self.launcher
 
-    def log(self, name):
-        """A role's log as it is now: 'worker-0', 'ps-1'."""
-        return read(os.path.join(self.log_dir, name + ".log"))
-
     def remove(self, keep_env):
         """Deletes the directory unless the environment variable `keep_env` is 1."""
         if os.environ.get(keep_env) != "1":
