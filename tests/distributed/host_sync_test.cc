@@ -15,6 +15,7 @@
 #include "tests/distributed/ports.h"
 #include "tests/distributed/role_process.h"
 #include "tests/distributed/sgd_variables.h"
+#include "worker/distributed/collectives/zmq_store.h"
 #include "worker/distributed/intra_node.h"
 
 namespace pstrain {
@@ -267,6 +268,37 @@ TEST(IntraNodeGroupTest, WorkersWithDifferentModelsStopAtStartSayingWhy) {
     EXPECT_EQ(j.status().code(), StatusCode::kFailedPrecondition);
     EXPECT_NE(j.status().message().find("disagree"), std::string::npos) << j.status().message();
   }
+}
+
+TEST(IntraNodeGroupTest, TheLeaderKeepsItsHubUpUntilARankThatDisagreesHasReadWhy) {
+  // A rank slower than the leader (a loaded host) reads the leader's mode after the leader has
+  // found the disagreement; the leader once closed its hub at once, and that rank timed out
+  // asking "is the host's leader up?" instead of hearing why.
+  const std::vector<std::string> hosts{"127.0.0.1:" + std::to_string(testing::PickPort()),
+                                       "127.0.0.1:" + std::to_string(testing::PickPort())};
+  Result<std::unique_ptr<IntraNodeGroup>> leader = Internal("unset");
+  std::thread lead([&] {
+    IntraNodeOptions o;
+    o.mode = IntraNodeSync::kCpu;
+    o.worker_hosts = hosts;
+    o.task_index = 0;
+    o.model = "refnet, 2 variables, 10 floats";
+    o.timeout = std::chrono::seconds(20);
+    leader = JoinIntraNodeGroup(o, "worker 0");
+  });
+  auto store = ZmqStore::Connect(wire::TcpEndpoint(hosts[0]), /*rank=*/1);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  ASSERT_TRUE((*store)->Set("mode/1", "cpu on cpu with resnet50, 161 variables").ok());
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  Result<std::string> theirs = (*store)->Get("mode/0", std::chrono::seconds(5));
+  ASSERT_TRUE(theirs.ok()) << theirs.status().ToString();
+  EXPECT_EQ(*theirs, "cpu on cpu with refnet, 2 variables, 10 floats");
+  ASSERT_TRUE((*store)->Set("read/1", "1").ok());
+  lead.join();
+  ASSERT_FALSE(leader.ok());
+  EXPECT_EQ(leader.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(leader.status().message().find("disagree"), std::string::npos)
+      << leader.status().message();
 }
 
 TEST(IntraNodeGroupTest, ALoneWorkerHasNothingToSyncEvenWithNcclOnTheCpu) {

@@ -83,11 +83,8 @@ Result<HubKeys> HubSecurity(const wire::ClusterKeys& keys, const HostGroup& g) {
 
 // Every rank publishes its mode and model and checks the others' (NCCL cannot see a rank
 // averaging tensors of other sizes; it would hang or mix them).
-Status AgreeOnMode(Store& store, const HostGroup& g, IntraNodeSync mode, Device device,
-                   const std::string& model, std::chrono::milliseconds timeout) {
-  const std::string mine = std::string(IntraNodeSyncName(mode)) + " on " +
-                           (device == Device::kGpu ? "gpu" : "cpu") + " with " + model;
-  RETURN_IF_ERROR(store.Set("mode/" + std::to_string(g.local_rank), mine));
+Status CompareModes(Store& store, const HostGroup& g, const std::string& mine, IntraNodeSync mode,
+                    std::chrono::milliseconds timeout) {
   for (int r = 0; r < g.size(); ++r) {
     Result<std::string> theirs = store.Get("mode/" + std::to_string(r), timeout);
     if (!theirs.ok()) {
@@ -109,6 +106,28 @@ Status AgreeOnMode(Store& store, const HostGroup& g, IntraNodeSync mode, Device 
     }
   }
   return Status::OK();
+}
+
+// The leader's hub holds the store: it stays up until every other rank has read every mode,
+// so that a rank told "disagree" by the leader hears it too, rather than timing out on a hub
+// the leader closed on its way out.
+Status AgreeOnMode(Store& store, const HostGroup& g, IntraNodeSync mode, Device device,
+                   const std::string& model, std::chrono::milliseconds timeout) {
+  const std::string mine = std::string(IntraNodeSyncName(mode)) + " on " +
+                           (device == Device::kGpu ? "gpu" : "cpu") + " with " + model;
+  RETURN_IF_ERROR(store.Set("mode/" + std::to_string(g.local_rank), mine));
+  const Status agreed = CompareModes(store, g, mine, mode, timeout);
+  if (!g.is_leader()) {
+    RETURN_IF_ERROR(store.Set("read/" + std::to_string(g.local_rank), "1"));
+    return agreed;
+  }
+  // A rank the leader timed out on is not waited for again.
+  if (!agreed.ok() && agreed.code() != StatusCode::kFailedPrecondition) return agreed;
+  for (int r = 1; r < g.size(); ++r) {
+    const Status read = store.Get("read/" + std::to_string(r), timeout).status();
+    if (!read.ok() && agreed.ok()) return read;
+  }
+  return agreed;
 }
 
 }  // namespace
