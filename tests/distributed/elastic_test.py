@@ -1,5 +1,5 @@
-"""Workers that join and leave a running job (docs/replication.md section 7, run B): one RefNet
-run under the launcher, 1 ps, 2 workers, async, min_workers 1, max_workers 3, --elastic_data
+"""Workers that join and leave a running job (docs/replication.md section 7, run B): one run under
+the launcher (SmallNet; RefNet with PSTRAIN_ELASTIC_CONFIG=refnet.yaml), 1 ps, 2 workers, async, min_workers 1, max_workers 3, --elastic_data
 (examples leased in chunks from server 0's data ledger), restart: on_failure. During the run:
   join     `pstrain-launch add-worker` starts worker 2;
   leave    `pstrain-launch remove-worker --task 1` (SIGTERM: it finishes its step, says goodbye);
@@ -10,6 +10,7 @@ Afterwards: the run ended on its own (no hang, launcher exit 0), the ledger logg
 
   elastic_test.py --pstrain BUILD/pstrain
 Environment: PSTRAIN_ELASTIC_TARGET (default 0.85), PSTRAIN_ELASTIC_EPOCHS (default 2),
+PSTRAIN_ELASTIC_CONFIG (default smallnet.yaml) the model's file in configs/,
 PSTRAIN_ELASTIC_KEEP=1 keeps the train_dir.
 """
 
@@ -49,7 +50,8 @@ def main():
                    flags=f"epochs: {epochs}, elastic_data: true, save_checkpoints_secs: 0, "
                    "log_every_n_steps: 25, ps_unavailable_timeout_secs: 120",
                    restart="policy: on_failure, max_restarts: 3, backoff_secs: 1",
-                   extra="min_workers: 1\nmax_workers: 3\n")
+                   extra="min_workers: 1\nmax_workers: 3\n",
+                   config=os.environ.get("PSTRAIN_ELASTIC_CONFIG", "smallnet.yaml"))
     train_dir, log_dir = run.train_dir, run.log_dir
     launcher = run.start()
     started = time.monotonic()

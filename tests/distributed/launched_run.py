@@ -1,4 +1,4 @@
-"""What the process tests that run a RefNet cluster under pstrain-launch share (fault_test.py,
+"""What the process tests that run a cluster under pstrain-launch share (fault_test.py,
 replication_test.py, elastic_test.py): a local cluster file on free loopback ports, the launcher
 with its output and the pid of every role, and reading the roles' logs.
 
@@ -75,9 +75,11 @@ class Launcher:
 class LocalRun:
     """A `mode: local` cluster of `num_ps` servers and `num_workers` CPU workers on 127.0.0.1 in
     a fresh temporary directory; `flags` and `restart` are the bodies of the cluster file's
-    inline maps, `extra` more top-level lines (replicas, min_workers)."""
+    inline maps, `extra` more top-level lines (replicas, min_workers); `config` the model's file
+    in configs/."""
 
-    def __init__(self, prefix, pstrain, num_ps, num_workers, flags, restart, extra=""):
+    def __init__(self, prefix, pstrain, num_ps, num_workers, flags, restart, extra="",
+                 config="refnet.yaml"):
         self.tmp = tempfile.mkdtemp(prefix=prefix)
         self.train_dir = os.path.join(self.tmp, "run")
         self.log_dir = os.path.join(self.train_dir, "launcher")
@@ -90,12 +92,13 @@ class LocalRun:
         with open(self.cluster, "w") as f:
             f.write(f"mode: local\nbinary: {pstrain}\nps:\n{ps}worker:\n{workers}{extra}"
                     f"flags: {{{flags}}}\nrestart: {{{restart}}}\n")
+        self.config = os.path.join(REPO, "configs", config)
         self.launcher = None
 
     def start(self):
         self.launcher = Launcher([sys.executable, os.path.join(REPO, "launcher", "pstrain-launch"),
-                                  "--cluster", self.cluster, "--config",
-                                  os.path.join(REPO, "configs", "refnet.yaml"), "--train_dir",
+                                  "--cluster", self.cluster, "--config", self.config,
+                                  "--train_dir",
                                   self.train_dir, "--progress_interval", "30"])
         return self.launcher
 

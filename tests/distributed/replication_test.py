@@ -1,5 +1,5 @@
-"""Replicated shards under fire (docs/replication.md, section 7, run A): one RefNet run under the
-launcher, 3 ps and 2 workers, async, --replicas=1, restart: on_failure. Three times the test
+"""Replicated shards under fire (docs/replication.md, section 7, run A): one run under the
+launcher (SmallNet; RefNet with PSTRAIN_REPL_CONFIG=refnet.yaml), 3 ps and 2 workers, async, --replicas=1, restart: on_failure. Three times the test
 SIGKILLs the current head of a random shard, each time once the previous victim has rejoined as a
 member (the chief's map line says so). Afterwards:
   no acknowledged update lost  every worker's global step never went back (PsClient logs an error
@@ -13,8 +13,9 @@ member (the chief's map line says so). Afterwards:
   replication_test.py --pstrain BUILD/pstrain
 Environment: PSTRAIN_REPL_SEED (default 2026) picks the shards and moments; PSTRAIN_REPL_KILLS
 (default 3); PSTRAIN_REPL_TARGET (default 0.85) the accuracy; PSTRAIN_REPL_EPOCHS (default 2);
-PSTRAIN_REPL_KEEP=1 keeps the train_dir. CI runs the defaults (about 3 minutes on 2 cores); the
-measured run of docs/replication.md is PSTRAIN_REPL_KILLS=5 PSTRAIN_REPL_EPOCHS=3.
+PSTRAIN_REPL_CONFIG (default smallnet.yaml) the model's file in configs/; PSTRAIN_REPL_KEEP=1 keeps
+the train_dir. CI runs the defaults; the measured run of docs/replication.md is
+PSTRAIN_REPL_CONFIG=refnet.yaml PSTRAIN_REPL_KILLS=5 PSTRAIN_REPL_EPOCHS=3.
 """
 
 import argparse
@@ -101,7 +102,8 @@ def main():
                    flags=f"epochs: {epochs}, save_checkpoints_secs: 0, log_every_n_steps: 25, "
                    "ps_unavailable_timeout_secs: 120",
                    restart="policy: on_failure, max_restarts: 10, backoff_secs: 1",
-                   extra="replicas: 1\n")
+                   extra="replicas: 1\n",
+                   config=os.environ.get("PSTRAIN_REPL_CONFIG", "smallnet.yaml"))
     train_dir, log_dir = run.train_dir, run.log_dir
     launcher = run.start()
     names = [f"ps-{k}.log" for k in range(NUM_PS)] + [f"worker-{k}.log" for k in range(NUM_WORKERS)]
