@@ -40,9 +40,9 @@ struct ClusterResult {
 using Beside = std::function<void(const std::vector<std::string>& ps_endpoints,
                                   const std::string& keys_dir, const std::atomic<bool>& stop)>;
 
-// With `beside`, the cluster runs with CURVE keys for every role and `beside` on a thread.
+// `config`: the model's file in configs/. With `beside`, the cluster runs with CURVE keys for every role and `beside` on a thread.
 ClusterResult RunClusterOnce(const std::string& name, const std::vector<std::string>& flags,
-                             const Beside& beside) {
+                             const Beside& beside, const std::string& config) {
   // Unique per process: two checkouts' test runs on one machine must not share a train_dir.
   const std::string dir =
       ::testing::TempDir() + "/cluster_" + name + "_" + std::to_string(getpid());
@@ -59,7 +59,7 @@ ClusterResult RunClusterOnce(const std::string& name, const std::vector<std::str
   }
   std::vector<std::string> common{"--ps_hosts=" + ps_hosts,
                                   "--worker_hosts=" + worker_hosts,
-                                  "--config=" + testing::SourceDir() + "/configs/refnet.yaml",
+                                  "--config=" + testing::SourceDir() + "/configs/" + config,
                                   "--train_dir=" + dir,
                                   "--evaluators=1",
                                   // An evaluation of the 10,000 test images takes about
@@ -144,10 +144,11 @@ ClusterResult RunClusterOnce(const std::string& name, const std::vector<std::str
 // A server that lost its port to another process between the pick and its bind is a race of
 // the test, not a failure of pstrain: run again on other ports.
 ClusterResult RunCluster(const std::string& name, const std::vector<std::string>& flags,
-                         const Beside& beside = nullptr) {
+                         const Beside& beside = nullptr,
+                         const std::string& config = "refnet.yaml") {
   ClusterResult r;
   for (int attempt = 0; attempt < 3; ++attempt) {
-    r = RunClusterOnce(name, flags, beside);
+    r = RunClusterOnce(name, flags, beside, config);
     bool port_taken = false;
     for (const char* ps : {"ps0", "ps1"}) {
       port_taken |= r.logs[ps].find("Address already in use") != std::string::npos;
@@ -278,11 +279,11 @@ TEST(ClusterTest, IntraNodeSyncAveragesTheHostsWorkersAndPushesOncePerStep) {
   }
   // Both workers are on 127.0.0.1: they average their gradients through worker 0's hub and
   // worker 0 alone pushes (an effective batch of 256 per update, as the accumulate test). The
-  // test is of the sync, not of reaching 90% (the accumulate and fault tests are): on 2026-11-25
-  // such a run's evaluator saw 0.893 at update 401 and 0.901 at 426, so 450 updates (1.9 epochs
-  // of examples) are asked for 0.87.
-  ClusterResult r = RunCluster("intra_node", {"--intra_node_sync=cpu", "--max_steps=450"});
-  ExpectTrainedTo(r, 0.87);
+  // test is of the sync, not of RefNet's accuracy (the accumulate and fault tests are), so it
+  // trains SmallNet: 450 updates (1.9 epochs of examples) to 0.85.
+  ClusterResult r = RunCluster("intra_node", {"--intra_node_sync=cpu", "--max_steps=450"},
+                               nullptr, "smallnet.yaml");
+  ExpectTrainedTo(r, 0.85);
   EXPECT_NE(r.logs.at("worker0").find("syncs with workers [0,1] on host 127.0.0.1 over the host "
                                       "hub (host memory) as local rank 0 of 2"),
             std::string::npos);

@@ -176,6 +176,32 @@ TEST(PsClientRoutesTest, AHigherEpochOnAHeartbeatReplyMakesTheClientFetchTheMap)
   EXPECT_EQ(client->routes().Head(0), 1);
 }
 
+TEST(PsClientRoutesTest, HeartbeatRepliesTellTheClientTheGlobalStepWithoutAPull) {
+  // What an evaluator waiting for its next interval watches to see that training has ended.
+  std::atomic<int64_t> step{0};
+  FakeServer server([&](const Message& m) -> std::optional<Message> {
+    if (m.type == MessageType::kHeartbeat) return Ok(m, 0, step.load());
+    return std::nullopt;  // no pull is answered: the step comes from heartbeats alone
+  });
+  testing::SgdVariables vars;
+  auto client = Connect({&server}, &vars, 0, "evaluator");
+  ASSERT_NE(client, nullptr);
+  auto wait_for = [&](int64_t want) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (client->HeardStep() < want && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    return client->HeardStep();
+  };
+  step = 17;
+  EXPECT_EQ(wait_for(17), 17);
+  step = 450;
+  EXPECT_EQ(wait_for(450), 450);
+  step = 3;  // an older reply (a restarted backup, a late shard) never takes it back
+  std::this_thread::sleep_for(milliseconds(1500));
+  EXPECT_EQ(client->HeardStep(), 450);
+}
+
 TEST(PsClientRoutesTest, TheGlobalStepIsShard0sCommittedStep) {
   // Epoch 1 with the heads swapped: shard 0 on task 1, shard 1 on task 0. Each task refuses the
   // shard it does not head, and answers a pull with a step of its shard's own.

@@ -114,6 +114,7 @@ void HeartbeatMonitor::Drain(int s, Clock::time_point now) {
     if (!reply.ok()) return;  // nothing more (or unreadable: the next heartbeat will tell)
     server.last_reply = now;
     if (reply->map_epoch > highest_map_epoch_.load()) highest_map_epoch_ = reply->map_epoch;
+    if (reply->step > highest_step_.load()) highest_step_ = reply->step;
     std::lock_guard<std::mutex> lock(mu_);
     Health& h = server.health;
     const std::string me = role_ + " " + std::to_string(task_index_) + ": ";

@@ -49,6 +49,9 @@ class HeartbeatMonitor {
   // The highest shard-map epoch any heartbeat reply carried (0: none; always 0 without
   // --replicas): a higher one than a client's own tells it to fetch the map.
   uint64_t highest_map_epoch() const { return highest_map_epoch_.load(); }
+  // The highest global step any heartbeat reply carried (0: none yet): an evaluator between
+  // evaluations sees the end of training from it within a heartbeat interval.
+  int64_t highest_step() const { return highest_step_.load(); }
 
  private:
   struct Server {
@@ -72,6 +75,7 @@ class HeartbeatMonitor {
   std::vector<Server> servers_;
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> highest_map_epoch_{0};
+  std::atomic<int64_t> highest_step_{0};
   std::thread thread_;
 };
 

@@ -115,6 +115,8 @@ class PsClient {
   const replication::Sharding& sharding() const { return sharding_; }
   // What the heartbeats say of server `s`.
   HeartbeatMonitor::Health ServerHealth(int s) const { return heartbeat_->Of(s); }
+  // The highest global step the servers' heartbeat replies carried.
+  int64_t HeardStep() const { return heartbeat_->highest_step(); }
   // The routes by shard (the shard map this client follows).
   const ShardRoutes& routes() const { return *routes_; }
   // The chief's chain master once Initialize started it (replicas only), else null.

@@ -1,5 +1,6 @@
 #include "worker/distributed/worker_role.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -328,8 +329,13 @@ Status RunEvaluator(const RoleOptions& o) {
       last = step;
     }
     if (step >= s.max_steps) break;
-    std::this_thread::sleep_until(
-        start + std::chrono::milliseconds(static_cast<int64_t>(o.eval_interval_secs * 1000)));
+    // The last step is evaluated as soon as the heartbeats carry it, not at the next interval:
+    // the chief's final barrier waits for this evaluator.
+    const auto next =
+        start + std::chrono::milliseconds(static_cast<int64_t>(o.eval_interval_secs * 1000));
+    while (Clock::now() < next && client->HeardStep() < s.max_steps) {
+      std::this_thread::sleep_until(std::min(next, Clock::now() + std::chrono::milliseconds(200)));
+    }
   }
   return client->Barrier("done", static_cast<int>(o.worker_hosts.size()) + o.evaluators);
 }
