@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 
 #include "common/flags.h"
@@ -20,6 +21,7 @@
 #include "tools/device_flags.h"
 #include "worker/distributed/intra_node.h"
 #include "worker/distributed/leave_signal.h"
+#include "worker/distributed/push_parts.h"
 #include "worker/distributed/worker_role.h"
 
 DEFINE_string(job_name, "", "this process's role: ps, worker or evaluator");
@@ -41,7 +43,9 @@ DEFINE_int32(min_workers, 0,
 DEFINE_int32(max_workers, 0,
              "with --min_workers: the most worker tasks (task indices below it), at least the "
              "number of --worker_hosts; 0: that number");
-DEFINE_int64(partition_bytes, 8 << 20, "split variables larger than this across servers");
+DEFINE_int64(partition_bytes, pstrain::worker::kDefaultPartitionBytes,
+             "split variables larger than this across servers (with --replicas: 1 MiB unless "
+             "given, so that each part's record crosses to the backups while the rest arrives)");
 DEFINE_int64(max_steps, 0, "stop at this global step (0: the config's max_steps or epochs)");
 DEFINE_int64(epochs, 0, "epochs to train (0: the config's train.epochs)");
 DEFINE_int64(log_every_n_steps, 100, "local steps between progress lines");
@@ -99,9 +103,9 @@ DEFINE_string(overlap_push, "auto",
               "a CPU worker alone on its host; elsewhere one push a step, the reason logged); "
               "auto: the same unless every server is on loopback (no link to overlap with); "
               "false: one push per server a step after backward");
-DEFINE_int32(push_part_mb, 4,
+DEFINE_int32(push_part_mb, pstrain::worker::kDefaultPushPartBytes >> 20,
              "worker, with --overlap_push: the size of a push's parts (MiB, 1 to 1024), as DDP's "
-             "25 MB buckets or Horovod's fusion buffer");
+             "25 MB buckets or Horovod's fusion buffer (with --replicas: 1 unless given)");
 
 namespace {
 
@@ -258,6 +262,24 @@ bool ApplyTfConfig() {
   return true;
 }
 
+// --partition_bytes and --push_part_mb, or their defaults for --replicas, said once.
+pstrain::worker::PushSizes ChosenPushSizes() {
+  auto given = [](const char* name, int64_t value) {
+    return gflags::GetCommandLineFlagInfoOrDie(name).is_default ? std::nullopt
+                                                                : std::optional<int64_t>(value);
+  };
+  const pstrain::worker::PushSizes sizes = pstrain::worker::ChoosePushSizes(
+      FLAGS_replicas, given("partition_bytes", FLAGS_partition_bytes),
+      given("push_part_mb", int64_t{FLAGS_push_part_mb} << 20));
+  if (FLAGS_replicas > 0) {
+    LOG(INFO) << FLAGS_job_name << " " << FLAGS_task_index << ": --replicas=" << FLAGS_replicas
+              << ": variables split above " << sizes.partition_bytes << " bytes, pushed in parts of "
+              << sizes.part_bytes << " bytes (small parts let each record reach the backups while "
+              << "the rest of the push arrives; --partition_bytes and --push_part_mb choose)";
+  }
+  return sizes;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -348,7 +370,8 @@ int main(int argc, char** argv) {
     o.train_dir = FLAGS_train_dir;
     o.logdir = logdir;
     o.data_dir = FLAGS_data_dir;
-    o.partition_bytes = FLAGS_partition_bytes;
+    const pstrain::worker::PushSizes sizes = ChosenPushSizes();
+    o.partition_bytes = sizes.partition_bytes;
     o.max_steps = FLAGS_max_steps;
     o.epochs = FLAGS_epochs;
     o.log_every_n_steps = std::max<int64_t>(1, FLAGS_log_every_n_steps);
@@ -364,7 +387,7 @@ int main(int argc, char** argv) {
     o.synthetic_step_ms = FLAGS_synthetic_step_ms;
     o.async = FLAGS_update_mode == "async";
     o.overlap_push = FLAGS_overlap_push;
-    o.push_part_bytes = int64_t{FLAGS_push_part_mb} << 20;
+    o.push_part_bytes = sizes.part_bytes;
     o.min_workers = FLAGS_min_workers;
     o.elastic_data = FLAGS_elastic_data;
     o.replicas = FLAGS_replicas;

@@ -61,6 +61,31 @@ TEST(PushPartsTest, EachServerGetsItsPartitionsLastLayerFirstInPartsOfTheSizeAsk
   for (const auto& [key, n] : seen) EXPECT_EQ(n, 1) << key;
 }
 
+TEST(PushPartsTest, WithReplicasTheDefaultsAreSmallSoThatEachServerSendsRecordsPartByPart) {
+  EXPECT_EQ(ChoosePushSizes(0, std::nullopt, std::nullopt).partition_bytes, 8 * kMiB);
+  EXPECT_EQ(ChoosePushSizes(0, std::nullopt, std::nullopt).part_bytes, 4 * kMiB);
+  const PushSizes replicated = ChoosePushSizes(1, std::nullopt, std::nullopt);
+  EXPECT_EQ(replicated.partition_bytes, kMiB);
+  EXPECT_EQ(replicated.part_bytes, kMiB);
+  // A size the user gave is kept, with or without replicas.
+  EXPECT_EQ(ChoosePushSizes(1, 8 * kMiB, std::nullopt).partition_bytes, 8 * kMiB);
+  EXPECT_EQ(ChoosePushSizes(1, 8 * kMiB, std::nullopt).part_bytes, kMiB);
+  EXPECT_EQ(ChoosePushSizes(2, std::nullopt, 16 * kMiB).part_bytes, 16 * kMiB);
+  EXPECT_EQ(ChoosePushSizes(0, 2 * kMiB, 2 * kMiB).partition_bytes, 2 * kMiB);
+  // RefNet's fc1 (12.25 MiB) is one 6 MiB part a server by default; with replicas each server gets
+  // it in several parts, each replicated while the next arrives.
+  const std::vector<replication::VariableSpec> refnet = {Var("fc1/weights", 12 * kMiB + kMiB / 4),
+                                                         Var("fc2/weights", 40 * 1024)};
+  auto count_parts = [&](const PushSizes& sizes) {
+    auto sharding = replication::Sharding::Compute(refnet, 2, sizes.partition_bytes);
+    EXPECT_TRUE(sharding.ok()) << sharding.status().ToString();
+    const auto parts = PlanPushParts(*sharding, {"fc1/weights", "fc2/weights"}, sizes.part_bytes);
+    return std::min(parts[0].size(), parts[1].size());
+  };
+  EXPECT_EQ(count_parts(ChoosePushSizes(0, std::nullopt, std::nullopt)), 1u);
+  EXPECT_GE(count_parts(replicated), 3u);
+}
+
 TEST(PushPartsTest, APartAsLargeAsTheModelIsOnePushPerServer) {
   const std::vector<replication::VariableSpec> specs = {Var("a", kMiB), Var("b", kMiB),
                                                         Var("c", kMiB)};

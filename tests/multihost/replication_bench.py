@@ -3,7 +3,8 @@ real links, and the bytes a server sends its backups per step (a measurement, no
 numbers are printed, not checked).
 
   python3 tests/multihost/replication_bench.py --pstrain build/pstrain \
-      [--config configs/refnet.yaml] [--rate 1gbit] [--steps 300] [--step_ms 0] [--workers 2]
+      [--config configs/refnet.yaml] [--rate 1gbit] [--steps 300] [--step_ms 0] [--workers 2] \
+      [--role_flags="--partition_bytes=1048576 --push_part_mb=1"]
 
 Three hosts of tests/multihost/netns_hosts.py, links shaped with tc tbf to --rate each way:
 ps0 on h1, ps1 on h2 (with --replicas=1 each holds its own shard and backs up the other's, on
@@ -37,7 +38,7 @@ def run_once(a, hosts, tmp, replicas):
                "--worker_hosts=" + ",".join(f"{hosts.address(3)}:{2230 + k}"
                                             for k in range(a.workers)),
                f"--config={a.config}", f"--train_dir={d}/td", "--insecure",
-               "--ps_unavailable_timeout_secs=60", f"--replicas={replicas}"]
+               "--ps_unavailable_timeout_secs=60", f"--replicas={replicas}"] + a.role_flags.split()
     env = dict(os.environ, **ROLE_ENV)
     roles = [(1, "ps0", ["--job_name=ps", "--task_index=0", "--ps_summary_secs=0"]),
              (2, "ps1", ["--job_name=ps", "--task_index=1", "--ps_summary_secs=0"])]
@@ -100,6 +101,7 @@ def main():
     p.add_argument("--steps", type=int, default=300)
     p.add_argument("--step_ms", type=int, default=0)
     p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--role_flags", default="", help="more flags for every role, in both runs")
     a = p.parse_args()
     missing = netns_hosts.missing_tools()
     if missing:

@@ -14,6 +14,15 @@ namespace worker {
 using wire::Message;
 using wire::MessageType;
 
+PushSizes ChoosePushSizes(int replicas, std::optional<int64_t> partition_bytes,
+                          std::optional<int64_t> part_bytes) {
+  PushSizes sizes;
+  if (replicas > 0) sizes = {kReplicatedPushBytes, kReplicatedPushBytes};
+  if (partition_bytes) sizes.partition_bytes = *partition_bytes;
+  if (part_bytes) sizes.part_bytes = *part_bytes;
+  return sizes;
+}
+
 std::vector<std::vector<PushPart>> PlanPushParts(const replication::Sharding& sharding,
                                                  const std::vector<std::string>& variable_order,
                                                  int64_t part_bytes) {

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,26 @@ namespace worker {
 
 // The default size of a part, --push_part_mb.
 constexpr int64_t kDefaultPushPartBytes = int64_t{4} << 20;
+// The default size above which a variable is split across servers, --partition_bytes.
+constexpr int64_t kDefaultPartitionBytes = int64_t{8} << 20;
+// Both sizes' default with --replicas. A push is acknowledged once its record is on the backups,
+// and a server replicates each part as soon as it has applied it: small parts let one part's
+// record cross to the backup while the next part is still arriving. RefNet at 1 Gbit/s
+// (tests/multihost/replication_bench.py, 2026-11-26): throughput with --replicas=1 over
+// --replicas=0 went from 0.82 (8 MiB partitions, 4 MiB parts) to 0.92 (1 MiB both), and the
+// unreplicated run was as fast either way (658 and 656 examples/s).
+constexpr int64_t kReplicatedPushBytes = int64_t{1} << 20;
+
+struct PushSizes {
+  int64_t partition_bytes = kDefaultPartitionBytes;
+  int64_t part_bytes = kDefaultPushPartBytes;
+};
+
+// The sizes a role uses: each one given (a flag set on the command line), else its default,
+// kReplicatedPushBytes where `replicas` > 0. Every role of a cluster gets the same flags, so all
+// split the variables alike.
+PushSizes ChoosePushSizes(int replicas, std::optional<int64_t> partition_bytes,
+                          std::optional<int64_t> part_bytes);
 
 struct PushPart {
   std::vector<replication::Partition> partitions;  // in the order backward finishes them
