@@ -202,6 +202,41 @@ TEST(PsClientRoutesTest, HeartbeatRepliesTellTheClientTheGlobalStepWithoutAPull)
   EXPECT_EQ(client->HeardStep(), 450);
 }
 
+TEST(PsClientRoutesTest, APulledTensorOfAnotherShapeIsRefusedBeforeAnythingIsCopied) {
+  // A server holding the variables split another way (a checkpoint from a run with other
+  // --partition_bytes or --replicas) or a hostile one sends a smaller 'fc/weights' than this
+  // worker's [4,2]: copying its rows would read past it.
+  std::atomic<bool> right{false};
+  FakeServer server([&](const Message& m) -> std::optional<Message> {
+    Message r = Ok(m, 0, 5);
+    r.task_index = 0;
+    if (m.type == MessageType::kPull) {
+      r.tensors.push_back({"fc/bias", Tensor::Filled(Shape{2}, 7.0f)});
+      r.tensors.push_back(
+          {"fc/weights", Tensor::Filled(right ? Shape{4, 2} : Shape{2, 2}, 9.0f)});
+    }
+    return r;
+  });
+  testing::SgdVariables vars;
+  auto client = Connect({&server}, &vars, 0);
+  ASSERT_NE(client, nullptr);
+  Result<int64_t> step = client->Pull();
+  ASSERT_FALSE(step.ok());
+  EXPECT_EQ(step.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(step.status().message().find("ps 0 answered a pull of 'fc/weights' with shape [2,2]; "
+                                         "this worker's partition is [4,2]"),
+            std::string::npos)
+      << step.status().message();
+  EXPECT_NE(step.status().message().find("--partition_bytes"), std::string::npos);
+  EXPECT_EQ(vars.weights.value.ToVector(), std::vector<float>(8, 1.0f)) << "nothing copied";
+  EXPECT_EQ(vars.bias.value.ToVector(), std::vector<float>(2, 0.5f)) << "not even the bias";
+  right = true;
+  step = client->Pull();
+  ASSERT_TRUE(step.ok()) << step.status().ToString();
+  EXPECT_EQ(vars.weights.value.ToVector(), std::vector<float>(8, 9.0f));
+  EXPECT_EQ(vars.bias.value.ToVector(), std::vector<float>(2, 7.0f));
+}
+
 TEST(PsClientRoutesTest, TheGlobalStepIsShard0sCommittedStep) {
   // Epoch 1 with the heads swapped: shard 0 on task 1, shard 1 on task 0. Each task refuses the
   // shard it does not head, and answers a pull with a step of its shard's own.

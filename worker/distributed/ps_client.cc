@@ -425,10 +425,26 @@ Message PsClient::InitMessage(int s, int64_t step) const {
   return m;
 }
 
-void PsClient::CopyIn(const std::vector<Message>& replies) {
-  std::map<std::string, const Tensor*> received;
+Status PsClient::CopyIn(const std::vector<Message>& replies) {
+  std::map<std::string, std::pair<const Tensor*, int>> received;  // and the answering task
   for (const Message& r : replies) {
-    for (const auto& t : r.tensors) received[t.name] = &t.tensor;
+    for (const auto& t : r.tensors) received[t.name] = {&t.tensor, r.task_index};
+  }
+  for (const replication::Partition& p : sharding_.partitions()) {
+    auto it = received.find(p.key);
+    if (it == received.end()) continue;
+    const auto& [got, task] = it->second;
+    // Checked before any copy: a server that holds another partitioning (a checkpoint written
+    // with other --partition_bytes, --replicas or servers) or a hostile one must not make this
+    // worker read past the tensor it sent.
+    if (got->shape() != p.shape) {
+      return FailedPrecondition(
+          "ps " + std::to_string(task) + " answered a pull of '" + p.key + "' with shape " +
+          got->shape().ToString() + "; this worker's partition is " + p.shape.ToString() +
+          ": the servers hold the variables split another way (a checkpoint in --train_dir from "
+          "a run with other --partition_bytes, --replicas or --ps_hosts? --replicas makes the "
+          "default 1 MiB, else 8 MiB)");
+    }
   }
   for (const replication::Partition& p : sharding_.partitions()) {
     auto it = received.find(p.key);
@@ -436,9 +452,10 @@ void PsClient::CopyIn(const std::vector<Message>& replies) {
     for (Variable* v : variables_) {
       if (v->name != p.variable) continue;
       Tensor dst = Rows(v->value, p);
-      std::memcpy(dst.data(), it->second->data(), dst.bytes());
+      std::memcpy(dst.data(), it->second.first->data(), dst.bytes());
     }
   }
+  return Status::OK();
 }
 
 Result<int64_t> PsClient::Pull() {
@@ -447,7 +464,7 @@ Result<int64_t> PsClient::Pull() {
     out.emplace_back(static_cast<int>(s), Request(MessageType::kPull));
   }
   ASSIGN_OR_RETURN(std::vector<Message> replies, Exchange(out, kShortTimeout));
-  CopyIn(replies);
+  RETURN_IF_ERROR(CopyIn(replies));
   last_step_ = replies[0].step;
   return replies[0].step;
 }
@@ -485,7 +502,7 @@ Result<PushPullResult> PsClient::PushAndPull(int64_t step) {
   PushPullResult result;
   for (size_t s = 0; s < servers_.size(); ++s) result.dropped |= replies[s].value < 0;
   std::vector<Message> pulls(replies.begin() + servers_.size(), replies.end());
-  CopyIn(pulls);
+  RETURN_IF_ERROR(CopyIn(pulls));
   result.global_step = pulls[0].step;
   NoteStepAcknowledged(result.global_step);
   return result;

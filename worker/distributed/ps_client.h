@@ -147,7 +147,8 @@ class PsClient {
   Result<std::vector<wire::Message>> Await(
       InFlight* f, std::chrono::milliseconds timeout,
       const std::function<void(size_t, const wire::Message&)>& on_reply = {});
-  void CopyIn(const std::vector<wire::Message>& replies);
+  // Copies pulled values into the variables, once every one has its partition's shape.
+  Status CopyIn(const std::vector<wire::Message>& replies);
   // A push of `partitions` of server `s` computed at `step` (trainable variables' gradients,
   // the others' values as assigns).
   wire::Message PushOf(int s, const std::vector<replication::Partition>& partitions, int64_t step);
