@@ -21,6 +21,9 @@ DEFINE_int32(steps, 50, "timed steps per repeat");
 DEFINE_int32(warmup, 5, "untimed steps first");
 DEFINE_int32(repeats, 3, "timed repeats; the median is reported");
 DEFINE_bool(profile, false, "print the time spent in each layer");
+DEFINE_int32(breakdown_steps, 0,
+             "then time this many steps stage by stage (forward, backward, gradients to the "
+             "host, update, variables back), waiting for the device after each stage");
 DEFINE_bool(
     relu_after_max_pool, true,
     "run a relu that only a max_pool reads after the pool (Model::set_relu_after_max_pool); "
@@ -104,6 +107,45 @@ int Run() {
       update += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
     std::printf("%s%-20s %10.3f\n", model->ProfileReport().c_str(), "optimizer update", update);
+  }
+  if (FLAGS_breakdown_steps > 0) {
+    // Each stage alone, the device drained after it: what a step costs where, without the
+    // overlap of gradient copies with backward that the timed steps above have.
+    using Clock = std::chrono::steady_clock;
+    const char* names[] = {"forward", "backward", "gradients to host", "update on host",
+                           "variables to device"};
+    double sum[5] = {0, 0, 0, 0, 0};
+    for (int i = 0; i < FLAGS_breakdown_steps; ++i) {
+      auto t = Clock::now();
+      auto lap = [&](int stage) {
+        model->Synchronize();
+        auto now = Clock::now();
+        sum[stage] += std::chrono::duration<double>(now - t).count();
+        t = now;
+      };
+      model->Forward(images, labels, true, &rng);
+      lap(0);
+      model->Backward();
+      lap(1);
+      model->DownloadGradients();
+      lap(2);
+      for (size_t k = 0; k < vars.size(); ++k) {
+        CHECK(opt.value()->Apply(0.05f, step, vars[k]->grad, &vars[k]->value, &slots[k]).ok());
+      }
+      lap(3);
+      model->UploadVariables();
+      lap(4);
+      ++step;
+    }
+    double total = 0;
+    for (double s : sum) total += s;
+    std::printf("step breakdown, ms per step over %d steps, each stage drained:\n",
+                FLAGS_breakdown_steps);
+    for (int k = 0; k < 5; ++k) {
+      std::printf("  %-20s %8.2f  %4.1f%%\n", names[k], sum[k] / FLAGS_breakdown_steps * 1e3,
+                  100 * sum[k] / total);
+    }
+    std::printf("  %-20s %8.2f\n", "sum", total / FLAGS_breakdown_steps * 1e3);
   }
   std::sort(rates.begin(), rates.end());
   std::printf("PSTRAIN_BENCH_TRAIN median %.1f img/s (batch %d, %d steps, %d repeats, %s)\n",

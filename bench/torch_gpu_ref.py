@@ -83,9 +83,13 @@ def main():
     p.add_argument("--steps", type=int, default=50)
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--math", choices=["fp32", "tf32", "amp"], default="fp32",
+                   help="fp32 (the comparison: pstrain computes in plain FP32), or for context "
+                   "tf32 (TF32 tensor cores) or amp (bf16 autocast)")
     args = p.parse_args()
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    tf32 = args.math != "fp32"
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
     torch.backends.cudnn.benchmark = True
     dev = torch.device(args.device)
     if args.model == "refnet":
@@ -96,14 +100,16 @@ def main():
     params = sum(t.numel() for t in model.parameters())
     print(f"torch {torch.__version__} on {dev} "
           f"({torch.cuda.get_device_name(dev) if dev.type == 'cuda' else 'CPU'}), "
-          f"{args.model}: {params} parameters, batch {batch}", flush=True)
+          f"{args.model}: {params} parameters, batch {batch}, math {args.math}", flush=True)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     x = torch.randn((batch,) + shape, device=dev)
     y = torch.arange(batch, device=dev) % classes
 
     def step():
         opt.zero_grad(set_to_none=True)
-        F.cross_entropy(model(x), y).backward()
+        with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=args.math == "amp"):
+            loss = F.cross_entropy(model(x), y)
+        loss.backward()
         opt.step()
 
     def sync():
@@ -124,7 +130,7 @@ def main():
         print(f"torch repeat {r}: {args.steps} steps in {dt:.3f} s = {rates[-1]:.1f} img/s",
               flush=True)
     print(f"BENCH_TRAIN median {statistics.median(rates):.1f} img/s (batch {batch}, "
-          f"{args.steps} steps, {args.repeats} repeats, {dev})")
+          f"{args.steps} steps, {args.repeats} repeats, {dev}, math {args.math})")
 
 
 if __name__ == "__main__":
