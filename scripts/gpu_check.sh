@@ -36,17 +36,31 @@ row() {
 } 2>&1 | tee "$out/versions.txt"
 total_mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
 
-# The largest device memory (MiB) nvidia-smi shows for process $1 while it runs.
+# The largest device memory (MiB) nvidia-smi shows for process $1 and its children (the
+# program under `timeout`) while it runs.
 sample_memory() {
   local pid=$1 file=$2 peak=0 used
   while kill -0 "$pid" 2>/dev/null; do
     used=$(nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits |
-      awk -F', ' -v p="$pid" '$1 == p {print $2}')
-    [[ -n $used && $used -gt $peak ]] && peak=$used
-    sleep 0.5
+      awk -F', ' -v ps=" $pid $(pgrep -P "$pid" | paste -sd' ') " 'index(ps, " " $1 " ") {s += $2} END {print s + 0}')
+    [[ $used -gt $peak ]] && peak=$used
+    sleep 0.2
   done
   echo "$peak" >"$file"
 }
+# MiB from the allocator's last "GPU memory: ... peak X ..." line of log $1 for field $2.
+allocator_mib() {
+  grep -oE "GPU memory: .*" "$1" | tail -1 | grep -oE "$2 [0-9.]+ [KMG]iB" |
+    awk '{v = $2; u = $3; if (u == "GiB") v *= 1024; if (u == "KiB") v /= 1024; printf "%.0f", v}'
+}
+# Steps named in GPU_CHECK_SKIP (e.g. "launcher torch_modes") are left out.
+skip() { [[ " ${GPU_CHECK_SKIP:-} " == *" $1 "* ]]; }
+
+# The placement-flags test runs the trainer and reads Fashion-MNIST where install-deps puts it.
+export PSTRAIN_TRAIN_BINARY=$(command -v pstrain-train)
+if [[ ! -e /usr/share/datasets/fashion-mnist && -d $data && -w /usr/share ]]; then
+  mkdir -p /usr/share/datasets && ln -s "$data" /usr/share/datasets/fashion-mnist
+fi
 
 # 1. Tests: every layer's forward and gradients against the CPU, the model, placement flags,
 # the allocator over real device memory, NCCL with one rank. A skip counts as a failure here.
@@ -81,6 +95,21 @@ status=FAIL
 row "RefNet on the GPU >= 0.91" "$status" "accuracy ${acc:-none}, ${secs:-?}, rc $rc"
 peak_line=$(grep -oE 'GPU memory: .*' "$out/refnet.log" | tail -1)
 row "growth: nvidia-smi vs allocator" "INFO" "nvidia-smi peak $(cat "$out/refnet.smi") MiB; ${peak_line:-no allocator line}"
+# What a process holds beside its allocator (the CUDA context, cuDNN's and cuBLAS's handles and
+# kernels): a one-step run of a tiny model, nvidia-smi less its allocator's reservation.
+timeout 60 pstrain-bench-train --config=tests/worker/testdata/tiny.yaml --batch=2 --steps=20 \
+  --warmup=1 --repeats=1 --device=gpu --allow_soft_placement=false --cudnn_autotune=false \
+  >"$out/context.log" 2>&1 &
+pid=$!
+sample_memory "$pid" "$out/context.smi" &
+wait "$pid"
+wait
+context=$(( $(cat "$out/context.smi") - $(allocator_mib "$out/context.log" reserved) ))
+smi=$(cat "$out/refnet.smi")
+peak=$(allocator_mib "$out/refnet.log" peak)
+status=FAIL
+[[ $smi -gt 0 && $((smi - context)) -le $((peak + peak / 10)) ]] && status=PASS
+row "growth: nvidia-smi <= peak x 1.1 + context" "$status" "nvidia-smi ${smi} MiB, context ${context} MiB, allocator peak ${peak} MiB, reserved $(allocator_mib "$out/refnet.log" reserved) MiB"
 
 # 3. The fraction cap without growth: the process reserves 20% of the card, not more.
 timeout 90 pstrain-train --config=configs/refnet.yaml --device=gpu --allow_soft_placement=false \
@@ -111,15 +140,26 @@ row "out of memory names the request" "$status" "rc $rc: $(grep -m1 -oE 'out of 
 # 5. Throughput against PyTorch on the same GPU (both in plain FP32), then PyTorch's TF32 and
 # AMP for context, then where ResNet-50's step goes.
 BENCH_STEPS=30 PSTRAIN_BENCH_TRAIN=$(command -v pstrain-bench-train) timeout 240 bash bench/run.sh gpu \
-  >"$out/bench.log" 2>&1
-row "bench/run.sh gpu, FP32 both (goal >= 1.0)" "INFO" "$(grep -E '^(refnet|resnet50): |^ratio:' "$out/bench.log" | paste -sd';')"
-timeout 120 pstrain-bench-train --config=configs/resnet50.yaml --batch=64 --device=gpu \
-  --allow_soft_placement=false --steps=10 --warmup=3 --repeats=1 --breakdown_steps=10 \
-  >"$out/breakdown.log" 2>&1
-row "ResNet-50 step breakdown (ms)" "INFO" "$(sed -n '/^step breakdown/,$p' "$out/breakdown.log" | grep -E '^  ' | awk '{$NF=$NF; print}' | paste -sd';')"
+  2>&1 | cat >"$out/bench.log"
+row "bench/run.sh gpu, FP32 both (goal >= 1.0)" "INFO" "$(grep -aE '^(refnet|resnet50): |^ratio:' "$out/bench.log" | paste -sd';')"
+# ResNet-50 as it ran before autotuning (cuDNN's heuristics, deterministic algorithms first),
+# and where its step goes: stage by stage, then layer by layer summed by kind.
+for variant in "--cudnn_autotune=false --cudnn_deterministic=true" ""; do
+  log=$out/breakdown${variant:+-heuristic}.log
+  timeout 120 pstrain-bench-train --config=configs/resnet50.yaml --batch=64 --device=gpu \
+    --allow_soft_placement=false --steps=20 --warmup=5 --repeats=1 --breakdown_steps=10 \
+    --profile $variant 2>&1 | cat >"$log"
+  row "ResNet-50 ${variant:-autotuned}" "INFO" "$(grep -oE '^PSTRAIN_BENCH_TRAIN median [0-9.]+ img/s' "$log")"
+  row "  step breakdown (ms)" "INFO" "$(sed -n '/^step breakdown/,$p' "$log" | grep -E '^  ' | awk '{$NF=$NF; print}' | paste -sd';')"
+  row "  layers by kind, fwd/bwd s" "INFO" "$(awk '/^layer +forward s/ {on = 1; next} /^optimizer update/ {on = 0} on && NF == 3 && $2 ~ /^[0-9.]+$/ {
+      k = $1; if (k ~ /bn/) k = "bn"; else if (k ~ /conv|proj/) k = "conv"; else if (k ~ /relu/) k = "relu";
+      else if (k ~ /add/) k = "add"; else if (k ~ /pool/) k = "pool"; f[k] += $2; b[k] += $3}
+      END {for (k in f) printf "%s %.3f/%.3f; ", k, f[k], b[k]}' "$log")"
+done
 
 # 6. Through the launcher: a CPU-only server, a GPU worker, a CPU evaluator. nvidia-smi must
 # never show the server's process.
+if ! skip launcher; then
 mkdir -p build && ln -sf "$(command -v pstrain)" build/pstrain &&
   ln -sf "$(command -v pstrain-keygen)" build/pstrain-keygen
 timeout 200 python3 launcher/pstrain-launch --cluster configs/clusters/one-gpu.yaml \
@@ -145,10 +185,12 @@ status=FAIL
 [[ $rc -eq 0 && -n $ps_pids && -z $ps_on_gpu && -n $on_gpu ]] &&
   awk -v a="${acc:-0}" 'BEGIN{exit !(a >= 0.91)}' && status=PASS
 row "launcher: CPU ps + GPU worker + evaluator" "$status" "rc $rc, accuracy ${acc:-none}, ps pids [${ps_pids}] GPU pids [${gpu_pids}], worker on GPU: ${on_gpu:+yes}"
+fi
 
 
 # 7. PyTorch's own faster math modes, for context (pstrain computes in plain FP32).
 for math in tf32 amp; do
+  skip torch_modes && break
   r=$(timeout 60 python3 bench/torch_gpu_ref.py --model resnet50 --batch 64 --math $math \
     --steps 30 2>&1 | tee "$out/torch_$math.log" | grep -oE '^BENCH_TRAIN median [0-9.]+' | awk '{print $3}')
   row "PyTorch ResNet-50 batch 64 $math" "INFO" "${r:-failed} img/s"

@@ -15,6 +15,13 @@ DEFINE_bool(gpu_allow_growth, true,
 DEFINE_double(gpu_memory_fraction, 1.0,
               "the most of the GPU's memory this process may take, in (0, 1]");
 
+DEFINE_bool(cudnn_autotune, true,
+            "time cuDNN's convolution algorithms once per shape and keep the fastest (as "
+            "TF_CUDNN_USE_AUTOTUNE, torch.backends.cudnn.benchmark); false: cuDNN's heuristics");
+DEFINE_bool(cudnn_deterministic, false,
+            "only convolution algorithms whose results repeat bit for bit (as "
+            "TF_DETERMINISTIC_OPS, torch.backends.cudnn.deterministic); slower on some shapes");
+
 namespace pstrain {
 namespace worker {
 
@@ -25,6 +32,8 @@ DeviceOptions DeviceOptionsFromFlags() {
   o.allow_soft_placement = FLAGS_allow_soft_placement;
   o.gpu_allow_growth = FLAGS_gpu_allow_growth;
   o.gpu_memory_fraction = FLAGS_gpu_memory_fraction;
+  o.cudnn_autotune = FLAGS_cudnn_autotune;
+  o.cudnn_deterministic = FLAGS_cudnn_deterministic;
   return o;
 }
 

@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <random>
 #include <vector>
 
 #include "worker/memory/host_backing.h"
@@ -52,6 +54,30 @@ TEST(GrowthAllocatorTest, GrowthDoublesRegionSizesAndStopsAtTheLimit) {
   Result<void *> over = allocator->Allocate(kMiB);
   EXPECT_EQ(over.status().code(), StatusCode::kResourceExhausted);
   EXPECT_EQ(backing.num_reserves(), 6u);
+  for (void *p : ptrs) allocator->Free(p);
+}
+
+TEST(GrowthAllocatorTest, PastTheFloorGrowthReservesWithinATenthOfWhatIsInUse) {
+  HostBacking backing(size_t{4} << 30);  // reserved, never touched: no real memory is used
+  auto allocator = MakeAllocator(&backing, /*allow_growth=*/true);
+  std::vector<void *> ptrs;
+  size_t most_over = 0;
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<size_t> bytes(kKiB, 2 * kMiB);  // activations, gradients
+  while (allocator->stats().bytes_in_use < (size_t{1} << 30)) {
+    ptrs.push_back(MustAllocate(allocator.get(), bytes(rng)));
+    const AllocatorStats s = allocator->stats();
+    const size_t over = s.bytes_reserved - s.bytes_in_use;
+    most_over = std::max(most_over, over);
+    // The last region's free tail, and less than a request that each region cannot fit.
+    ASSERT_LE(over, std::max(kGrowthFloor, s.bytes_in_use / 15) + 2 * kMiB * s.num_regions)
+        << "reserved " << s.bytes_reserved << " for " << s.bytes_in_use << " in use";
+  }
+  // Doubling would have reserved 2 GiB - 2 MiB for these 1 GiB.
+  const AllocatorStats s = allocator->stats();
+  EXPECT_LE(s.bytes_reserved, s.bytes_in_use + s.bytes_in_use / 10)
+      << s.num_regions << " regions";
+  EXPECT_GT(most_over, 0u);
   for (void *p : ptrs) allocator->Free(p);
 }
 

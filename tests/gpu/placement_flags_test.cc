@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -19,10 +20,17 @@ bool HaveData() {
   return fs::exists("/usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz");
 }
 
+// PSTRAIN_TRAIN_BINARY in the environment: the trainer where it is not where CMake built it (a
+// GPU machine that got the binaries packed, scripts/gpu_check.sh).
+std::string TrainBinary() {
+  const char* b = std::getenv("PSTRAIN_TRAIN_BINARY");
+  return b && *b ? b : PSTRAIN_TRAIN_BINARY;
+}
+
 int RunTrainer(const std::string& env, const std::string& args, std::string* output) {
   const std::string dir = ::testing::TempDir() + "/placement_flags_test";
   fs::remove_all(dir);
-  const std::string cmd = env + " " + PSTRAIN_TRAIN_BINARY + " --config=" + testing::SourceDir() +
+  const std::string cmd = env + " " + TrainBinary() + " --config=" + testing::SourceDir() +
                           "/tests/worker/testdata/tiny.yaml --train_dir=" + dir +
                           " --save_checkpoints_secs=0 " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");

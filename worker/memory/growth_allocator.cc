@@ -113,8 +113,12 @@ Status GrowthAllocator::Grow(size_t rounded) {
   if (rounded > left) {
     return ResourceExhausted("only " + FormatBytes(left) + " left to reserve under the limit");
   }
+  // Regions double while small, as TensorFlow's; past kGrowthFloor each adds at most a
+  // sixteenth of what is reserved, so that a process holds within some 6% of what it needs
+  // (doubling alone can hold nearly twice). At least the request, at most what is left.
   const size_t doubled = regions_.empty() ? rounded : 2 * regions_.back().size;
-  const size_t next = std::min(left, std::max(doubled, rounded));
+  const size_t step = std::max(kGrowthFloor, stats_.bytes_reserved / 16);
+  const size_t next = std::min(left, std::max(std::min(doubled, step), rounded));
   Status status = AddRegion(next);
   // The device may hold less than the limit promised (other processes): take
   // just the request.

@@ -2,7 +2,8 @@
 // MemoryBacking, with TensorFlow's GPUBFCAllocator semantics for allow_growth
 // and per_process_gpu_memory_fraction: the limit is memory_fraction x the
 // backing's total; without growth the whole limit is reserved at once, with
-// growth regions double in size as needed until the limit is reached.
+// growth regions double in size as needed up to kGrowthFloor, then each adds a
+// sixteenth of what is reserved, until the limit is reached.
 #pragma once
 
 #include <array>
@@ -19,6 +20,9 @@
 #include "worker/memory/memory_backing.h"
 
 namespace pstrain {
+
+// Growing past this, a new region adds at most max(this, reserved / 16).
+constexpr size_t kGrowthFloor = size_t{32} << 20;
 
 struct GrowthAllocatorOptions {
   // TF's allow_growth: start small and grow, instead of taking the whole limit

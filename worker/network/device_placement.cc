@@ -99,6 +99,8 @@ Result<std::unique_ptr<ComputeDevice>> ComputeDevice::Open(const DeviceOptions& 
     cuda::GpuOptions go;
     go.allow_growth = o.gpu_allow_growth;
     go.memory_fraction = o.gpu_memory_fraction;
+    go.cudnn_autotune = o.cudnn_autotune;
+    go.cudnn_deterministic = o.cudnn_deterministic;
     auto gpu = cuda::GpuContext::Create(go);
     if (!gpu.ok()) return gpu.status().WithContext(who + ": opening GPU 0");
     d->gpu_ = std::shared_ptr<cuda::GpuContext>(std::move(gpu).value());
@@ -120,7 +122,10 @@ std::string ComputeDevice::Description() const {
     return "computing on " + gpu_->description().ToString() +
            " with cuDNN and cuBLAS (device memory: allow_growth=" +
            (options_.gpu_allow_growth ? "true" : "false") +
-           ", memory_fraction=" + std::to_string(options_.gpu_memory_fraction) + ")";
+           ", memory_fraction=" + std::to_string(options_.gpu_memory_fraction) +
+           "; convolutions in FP32, cuDNN algorithms " +
+           (options_.cudnn_autotune ? "timed per shape" : "by cuDNN's heuristics") +
+           (options_.cudnn_deterministic ? ", deterministic only" : "") + ")";
   }
 #endif
   return "computing on the CPU with oneDNN kernels, " + std::to_string(omp_get_max_threads()) +

@@ -24,6 +24,8 @@ struct DeviceOptions {
   bool allow_soft_placement = true;
   bool gpu_allow_growth = true;
   double gpu_memory_fraction = 1.0;
+  bool cudnn_autotune = true;        // time cuDNN's convolution algorithms per shape
+  bool cudnn_deterministic = false;  // only algorithms that repeat bit for bit
 };
 
 // Errors name the flag and the expected values.

@@ -1,6 +1,11 @@
 // Choosing cuDNN's convolution algorithms, for every layer that convolves (conv2d, whose
 // forward, backward-data and backward-filter passes these are, and conv2d_transpose, which runs
-// the same three in another order).
+// the same three in another order). As TensorFlow (TF_CUDNN_USE_AUTOTUNE,
+// TF_DETERMINISTIC_OPS) and PyTorch (cudnn.benchmark, cudnn.deterministic): by default each
+// shape's three algorithms are timed once on the GPU (cudnnFind*Ex, on scratch buffers from the
+// context's allocator) and the fastest kept; --cudnn_autotune=false takes cuDNN's heuristic
+// ranking instead, and --cudnn_deterministic=true keeps only algorithms that repeat bit for bit.
+// Every choice computes in plain FP32 (the descriptors forbid TF32).
 #pragma once
 
 #include <cudnn.h>
@@ -8,35 +13,34 @@
 #include <cstddef>
 #include <string>
 
-#include "common/status.h"
-#include "worker/memory/growth_allocator.h"
-
 namespace pstrain {
 namespace worker {
 namespace cuda {
 
+class GpuContext;
+
 // The most workspace one convolution may ask of the context's shared workspace.
 constexpr size_t kMaxConvWorkspace = size_t{512} << 20;
 
-// The first of cuDNN's ranked choices (cudnnGet*Algorithm_v7's results) that succeeded, fits
-// kMaxConvWorkspace and computes in FP32 (the descriptors forbid TF32), deterministic ones
-// first so that runs repeat; else algorithm 0, which every shape supports.
-template <typename Perf>
-decltype(Perf::algo) PickConvAlgorithm(const Perf* perf, int count, const std::string& what) {
-  for (bool need_deterministic : {true, false}) {
-    for (int i = 0; i < count; ++i) {
-      const Perf& p = perf[i];
-      if (p.status == CUDNN_STATUS_SUCCESS && p.memory <= kMaxConvWorkspace &&
-          p.mathType == CUDNN_FMA_MATH &&
-          (!need_deterministic || p.determinism == CUDNN_DETERMINISTIC)) {
-        return p.algo;
-      }
-    }
-  }
-  LOG(WARNING) << "cuDNN's heuristics offer no FP32 " << what << " algorithm within "
-               << FormatBytes(kMaxConvWorkspace) << " of workspace; using algorithm 0";
-  return static_cast<decltype(Perf::algo)>(0);
-}
+// One convolution as cuDNN sees it: x convolved with w gives y.
+struct ConvDescriptors {
+  cudnnTensorDescriptor_t x;
+  cudnnFilterDescriptor_t w;
+  cudnnConvolutionDescriptor_t conv;
+  cudnnTensorDescriptor_t y;
+};
+
+struct ConvAlgorithms {
+  cudnnConvolutionFwdAlgo_t forward;
+  cudnnConvolutionBwdDataAlgo_t backward_data;
+  cudnnConvolutionBwdFilterAlgo_t backward_filter;
+  size_t workspace_bytes = 0;  // the most any of the three needs
+};
+
+// The three algorithms for `d` under the context's policy (GpuOptions::cudnn_autotune and
+// cudnn_deterministic). Autotuned choices are remembered per shape for the process.
+ConvAlgorithms ChooseConvAlgorithms(GpuContext* gpu, const ConvDescriptors& d,
+                                    const std::string& who);
 
 }  // namespace cuda
 }  // namespace worker

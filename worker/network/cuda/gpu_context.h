@@ -29,6 +29,10 @@ struct GpuOptions {
   int device = 0;  // index within the visible set
   bool allow_growth = true;
   double memory_fraction = 1.0;
+  // Convolution algorithms (conv_algorithm.h): timed per shape, or cuDNN's heuristics; only
+  // deterministic ones.
+  bool cudnn_autotune = true;
+  bool cudnn_deterministic = false;
 };
 
 // What --log_device_placement prints about a GPU.
@@ -101,6 +105,7 @@ class GpuContext {
   GpuContext& operator=(const GpuContext&) = delete;
 
   const GpuDescription& description() const { return description_; }
+  const GpuOptions& options() const { return options_; }
   cudaStream_t stream() const { return stream_; }  // every kernel runs here
   cudnnHandle_t cudnn() const { return cudnn_; }
   cublasHandle_t cublas() const { return cublas_; }
@@ -155,6 +160,7 @@ class GpuContext {
   void DownloadStaged(const std::vector<std::pair<const void*, std::pair<void*, size_t>>>& copies);
 
   GpuDescription description_;
+  GpuOptions options_;
   std::shared_ptr<DeviceMemory> memory_;
   cudaStream_t stream_ = nullptr, copy_stream_ = nullptr;
   cudaEvent_t uploaded_ = nullptr, computed_ = nullptr;

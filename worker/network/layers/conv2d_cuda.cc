@@ -135,37 +135,12 @@ Conv2D::GpuPlan& Conv2D::GetGpuPlan(int64_t n, const LayerContext& ctx) {
   CHECK(out_h == g.out_h && out_w == g.out_w) << who << ": cuDNN's output " << out_h << "x" << out_w
                                               << " differs from " << g.out_h << "x" << g.out_w;
 
-  cudnnHandle_t h = gpu->cudnn();
-  constexpr int kMax = 16;
-  int count = 0;
-  cudnnConvolutionFwdAlgoPerf_t fwd[kMax];
-  PSTRAIN_CUDNN_CHECK(
-      cudnnGetConvolutionForwardAlgorithm_v7(h, p->x, p->w, p->conv, p->y, kMax, &count, fwd));
-  p->fwd_algo = cuda::PickConvAlgorithm(fwd, count, "forward");
-  cudnnConvolutionBwdDataAlgoPerf_t bwd_data[kMax];
-  PSTRAIN_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, p->w, p->y, p->conv, p->x,
-                                                                  kMax, &count, bwd_data));
-  p->bwd_data_algo = cuda::PickConvAlgorithm(bwd_data, count, "backward data");
-  cudnnConvolutionBwdFilterAlgoPerf_t bwd_filter[kMax];
-  PSTRAIN_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, p->x, p->y, p->conv, p->w,
-                                                                    kMax, &count, bwd_filter));
-  p->bwd_filter_algo = cuda::PickConvAlgorithm(bwd_filter, count, "backward filter");
-
-  size_t ws = 0, bytes = 0;
-  PSTRAIN_CUDNN_CHECK(
-      cudnnGetConvolutionForwardWorkspaceSize(h, p->x, p->w, p->conv, p->y, p->fwd_algo, &bytes));
-  ws = std::max(ws, bytes);
-  PSTRAIN_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(h, p->w, p->y, p->conv, p->x,
-                                                                   p->bwd_data_algo, &bytes));
-  ws = std::max(ws, bytes);
-  PSTRAIN_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(h, p->x, p->y, p->conv, p->w,
-                                                                     p->bwd_filter_algo, &bytes));
-  ws = std::max(ws, bytes);
-  p->workspace_bytes = ws;
-  VLOG(1) << who << ": batch " << n << ": cuDNN algorithms forward " << p->fwd_algo
-          << ", backward data " << p->bwd_data_algo << ", backward filter " << p->bwd_filter_algo
-          << ", workspace " << FormatBytes(ws)
-          << (p->explicit_pad ? ", padded explicitly (asymmetric SAME)" : "");
+  const cuda::ConvAlgorithms algos =
+      cuda::ChooseConvAlgorithms(gpu, {p->x, p->w, p->conv, p->y}, who + ": batch " + std::to_string(n));
+  p->fwd_algo = algos.forward;
+  p->bwd_data_algo = algos.backward_data;
+  p->bwd_filter_algo = algos.backward_filter;
+  p->workspace_bytes = algos.workspace_bytes;
   slot = p;
   return *slot;
 }

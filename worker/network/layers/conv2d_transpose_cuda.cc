@@ -137,37 +137,14 @@ Conv2DTranspose::GpuPlan& Conv2DTranspose::GetGpuPlan(int64_t n, const LayerCont
       << who << ": cuDNN's conv of " << x_h << "x" << x_w << " gives " << y_h << "x" << y_w
       << ", not the input's " << g.in_h << "x" << g.in_w;
 
-  cudnnHandle_t h = gpu->cudnn();
-  constexpr int kMax = 16;
-  int count = 0;
-  cudnnConvolutionBwdDataAlgoPerf_t bwd_data[kMax];
-  PSTRAIN_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-      h, p->w, p->in, p->conv, p->conv_x, kMax, &count, bwd_data));
-  p->bwd_data_algo = cuda::PickConvAlgorithm(bwd_data, count, "backward data (transposed forward)");
-  cudnnConvolutionFwdAlgoPerf_t fwd[kMax];
-  PSTRAIN_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, p->conv_x, p->w, p->conv, p->in,
-                                                             kMax, &count, fwd));
-  p->fwd_algo = cuda::PickConvAlgorithm(fwd, count, "forward (transposed input gradient)");
-  cudnnConvolutionBwdFilterAlgoPerf_t bwd_filter[kMax];
-  PSTRAIN_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-      h, p->conv_x, p->in, p->conv, p->w, kMax, &count, bwd_filter));
-  p->bwd_filter_algo = cuda::PickConvAlgorithm(bwd_filter, count, "backward filter");
-
-  size_t ws = 0, bytes = 0;
-  PSTRAIN_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
-      h, p->w, p->in, p->conv, p->conv_x, p->bwd_data_algo, &bytes));
-  ws = std::max(ws, bytes);
-  PSTRAIN_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(h, p->conv_x, p->w, p->conv, p->in,
-                                                              p->fwd_algo, &bytes));
-  ws = std::max(ws, bytes);
-  PSTRAIN_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
-      h, p->conv_x, p->in, p->conv, p->w, p->bwd_filter_algo, &bytes));
-  ws = std::max(ws, bytes);
-  p->workspace_bytes = ws;
-  VLOG(1) << who << ": batch " << n << ": cuDNN algorithms backward data " << p->bwd_data_algo
-          << ", forward " << p->fwd_algo << ", backward filter " << p->bwd_filter_algo
-          << ", workspace " << FormatBytes(ws)
-          << (p->explicit_pad ? ", padded explicitly (asymmetric SAME)" : "");
+  // The conv this layer transposes: conv_x convolved with w gives our input; our forward pass
+  // is its backward-data pass, our input gradient its forward pass.
+  const cuda::ConvAlgorithms algos = cuda::ChooseConvAlgorithms(
+      gpu, {p->conv_x, p->w, p->conv, p->in}, who + ": batch " + std::to_string(n));
+  p->fwd_algo = algos.forward;
+  p->bwd_data_algo = algos.backward_data;
+  p->bwd_filter_algo = algos.backward_filter;
+  p->workspace_bytes = algos.workspace_bytes;
   slot = p;
   return *slot;
 }

@@ -1,0 +1,190 @@
+#include "worker/network/cuda/conv_algorithm.h"
+
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include "worker/memory/growth_allocator.h"
+#include "worker/network/cuda/check.h"
+#include "worker/network/cuda/gpu_context.h"
+
+namespace pstrain {
+namespace worker {
+namespace cuda {
+namespace {
+
+constexpr int kMaxResults = 16;
+
+// The first usable result: cuDNN ranks them (by measured time when autotuning, by its
+// heuristics otherwise); usable means it ran, fits `workspace`, computes in FP32 FMA and, when
+// asked, is deterministic. Else algorithm 0, which every shape supports.
+template <typename Perf>
+decltype(Perf::algo) FirstUsable(const Perf* perf, int count, size_t workspace,
+                                 bool deterministic, const std::string& what) {
+  for (int i = 0; i < count; ++i) {
+    const Perf& p = perf[i];
+    if (p.status == CUDNN_STATUS_SUCCESS && p.memory <= workspace &&
+        p.mathType == CUDNN_FMA_MATH &&
+        (!deterministic || p.determinism == CUDNN_DETERMINISTIC)) {
+      return p.algo;
+    }
+  }
+  LOG(WARNING) << "cuDNN offers no FP32 " << what << " algorithm within "
+               << FormatBytes(workspace) << " of workspace"
+               << (deterministic ? " that is deterministic" : "") << "; using algorithm 0";
+  return static_cast<decltype(Perf::algo)>(0);
+}
+
+ConvAlgorithms ByHeuristics(cudnnHandle_t h, const ConvDescriptors& d, bool deterministic) {
+  ConvAlgorithms a;
+  int count = 0;
+  cudnnConvolutionFwdAlgoPerf_t fwd[kMaxResults];
+  PSTRAIN_CUDNN_CHECK(
+      cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, kMaxResults, &count, fwd));
+  a.forward = FirstUsable(fwd, count, kMaxConvWorkspace, deterministic, "forward");
+  cudnnConvolutionBwdDataAlgoPerf_t data[kMaxResults];
+  PSTRAIN_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, d.x,
+                                                                  kMaxResults, &count, data));
+  a.backward_data = FirstUsable(data, count, kMaxConvWorkspace, deterministic, "backward data");
+  cudnnConvolutionBwdFilterAlgoPerf_t filter[kMaxResults];
+  PSTRAIN_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w,
+                                                                    kMaxResults, &count, filter));
+  a.backward_filter =
+      FirstUsable(filter, count, kMaxConvWorkspace, deterministic, "backward filter");
+  return a;
+}
+
+size_t TensorBytes(cudnnTensorDescriptor_t t) {
+  size_t bytes = 0;
+  PSTRAIN_CUDNN_CHECK(cudnnGetTensorSizeInBytes(t, &bytes));
+  return bytes;
+}
+
+// Times every algorithm on scratch buffers (zeroed: cuDNN reads them, the values do not
+// matter) with as much workspace as the allocator gives, up to kMaxConvWorkspace.
+Result<ConvAlgorithms> ByTiming(GpuContext* gpu, const ConvDescriptors& d, bool deterministic) {
+  cudnnDataType_t type;
+  cudnnTensorFormat_t format;
+  int k = 0, c = 0, r = 0, s = 0;
+  PSTRAIN_CUDNN_CHECK(cudnnGetFilter4dDescriptor(d.w, &type, &format, &k, &c, &r, &s));
+  const size_t x_bytes = TensorBytes(d.x), y_bytes = TensorBytes(d.y);
+  const size_t w_bytes = sizeof(float) * k * c * r * s;
+  ASSIGN_OR_RETURN(DeviceBuffer x, gpu->Allocate(x_bytes));
+  ASSIGN_OR_RETURN(DeviceBuffer y, gpu->Allocate(y_bytes));
+  ASSIGN_OR_RETURN(DeviceBuffer w, gpu->Allocate(w_bytes));
+  cudaStream_t stream = gpu->stream();
+  PSTRAIN_CUDA_CHECK(cudaMemsetAsync(x.data(), 0, x_bytes, stream));
+  PSTRAIN_CUDA_CHECK(cudaMemsetAsync(y.data(), 0, y_bytes, stream));
+  PSTRAIN_CUDA_CHECK(cudaMemsetAsync(w.data(), 0, w_bytes, stream));
+  DeviceBuffer workspace;
+  for (size_t want = kMaxConvWorkspace; want >= (size_t{1} << 20); want /= 4) {
+    Result<DeviceBuffer> got = gpu->Allocate(want);
+    if (got.ok()) {
+      workspace = std::move(got).value();
+      break;
+    }
+  }
+  cudnnHandle_t h = gpu->cudnn();
+  ConvAlgorithms a;
+  int count = 0;
+  const size_t ws = workspace.bytes();
+  cudnnConvolutionFwdAlgoPerf_t fwd[kMaxResults];
+  PSTRAIN_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
+      h, d.x, x.data(), d.w, w.data(), d.conv, d.y, y.data(), kMaxResults, &count, fwd,
+      workspace.data(), ws));
+  a.forward = FirstUsable(fwd, count, ws, deterministic, "forward");
+  cudnnConvolutionBwdDataAlgoPerf_t data[kMaxResults];
+  PSTRAIN_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
+      h, d.w, w.data(), d.y, y.data(), d.conv, d.x, x.data(), kMaxResults, &count, data,
+      workspace.data(), ws));
+  a.backward_data = FirstUsable(data, count, ws, deterministic, "backward data");
+  cudnnConvolutionBwdFilterAlgoPerf_t filter[kMaxResults];
+  PSTRAIN_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+      h, d.x, x.data(), d.y, y.data(), d.conv, d.w, w.data(), kMaxResults, &count, filter,
+      workspace.data(), ws));
+  a.backward_filter = FirstUsable(filter, count, ws, deterministic, "backward filter");
+  // The scratch goes back to the allocator once the timing kernels are done with it.
+  gpu->Synchronize();
+  return a;
+}
+
+// The shape, padding and strides that decide the algorithms: autotuned choices are shared by
+// every layer of the same convolution (ResNet-50 has 53 convolutions of 23 kinds).
+std::string ShapeKey(const ConvDescriptors& d, bool deterministic) {
+  std::ostringstream key;
+  auto tensor = [&](cudnnTensorDescriptor_t t) {
+    cudnnDataType_t type;
+    int n, c, h, w, ns, cs, hs, ws;
+    PSTRAIN_CUDNN_CHECK(cudnnGetTensor4dDescriptor(t, &type, &n, &c, &h, &w, &ns, &cs, &hs, &ws));
+    key << n << 'x' << c << 'x' << h << 'x' << w << ';';
+  };
+  tensor(d.x);
+  tensor(d.y);
+  cudnnDataType_t type;
+  cudnnTensorFormat_t format;
+  int k, c, r, s;
+  PSTRAIN_CUDNN_CHECK(cudnnGetFilter4dDescriptor(d.w, &type, &format, &k, &c, &r, &s));
+  int ph, pw, sh, sw, dh, dw;
+  cudnnConvolutionMode_t mode;
+  PSTRAIN_CUDNN_CHECK(
+      cudnnGetConvolution2dDescriptor(d.conv, &ph, &pw, &sh, &sw, &dh, &dw, &mode, &type));
+  key << k << 'x' << c << 'x' << r << 'x' << s << ";p" << ph << ',' << pw << ";s" << sh << ','
+      << sw << ";d" << dh << ',' << dw << (deterministic ? ";det" : "");
+  return key.str();
+}
+
+size_t WorkspaceFor(cudnnHandle_t h, const ConvDescriptors& d, const ConvAlgorithms& a) {
+  size_t ws = 0, bytes = 0;
+  PSTRAIN_CUDNN_CHECK(
+      cudnnGetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.conv, d.y, a.forward, &bytes));
+  ws = std::max(ws, bytes);
+  PSTRAIN_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.w, d.y, d.conv, d.x,
+                                                                   a.backward_data, &bytes));
+  ws = std::max(ws, bytes);
+  PSTRAIN_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(h, d.x, d.y, d.conv, d.w,
+                                                                     a.backward_filter, &bytes));
+  return std::max(ws, bytes);
+}
+
+}  // namespace
+
+ConvAlgorithms ChooseConvAlgorithms(GpuContext* gpu, const ConvDescriptors& d,
+                                    const std::string& who) {
+  const GpuOptions& o = gpu->options();
+  ConvAlgorithms a;
+  if (!o.cudnn_autotune) {
+    a = ByHeuristics(gpu->cudnn(), d, o.cudnn_deterministic);
+  } else {
+    static std::mutex mu;
+    static std::map<std::string, ConvAlgorithms>* tuned = new std::map<std::string, ConvAlgorithms>;
+    const std::string key = ShapeKey(d, o.cudnn_deterministic);
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = tuned->find(key);
+    if (it != tuned->end()) {
+      a = it->second;
+    } else {
+      Result<ConvAlgorithms> timed = ByTiming(gpu, d, o.cudnn_deterministic);
+      if (timed.ok()) {
+        a = *timed;
+        tuned->emplace(key, a);
+      } else {
+        // Too little memory left to time them: the heuristics need none.
+        LOG(WARNING) << who << ": cannot time cuDNN's algorithms (" << timed.status().message()
+                     << "); taking cuDNN's heuristic choice";
+        a = ByHeuristics(gpu->cudnn(), d, o.cudnn_deterministic);
+      }
+    }
+  }
+  a.workspace_bytes = WorkspaceFor(gpu->cudnn(), d, a);
+  VLOG(1) << who << ": cuDNN algorithms forward " << a.forward << ", backward data "
+          << a.backward_data << ", backward filter " << a.backward_filter << ", workspace "
+          << FormatBytes(a.workspace_bytes) << (o.cudnn_autotune ? " (timed)" : " (heuristics)");
+  return a;
+}
+
+}  // namespace cuda
+}  // namespace worker
+}  // namespace pstrain
