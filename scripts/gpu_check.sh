@@ -142,14 +142,16 @@ row "out of memory names the request" "$status" "rc $rc: $(grep -m1 -oE 'out of 
 BENCH_STEPS=30 PSTRAIN_BENCH_TRAIN=$(command -v pstrain-bench-train) timeout 240 bash bench/run.sh gpu \
   2>&1 | cat >"$out/bench.log"
 row "bench/run.sh gpu, FP32 both (goal >= 1.0)" "INFO" "$(grep -aE '^(refnet|resnet50): |^ratio:' "$out/bench.log" | paste -sd';')"
-# ResNet-50 as it ran before autotuning (cuDNN's heuristics, deterministic algorithms first),
-# and where its step goes: stage by stage, then layer by layer summed by kind.
-for variant in "--cudnn_autotune=false --cudnn_deterministic=true" ""; do
-  log=$out/breakdown${variant:+-heuristic}.log
-  timeout 120 pstrain-bench-train --config=configs/resnet50.yaml --batch=64 --device=gpu \
+# Where each model's step goes: stage by stage (each drained), then layer by layer summed by
+# kind. (docs/gpu.md compares --cudnn_autotune=false --cudnn_deterministic=true, the
+# heuristics' choice, with the same command.)
+for spec in "refnet configs/refnet.yaml 128" "resnet50 configs/resnet50.yaml 64"; do
+  read -r model config batch <<<"$spec"
+  log=$out/breakdown-$model.log
+  timeout 120 pstrain-bench-train --config="$config" --batch="$batch" --device=gpu \
     --allow_soft_placement=false --steps=20 --warmup=5 --repeats=1 --breakdown_steps=10 \
-    --profile $variant 2>&1 | cat >"$log"
-  row "ResNet-50 ${variant:-autotuned}" "INFO" "$(grep -oE '^PSTRAIN_BENCH_TRAIN median [0-9.]+ img/s' "$log")"
+    --profile ${GPU_CHECK_BREAKDOWN_FLAGS:-} 2>&1 | cat >"$log"
+  row "$model ${GPU_CHECK_BREAKDOWN_FLAGS:-}" "INFO" "$(grep -oE '^PSTRAIN_BENCH_TRAIN median [0-9.]+ img/s' "$log")"
   row "  step breakdown (ms)" "INFO" "$(sed -n '/^step breakdown/,$p' "$log" | grep -E '^  ' | awk '{$NF=$NF; print}' | paste -sd';')"
   row "  layers by kind, fwd/bwd s" "INFO" "$(awk '/^layer +forward s/ {on = 1; next} /^optimizer update/ {on = 0} on && NF == 3 && $2 ~ /^[0-9.]+$/ {
       k = $1; if (k ~ /bn/) k = "bn"; else if (k ~ /conv|proj/) k = "conv"; else if (k ~ /relu/) k = "relu";

@@ -151,6 +151,12 @@ inline const std::vector<LayerCase>& LayerCases() {
                 "{type: max_pool, size: 2, padding: SAME}", {{3, 7, 8}})
           .Batch(4)
           .Distinct(),
+      // ResNet's stem pool: 3x3, stride 2, SAME on an even size pads one pixel after, none
+      // before (the GPU pads with -FLT_MAX and runs cuDNN).
+      LayerCase("max_pool_same_size3_stride2_even_size",
+                "{type: max_pool, size: 3, stride: 2, padding: SAME}", {{3, 8, 8}})
+          .Batch(4)
+          .Distinct(),
       LayerCase("avg_pool_same_stride2_excludes_padding",
                 "{type: avg_pool, size: 3, stride: 2, padding: SAME}", {{2, 6, 5}})
           .Seed(6),

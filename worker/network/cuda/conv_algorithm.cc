@@ -72,13 +72,8 @@ Result<ConvAlgorithms> ByTiming(GpuContext* gpu, const ConvDescriptors& d, bool 
   PSTRAIN_CUDNN_CHECK(cudnnGetFilter4dDescriptor(d.w, &type, &format, &k, &c, &r, &s));
   const size_t x_bytes = TensorBytes(d.x), y_bytes = TensorBytes(d.y);
   const size_t w_bytes = sizeof(float) * k * c * r * s;
-  ASSIGN_OR_RETURN(DeviceBuffer x, gpu->Allocate(x_bytes));
-  ASSIGN_OR_RETURN(DeviceBuffer y, gpu->Allocate(y_bytes));
-  ASSIGN_OR_RETURN(DeviceBuffer w, gpu->Allocate(w_bytes));
-  cudaStream_t stream = gpu->stream();
-  PSTRAIN_CUDA_CHECK(cudaMemsetAsync(x.data(), 0, x_bytes, stream));
-  PSTRAIN_CUDA_CHECK(cudaMemsetAsync(y.data(), 0, y_bytes, stream));
-  PSTRAIN_CUDA_CHECK(cudaMemsetAsync(w.data(), 0, w_bytes, stream));
+  // The workspace first: the same free chunk serves every shape's timing in turn, where
+  // taking it after the small buffers could leave it too short and grow another region.
   DeviceBuffer workspace;
   for (size_t want = kMaxConvWorkspace; want >= (size_t{1} << 20); want /= 4) {
     Result<DeviceBuffer> got = gpu->Allocate(want);
@@ -87,6 +82,13 @@ Result<ConvAlgorithms> ByTiming(GpuContext* gpu, const ConvDescriptors& d, bool 
       break;
     }
   }
+  ASSIGN_OR_RETURN(DeviceBuffer x, gpu->Allocate(x_bytes));
+  ASSIGN_OR_RETURN(DeviceBuffer y, gpu->Allocate(y_bytes));
+  ASSIGN_OR_RETURN(DeviceBuffer w, gpu->Allocate(w_bytes));
+  cudaStream_t stream = gpu->stream();
+  PSTRAIN_CUDA_CHECK(cudaMemsetAsync(x.data(), 0, x_bytes, stream));
+  PSTRAIN_CUDA_CHECK(cudaMemsetAsync(y.data(), 0, y_bytes, stream));
+  PSTRAIN_CUDA_CHECK(cudaMemsetAsync(w.data(), 0, w_bytes, stream));
   cudnnHandle_t h = gpu->cudnn();
   ConvAlgorithms a;
   int count = 0;

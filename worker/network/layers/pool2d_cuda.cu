@@ -1,6 +1,8 @@
-// Pooling on the GPU: cuDNN when the padding is symmetric (VALID, or SAME with an even total),
-// our own kernels for TensorFlow's asymmetric SAME (cuDNN pads both sides alike, and padding
-// the input explicitly would change average pooling's divisor).
+// Pooling on the GPU: cuDNN when the padding is symmetric (VALID, or SAME with an even total);
+// for TensorFlow's asymmetric SAME (cuDNN pads both sides alike), max pooling pads the input
+// explicitly with -FLT_MAX, which no window's maximum can be, and runs cuDNN on that, as
+// TensorFlow does; average pooling runs our own kernels (explicit padding would change its
+// divisor).
 #include <cfloat>
 
 #include "worker/network/cuda/check.h"
@@ -111,6 +113,10 @@ struct Pool2D::GpuPlan {
     if (pool) cudnnDestroyPoolingDescriptor(pool);
   }
   bool use_cudnn = false;
+  // Max pooling with asymmetric SAME: cuDNN on the input inside a -FLT_MAX border.
+  bool pad_explicitly = false;
+  cuda::PaddedPlanes pad{};
+  cuda::DeviceBuffer padded_x, padded_dx;
   cuda::PoolGeometry geometry{};
   cudnnTensorDescriptor_t x = nullptr, y = nullptr;
   cudnnPoolingDescriptor_t pool = nullptr;
@@ -126,12 +132,23 @@ Pool2D::GpuPlan& Pool2D::GetGpuPlan(int64_t n, const LayerContext& ctx) {
   p->geometry = {n * c_,     in_h_,          in_w_,          wh_.out,
                  ww_.out,    size_[0],       size_[1],       stride_[0],
                  stride_[1], wh_.pad_before, ww_.pad_before, kind_ == Kind::kMax};
-  p->use_cudnn = wh_.pad_before == wh_.pad_after && ww_.pad_before == ww_.pad_after;
+  const bool symmetric = wh_.pad_before == wh_.pad_after && ww_.pad_before == ww_.pad_after;
+  p->pad_explicitly = !symmetric && kind_ == Kind::kMax;
+  p->use_cudnn = symmetric || p->pad_explicitly;
+  int64_t x_h = in_h_, x_w = in_w_, pad_h = wh_.pad_before, pad_w = ww_.pad_before;
+  if (p->pad_explicitly) {
+    x_h = in_h_ + wh_.pad_before + wh_.pad_after;
+    x_w = in_w_ + ww_.pad_before + ww_.pad_after;
+    p->pad = {n * c_, in_h_, in_w_, wh_.pad_before, ww_.pad_before, x_h, x_w};
+    const size_t bytes = static_cast<size_t>(n * c_ * x_h * x_w) * sizeof(float);
+    p->padded_x = ctx.gpu->AllocateOrDie(bytes, Describe() + " padded input");
+    p->padded_dx = ctx.gpu->AllocateOrDie(bytes, Describe() + " padded input gradient");
+    pad_h = pad_w = 0;
+  }
   if (p->use_cudnn) {
     const auto f32 = CUDNN_DATA_FLOAT;
     PSTRAIN_CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->x));
-    PSTRAIN_CUDNN_CHECK(
-        cudnnSetTensor4dDescriptor(p->x, CUDNN_TENSOR_NCHW, f32, n, c_, in_h_, in_w_));
+    PSTRAIN_CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->x, CUDNN_TENSOR_NCHW, f32, n, c_, x_h, x_w));
     PSTRAIN_CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->y));
     PSTRAIN_CUDNN_CHECK(
         cudnnSetTensor4dDescriptor(p->y, CUDNN_TENSOR_NCHW, f32, n, c_, wh_.out, ww_.out));
@@ -143,14 +160,14 @@ Pool2D::GpuPlan& Pool2D::GetGpuPlan(int64_t n, const LayerContext& ctx) {
                                         : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
     PSTRAIN_CUDNN_CHECK(cudnnSetPooling2dDescriptor(
         p->pool, mode, CUDNN_NOT_PROPAGATE_NAN, static_cast<int>(size_[0]),
-        static_cast<int>(size_[1]), static_cast<int>(wh_.pad_before),
-        static_cast<int>(ww_.pad_before), static_cast<int>(stride_[0]),
+        static_cast<int>(size_[1]), static_cast<int>(pad_h), static_cast<int>(pad_w),
+        static_cast<int>(stride_[0]),
         static_cast<int>(stride_[1])));
     int on = 0, oc = 0, oh = 0, ow = 0;
     PSTRAIN_CUDNN_CHECK(cudnnGetPooling2dForwardOutputDim(p->pool, p->x, &on, &oc, &oh, &ow));
     // cuDNN rounds the output size down; our windows may end in the padding (SAME): then the
     // own kernels, which follow TensorFlow's rule.
-    if (oh != wh_.out || ow != ww_.out) p->use_cudnn = false;
+    if (oh != wh_.out || ow != ww_.out) p->use_cudnn = p->pad_explicitly = false;
   }
   slot = p;
   return *slot;
@@ -163,9 +180,14 @@ void Pool2D::ForwardGpu(const std::vector<const Tensor*>& in, Tensor* out,
     cuda::PoolForward(in[0]->data(), p.geometry, out->data(), ctx.gpu->stream());
     return;
   }
+  const float* x = in[0]->data();
+  if (p.pad_explicitly) {
+    cuda::Pad(x, p.pad, -FLT_MAX, p.padded_x.as<float>(), ctx.gpu->stream());
+    x = p.padded_x.as<float>();
+  }
   const float one = 1.0f, zero = 0.0f;
-  PSTRAIN_CUDNN_CHECK(cudnnPoolingForward(ctx.gpu->cudnn(), p.pool, &one, p.x, in[0]->data(), &zero,
-                                          p.y, out->data()));
+  PSTRAIN_CUDNN_CHECK(
+      cudnnPoolingForward(ctx.gpu->cudnn(), p.pool, &one, p.x, x, &zero, p.y, out->data()));
 }
 
 void Pool2D::BackwardGpu(const std::vector<const Tensor*>& in, const Tensor& out,
@@ -178,10 +200,17 @@ void Pool2D::BackwardGpu(const std::vector<const Tensor*>& in, const Tensor& out
                        ctx.gpu->stream());
     return;
   }
+  const float* x = in[0]->data();
+  float* dx = in_grads[0]->data();
+  if (p.pad_explicitly) {  // again: another forward pass (evaluation) may have overwritten it
+    cuda::Pad(x, p.pad, -FLT_MAX, p.padded_x.as<float>(), ctx.gpu->stream());
+    x = p.padded_x.as<float>();
+    dx = p.padded_dx.as<float>();
+  }
   const float one = 1.0f, zero = 0.0f;
   PSTRAIN_CUDNN_CHECK(cudnnPoolingBackward(ctx.gpu->cudnn(), p.pool, &one, p.y, out.data(), p.y,
-                                           out_grad.data(), p.x, in[0]->data(), &zero, p.x,
-                                           in_grads[0]->data()));
+                                           out_grad.data(), p.x, x, &zero, p.x, dx));
+  if (p.pad_explicitly) cuda::Crop(dx, p.pad, in_grads[0]->data(), ctx.gpu->stream());
 }
 
 }  // namespace worker
