@@ -81,6 +81,36 @@ TEST(GrowthAllocatorTest, PastTheFloorGrowthReservesWithinATenthOfWhatIsInUse) {
   for (void *p : ptrs) allocator->Free(p);
 }
 
+TEST(GrowthAllocatorTest, ReleasingGivesBackOnlyRegionsWithNoLiveAllocation) {
+  HostBacking backing(size_t{1} << 30);
+  auto allocator = MakeAllocator(&backing, /*allow_growth=*/true);
+  void *small = MustAllocate(allocator.get(), kMiB);           // in the first 2 MiB region
+  void *transient = MustAllocate(allocator.get(), 300 * kMiB);  // a region of its own
+  const size_t before = allocator->stats().bytes_reserved;
+  ASSERT_GE(before, 302 * kMiB);
+  EXPECT_EQ(allocator->ReleaseFreeRegions(), 0u);  // both regions hold live memory
+  allocator->Free(transient);
+  const size_t released = allocator->ReleaseFreeRegions();
+  EXPECT_GE(released, 300 * kMiB);
+  EXPECT_EQ(allocator->stats().bytes_reserved, before - released);
+  EXPECT_EQ(backing.bytes_reserved(), before - released);
+  EXPECT_EQ(allocator->stats().num_regions, allocator->Regions().size());
+  // The live allocation is untouched and the allocator grows again as needed.
+  std::memset(small, 7, kMiB);
+  void *again = MustAllocate(allocator.get(), 300 * kMiB);
+  std::memset(again, 1, 300 * kMiB);
+  EXPECT_GE(allocator->stats().bytes_reserved, before - released + 300 * kMiB);
+  allocator->Free(again);
+  allocator->Free(small);
+}
+
+TEST(GrowthAllocatorTest, WithoutGrowthNothingIsGivenBack) {
+  HostBacking backing(64 * kMiB);
+  auto allocator = MakeAllocator(&backing, /*allow_growth=*/false, 0.5);
+  EXPECT_EQ(allocator->ReleaseFreeRegions(), 0u);
+  EXPECT_EQ(allocator->stats().bytes_reserved, 32 * kMiB);
+}
+
 TEST(GrowthAllocatorTest, GrowthReservesAtLeastTheRoundedRequest) {
   HostBacking backing(64 * kMiB);
   auto allocator = MakeAllocator(&backing, /*allow_growth=*/true);

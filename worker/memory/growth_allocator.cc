@@ -68,8 +68,31 @@ GrowthAllocator::~GrowthAllocator() {
   LOG_IF(WARNING, stats_.bytes_in_use != 0)
       << "GrowthAllocator destroyed with live allocations: " << DebugStringLocked();
   for (const Region &region : regions_) {
-    backing_->Release(reinterpret_cast<void *>(region.base), region.size);
+    if (region.size > 0) backing_->Release(reinterpret_cast<void *>(region.base), region.size);
   }
+}
+
+size_t GrowthAllocator::ReleaseFreeRegions() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!options_.allow_growth) return 0;
+  size_t released = 0;
+  for (Region &region : regions_) {
+    if (region.size == 0) continue;
+    auto it = chunks_.find(region.base);
+    if (it == chunks_.end() || it->second.in_use || it->second.size != region.size) continue;
+    RemoveFree(it->first, it->second);
+    chunks_.erase(it);
+    backing_->Release(reinterpret_cast<void *>(region.base), region.size);
+    stats_.bytes_reserved -= region.size;
+    --stats_.num_regions;
+    released += region.size;
+    region.size = 0;
+  }
+  if (released > 0) {
+    VLOG(1) << "GrowthAllocator gave back " << FormatBytes(released) << "; "
+            << DebugStringLocked();
+  }
+  return released;
 }
 
 int GrowthAllocator::BinIndex(size_t size) {
@@ -101,7 +124,7 @@ Status GrowthAllocator::AddRegion(size_t bytes) {
   chunks_.emplace(addr, chunk);
   InsertFree(addr, chunk);
   stats_.bytes_reserved += bytes;
-  stats_.num_regions = regions_.size();
+  ++stats_.num_regions;
   VLOG(1) << "GrowthAllocator reserved a " << FormatBytes(bytes) << " region; "
           << DebugStringLocked();
   return Status::OK();
@@ -116,7 +139,7 @@ Status GrowthAllocator::Grow(size_t rounded) {
   // Regions double while small, as TensorFlow's; past kGrowthFloor each adds at most a
   // sixteenth of what is reserved, so that a process holds within some 6% of what it needs
   // (doubling alone can hold nearly twice). At least the request, at most what is left.
-  const size_t doubled = regions_.empty() ? rounded : 2 * regions_.back().size;
+  const size_t doubled = regions_.empty() ? rounded : 2 * regions_.back().size;  // 0: given back
   const size_t step = std::max(kGrowthFloor, stats_.bytes_reserved / 16);
   const size_t next = std::min(left, std::max(std::min(doubled, step), rounded));
   Status status = AddRegion(next);
@@ -219,6 +242,10 @@ std::vector<RegionInfo> GrowthAllocator::Regions() const {
       info.largest_free_chunk = std::max(info.largest_free_chunk, chunk.size);
     }
   }
+  // Regions given back hold no chunks: leave them out.
+  infos.erase(std::remove_if(infos.begin(), infos.end(),
+                             [](const RegionInfo &i) { return i.num_chunks == 0; }),
+              infos.end());
   return infos;
 }
 
@@ -230,7 +257,8 @@ Status GrowthAllocator::OutOfMemory(size_t bytes, const Status &cause) const {
       ": in use " + FormatBytes(stats_.bytes_in_use) + ", reserved " +
       FormatBytes(stats_.bytes_reserved) + " of a " + FormatBytes(limit_) + " limit (fraction " +
       fraction + " of " + FormatBytes(backing_->total_memory()) + "), " +
-      std::to_string(regions_.size()) + (regions_.size() == 1 ? " region" : " regions") + " (" +
+      std::to_string(stats_.num_regions) + (stats_.num_regions == 1 ? " region" : " regions") +
+      " (" +
       cause.message() + "); try --gpu_memory_fraction or a smaller batch");
 }
 
@@ -243,7 +271,7 @@ std::string GrowthAllocator::DebugStringLocked() const {
   return "GrowthAllocator on " + backing_->name() + ": in use " + FormatBytes(stats_.bytes_in_use) +
          " (peak " + FormatBytes(stats_.peak_bytes_in_use) + "), reserved " +
          FormatBytes(stats_.bytes_reserved) + " of a " + FormatBytes(limit_) + " limit in " +
-         std::to_string(regions_.size()) + " regions, " + std::to_string(stats_.num_allocs) +
+         std::to_string(stats_.num_regions) + " regions, " + std::to_string(stats_.num_allocs) +
          " allocations, largest " + FormatBytes(stats_.largest_alloc) +
          (options_.allow_growth ? ", growing" : "");
 }

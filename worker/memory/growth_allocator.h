@@ -74,6 +74,11 @@ class GrowthAllocator {
   // (CHECKed).
   void Free(void *ptr);
 
+  // With allow_growth, gives back to the backing every region that holds no live allocation
+  // (after a large transient, such as cuDNN's autotuning workspace, so that the process keeps
+  // only what it uses); returns the bytes given back.
+  size_t ReleaseFreeRegions();
+
   // The usable size of a live allocation: the request rounded up to kAlignment.
   size_t AllocatedSize(const void *ptr) const;
   AllocatorStats stats() const;
@@ -91,7 +96,7 @@ class GrowthAllocator {
   };
   struct Region {
     uintptr_t base = 0;
-    size_t size = 0;
+    size_t size = 0;  // 0 once given back (ReleaseFreeRegions); the slot keeps chunk indices
   };
   using FreeBin = std::set<std::pair<size_t, uintptr_t>>;  // (size, address), smallest first
 

@@ -72,8 +72,8 @@ Result<ConvAlgorithms> ByTiming(GpuContext* gpu, const ConvDescriptors& d, bool 
   PSTRAIN_CUDNN_CHECK(cudnnGetFilter4dDescriptor(d.w, &type, &format, &k, &c, &r, &s));
   const size_t x_bytes = TensorBytes(d.x), y_bytes = TensorBytes(d.y);
   const size_t w_bytes = sizeof(float) * k * c * r * s;
-  // The workspace first: the same free chunk serves every shape's timing in turn, where
-  // taking it after the small buffers could leave it too short and grow another region.
+  // The workspace first, so that it takes a region of its own when it grows one, which
+  // ChooseConvAlgorithms gives back once the buffers are freed.
   DeviceBuffer workspace;
   for (size_t want = kMaxConvWorkspace; want >= (size_t{1} << 20); want /= 4) {
     Result<DeviceBuffer> got = gpu->Allocate(want);
@@ -169,6 +169,9 @@ ConvAlgorithms ChooseConvAlgorithms(GpuContext* gpu, const ConvDescriptors& d,
       a = it->second;
     } else {
       Result<ConvAlgorithms> timed = ByTiming(gpu, d, o.cudnn_deterministic);
+      // The timing's workspace (up to kMaxConvWorkspace) is a transient: give back the region
+      // it grew, so that the process holds what training uses, not that too.
+      gpu->allocator()->ReleaseFreeRegions();
       if (timed.ok()) {
         a = *timed;
         tuned->emplace(key, a);
