@@ -75,8 +75,7 @@ TEST(GrowthAllocatorTest, PastTheFloorGrowthReservesWithinATenthOfWhatIsInUse) {
   }
   // Doubling would have reserved 2 GiB - 2 MiB for these 1 GiB.
   const AllocatorStats s = allocator->stats();
-  EXPECT_LE(s.bytes_reserved, s.bytes_in_use + s.bytes_in_use / 10)
-      << s.num_regions << " regions";
+  EXPECT_LE(s.bytes_reserved, s.bytes_in_use + s.bytes_in_use / 10) << s.num_regions << " regions";
   EXPECT_GT(most_over, 0u);
   for (void *p : ptrs) allocator->Free(p);
 }
@@ -84,7 +83,7 @@ TEST(GrowthAllocatorTest, PastTheFloorGrowthReservesWithinATenthOfWhatIsInUse) {
 TEST(GrowthAllocatorTest, ReleasingGivesBackOnlyRegionsWithNoLiveAllocation) {
   HostBacking backing(size_t{1} << 30);
   auto allocator = MakeAllocator(&backing, /*allow_growth=*/true);
-  void *small = MustAllocate(allocator.get(), kMiB);           // in the first 2 MiB region
+  void *small = MustAllocate(allocator.get(), kMiB);            // in the first 2 MiB region
   void *transient = MustAllocate(allocator.get(), 300 * kMiB);  // a region of its own
   const size_t before = allocator->stats().bytes_reserved;
   ASSERT_GE(before, 302 * kMiB);

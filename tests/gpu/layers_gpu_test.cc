@@ -90,8 +90,8 @@ void CompareDevices(const LayerCase& c, cuda::GpuContext* gpu) {
   for (size_t i = 0; i < vars.size(); ++i) {
     const Variable& want = cpu_layer->variables()[i];
     if (want.trainable) {
-      worst = std::max(
-          worst, ExpectClose(vars[i]->grad, want.grad, c.device_tolerance, want.name + " gradient"));
+      worst = std::max(worst, ExpectClose(vars[i]->grad, want.grad, c.device_tolerance,
+                                          want.name + " gradient"));
     }
     worst = std::max(worst, ExpectClose(vars[i]->value, want.value, c.device_tolerance, want.name));
   }

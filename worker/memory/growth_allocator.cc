@@ -89,8 +89,7 @@ size_t GrowthAllocator::ReleaseFreeRegions() {
     region.size = 0;
   }
   if (released > 0) {
-    VLOG(1) << "GrowthAllocator gave back " << FormatBytes(released) << "; "
-            << DebugStringLocked();
+    VLOG(1) << "GrowthAllocator gave back " << FormatBytes(released) << "; " << DebugStringLocked();
   }
   return released;
 }
@@ -258,8 +257,7 @@ Status GrowthAllocator::OutOfMemory(size_t bytes, const Status &cause) const {
       FormatBytes(stats_.bytes_reserved) + " of a " + FormatBytes(limit_) + " limit (fraction " +
       fraction + " of " + FormatBytes(backing_->total_memory()) + "), " +
       std::to_string(stats_.num_regions) + (stats_.num_regions == 1 ? " region" : " regions") +
-      " (" +
-      cause.message() + "); try --gpu_memory_fraction or a smaller batch");
+      " (" + cause.message() + "); try --gpu_memory_fraction or a smaller batch");
 }
 
 std::string GrowthAllocator::DebugString() const {

@@ -22,19 +22,18 @@ constexpr int kMaxResults = 16;
 // heuristics otherwise); usable means it ran, fits `workspace`, computes in FP32 FMA and, when
 // asked, is deterministic. Else algorithm 0, which every shape supports.
 template <typename Perf>
-decltype(Perf::algo) FirstUsable(const Perf* perf, int count, size_t workspace,
-                                 bool deterministic, const std::string& what) {
+decltype(Perf::algo) FirstUsable(const Perf* perf, int count, size_t workspace, bool deterministic,
+                                 const std::string& what) {
   for (int i = 0; i < count; ++i) {
     const Perf& p = perf[i];
-    if (p.status == CUDNN_STATUS_SUCCESS && p.memory <= workspace &&
-        p.mathType == CUDNN_FMA_MATH &&
+    if (p.status == CUDNN_STATUS_SUCCESS && p.memory <= workspace && p.mathType == CUDNN_FMA_MATH &&
         (!deterministic || p.determinism == CUDNN_DETERMINISTIC)) {
       return p.algo;
     }
   }
-  LOG(WARNING) << "cuDNN offers no FP32 " << what << " algorithm within "
-               << FormatBytes(workspace) << " of workspace"
-               << (deterministic ? " that is deterministic" : "") << "; using algorithm 0";
+  LOG(WARNING) << "cuDNN offers no FP32 " << what << " algorithm within " << FormatBytes(workspace)
+               << " of workspace" << (deterministic ? " that is deterministic" : "")
+               << "; using algorithm 0";
   return static_cast<decltype(Perf::algo)>(0);
 }
 
@@ -94,9 +93,9 @@ Result<ConvAlgorithms> ByTiming(GpuContext* gpu, const ConvDescriptors& d, bool 
   int count = 0;
   const size_t ws = workspace.bytes();
   cudnnConvolutionFwdAlgoPerf_t fwd[kMaxResults];
-  PSTRAIN_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
-      h, d.x, x.data(), d.w, w.data(), d.conv, d.y, y.data(), kMaxResults, &count, fwd,
-      workspace.data(), ws));
+  PSTRAIN_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(h, d.x, x.data(), d.w, w.data(),
+                                                             d.conv, d.y, y.data(), kMaxResults,
+                                                             &count, fwd, workspace.data(), ws));
   a.forward = FirstUsable(fwd, count, ws, deterministic, "forward");
   cudnnConvolutionBwdDataAlgoPerf_t data[kMaxResults];
   PSTRAIN_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
@@ -133,8 +132,8 @@ std::string ShapeKey(const ConvDescriptors& d, bool deterministic) {
   cudnnConvolutionMode_t mode;
   PSTRAIN_CUDNN_CHECK(
       cudnnGetConvolution2dDescriptor(d.conv, &ph, &pw, &sh, &sw, &dh, &dw, &mode, &type));
-  key << k << 'x' << c << 'x' << r << 'x' << s << ";p" << ph << ',' << pw << ";s" << sh << ','
-      << sw << ";d" << dh << ',' << dw << (deterministic ? ";det" : "");
+  key << k << 'x' << c << 'x' << r << 'x' << s << ";p" << ph << ',' << pw << ";s" << sh << ',' << sw
+      << ";d" << dh << ',' << dw << (deterministic ? ";det" : "");
   return key.str();
 }
 

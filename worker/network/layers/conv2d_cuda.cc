@@ -135,8 +135,8 @@ Conv2D::GpuPlan& Conv2D::GetGpuPlan(int64_t n, const LayerContext& ctx) {
   CHECK(out_h == g.out_h && out_w == g.out_w) << who << ": cuDNN's output " << out_h << "x" << out_w
                                               << " differs from " << g.out_h << "x" << g.out_w;
 
-  const cuda::ConvAlgorithms algos =
-      cuda::ChooseConvAlgorithms(gpu, {p->x, p->w, p->conv, p->y}, who + ": batch " + std::to_string(n));
+  const cuda::ConvAlgorithms algos = cuda::ChooseConvAlgorithms(
+      gpu, {p->x, p->w, p->conv, p->y}, who + ": batch " + std::to_string(n));
   p->fwd_algo = algos.forward;
   p->bwd_data_algo = algos.backward_data;
   p->bwd_filter_algo = algos.backward_filter;

@@ -161,8 +161,7 @@ Pool2D::GpuPlan& Pool2D::GetGpuPlan(int64_t n, const LayerContext& ctx) {
     PSTRAIN_CUDNN_CHECK(cudnnSetPooling2dDescriptor(
         p->pool, mode, CUDNN_NOT_PROPAGATE_NAN, static_cast<int>(size_[0]),
         static_cast<int>(size_[1]), static_cast<int>(pad_h), static_cast<int>(pad_w),
-        static_cast<int>(stride_[0]),
-        static_cast<int>(stride_[1])));
+        static_cast<int>(stride_[0]), static_cast<int>(stride_[1])));
     int on = 0, oc = 0, oh = 0, ow = 0;
     PSTRAIN_CUDNN_CHECK(cudnnGetPooling2dForwardOutputDim(p->pool, p->x, &on, &oc, &oh, &ow));
     // cuDNN rounds the output size down; our windows may end in the padding (SAME): then the
