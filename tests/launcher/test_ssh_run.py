@@ -1,6 +1,7 @@
 """Ssh mode against a real sshd on 127.0.0.1 (temporary host key, user key and config)."""
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -140,8 +141,16 @@ class SshRunTest(unittest.TestCase):
         for name in ("ps-0", "worker-0", "evaluator-0"):
             self.assertTrue(os.path.exists(os.path.join(self.train_dir, "fake", name + ".term")),
                             f"remote {name} got no SIGTERM")
-        self.assertIn("exit codes: ps0 143 (stopped), worker0 143 (stopped), worker1 3, "
-                      "evaluator0 143 (stopped)", result.stdout)
+        # The failed role's own code, and every other role stopped by the launcher. Their codes
+        # are not asserted: under load a role can exit on its own (worker0 with 1, having lost
+        # its peer) between the failure and the launcher's SIGTERM.
+        line = re.search(r"exit codes: (.*)", result.stdout)
+        self.assertIsNotNone(line, result.stdout)
+        codes = dict(re.findall(r"(\w+?\d+) (\d+(?: \(stopped\))?)", line.group(1)))
+        self.assertEqual(sorted(codes), ["evaluator0", "ps0", "worker0", "worker1"], line.group(0))
+        self.assertEqual(codes["worker1"], "3", line.group(0))
+        for name in ("ps0", "worker0", "evaluator0"):
+            self.assertTrue(codes[name].endswith("(stopped)"), f"{name}: {line.group(0)}")
         self.assert_all_gone()
 
     def test_sigint_stops_the_remote_roles(self):
