@@ -1,6 +1,7 @@
 #include "ps/optimizer.h"
 
 #include <cmath>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <utility>
@@ -156,4 +157,6 @@ Status AtNode(const ConfigNode& node, const Status& status) {
 }
 
 }  // namespace internal
+float Optimizer::gradient_bound() const { return std::numeric_limits<float>::max(); }
+
 }  // namespace pstrain::ps

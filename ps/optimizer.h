@@ -39,6 +39,15 @@ class Optimizer {
   // The slots Apply needs, in a fixed order; empty for SGD.
   virtual std::vector<std::string> slot_names() const = 0;
 
+  // The largest |gradient element| one update may take without this optimizer's state or the
+  // variable overflowing float32. Optimizers that square the gradient (Adam, Adagrad, RMSProp)
+  // bound it by kSquaredGradientBound; the others by finiteness alone. The server refuses a
+  // push beyond it, changing nothing.
+  virtual float gradient_bound() const;
+  // 2^60: its square, 2^120, leaves 2^8 of headroom under float32's 2^128 for the moving
+  // averages and sums of squares that hold it.
+  static constexpr float kSquaredGradientBound = 1152921504606846976.0f;
+
   // Slots for a variable of `shape`, holding their initial values (e.g. Adagrad's 0.1).
   Slots CreateSlots(const Shape& shape) const;
   // Refills this optimizer's slots in place with their initial values; the shapes stay.

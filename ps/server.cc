@@ -92,9 +92,10 @@ Status ParameterServer::NotePeer(const std::string& who, const Message& request,
   auto [it, is_new] = peers_.try_emplace(who);
   PeerState& p = it->second;
   if (!is_new && request.incarnation != 0 && request.incarnation < p.incarnation) {
+    // The newer process's incarnation is not told: it would let the sender pose as it.
     return FailedPrecondition(who + " process " + std::to_string(request.incarnation) +
-                              " is older than " + std::to_string(p.incarnation) +
-                              ", which has spoken since: a stale process is refused");
+                              " is older than one that has spoken since: a stale process is "
+                              "refused");
   }
   if (!is_new && p.missing) {
     const double silent = std::chrono::duration<double>(now - p.last_seen).count();
@@ -351,7 +352,11 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandlePush(const std::st
     }
     if (!s.ok()) {
       ++stats_.rejected;
-      return {{peer, Error(request, s.message())}};
+      // Who sent it and from which step (Error logs it too): a worker whose GPU produced a
+      // wild gradient, or a key in the wrong hands, shows in the reply and the server's log.
+      return {
+          {peer, Error(request, Who(request) + "'s push of step " + std::to_string(request.step) +
+                                    " refused: " + s.message())}};
     }
     (assign ? assigns : grads).emplace_back(t.name, t.tensor);
   }

@@ -12,6 +12,7 @@ class AdagradOptimizer : public Optimizer {
  public:
   explicit AdagradOptimizer(const AdagradOptions& options) : options_(options) {}
   const char* name() const override { return "adagrad"; }
+  float gradient_bound() const override { return kSquaredGradientBound; }
   std::vector<std::string> slot_names() const override { return {"accumulator"}; }
 
  protected:

@@ -13,6 +13,7 @@ class AdamOptimizer : public Optimizer {
  public:
   explicit AdamOptimizer(const AdamOptions& options) : options_(options) {}
   const char* name() const override { return "adam"; }
+  float gradient_bound() const override { return kSquaredGradientBound; }
   std::vector<std::string> slot_names() const override { return {"m", "v"}; }
 
  protected:

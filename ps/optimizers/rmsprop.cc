@@ -13,6 +13,7 @@ class RMSPropOptimizer : public Optimizer {
  public:
   explicit RMSPropOptimizer(const RMSPropOptions& options) : options_(options) {}
   const char* name() const override { return "rmsprop"; }
+  float gradient_bound() const override { return kSquaredGradientBound; }
   std::vector<std::string> slot_names() const override {
     if (options_.centered) return {"ms", "mom", "mg"};
     return {"ms", "mom"};

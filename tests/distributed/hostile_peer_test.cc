@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <thread>
 
@@ -368,6 +369,63 @@ TEST_F(HostilePeerTest, FloodsUnfinishedMessagesSilentReadersAndIdleConnectionsS
             << baseline_mb_ << " MB)\n";
   for (int fd : fds) close(fd);
   ExpectServingAndUnchanged("closing the idle connections");
+}
+
+// A worker's key with a finite but huge gradient (1e30: its square overflows Adam's second
+// moment) against a real Adam server: refused, naming the variable, the worker and the step;
+// nothing changes; the same worker's sane push afterwards applies and leaves the model finite.
+TEST(HostileGradientTest, AGradientThatWouldOverflowTheOptimizerChangesNothing) {
+  CurveServerProcess ps("huge_gradient");
+  ps.Start(ps.keys() + "/ps-0",
+           {"--config=" + testing::SourceDir() + "/tests/distributed/testdata/adam.yaml"});
+  auto connect = [&](const std::string& role, int task) {
+    auto keys =
+        wire::LoadClusterKeys(ps.keys() + "/" + role + "-" + std::to_string(task), role, task);
+    CHECK(keys.ok()) << keys.status().ToString();
+    auto c = wire::Connection::Connect(ps.endpoint(), {}, keys->ForClientOf(0).value());
+    CHECK(c.ok()) << c.status().ToString();
+    return std::move(c).value();
+  };
+  auto chief = connect("worker", 0);
+  Message init = Request(MessageType::kRegister, "chief", 0);
+  init.tensors.push_back({"fc/weights", Tensor::Filled(Shape{2, 4}, 1.0f)});
+  for (int i = 0;; ++i) {
+    auto r = chief->Call(init, milliseconds(500));
+    if (r.ok()) break;
+    ASSERT_TRUE(r.status().code() == StatusCode::kUnavailable && i < 40) << r.status().ToString();
+  }
+  auto pulled = [&] {
+    Message pull = Request(MessageType::kPull, "chief", 0);
+    pull.names = {"fc/weights"};
+    auto r = chief->Call(pull, milliseconds(5000));
+    CHECK(r.ok()) << r.status().ToString();
+    return r->tensors.at(0).tensor;
+  };
+
+  auto worker = connect("worker", 1);
+  Message huge = Push("worker", 1, 1, /*step=*/3);
+  huge.tensors.at(0).tensor[5] = 1e30f;
+  auto refused = worker->Call(huge, milliseconds(5000));
+  ASSERT_FALSE(refused.ok()) << "a 1e30 gradient was applied";
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument) << refused.status().ToString();
+  for (const char* part :
+       {"worker 1's push of step 3 refused",
+        "gradient for 'fc/weights' has an element of magnitude 1e+30", "adam's state"}) {
+    EXPECT_NE(refused.status().message().find(part), std::string::npos)
+        << part << " not in: " << refused.status().message();
+  }
+  EXPECT_TRUE(ps.LogHas("worker 1's push of step 3 refused")) << ReadFile(ps.log_path());
+  Tensor after = pulled();
+  for (int64_t i = 0; i < after.size(); ++i) EXPECT_EQ(after[i], 1.0f) << "element " << i;
+
+  Message sane = Push("worker", 1, 2, /*step=*/3);
+  sane.tensors.at(0).tensor = Tensor::Filled(Shape{2, 4}, 0.5f);
+  ASSERT_TRUE(worker->Call(sane, milliseconds(5000)).ok());
+  after = pulled();
+  for (int64_t i = 0; i < after.size(); ++i) {
+    EXPECT_TRUE(std::isfinite(after[i])) << "element " << i;
+    EXPECT_LT(after[i], 1.0f) << "element " << i << ": the sane push did not apply";
+  }
 }
 
 }  // namespace

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "tests/ps/optimizer_test_util.h"
 
 namespace pstrain::ps {
@@ -138,6 +141,27 @@ TEST(OptimizerTest, CenteredRMSPropSubtractsSquaredMeanGradient) {
   // step 2: mg = [0.013, 0.059]; mom = [0.0267033 - 0.05 / sqrt(0.779706), ...]
   ExpectValues(Step(*rmsprop, 2, &var, &slots), {0.9244567000, -2.0262115052}, "step 2");
   ExpectValues(slots.at("mg"), {0.013, 0.059}, "mg");
+}
+
+// Gradients at the bound, pushed many times, keep every optimizer's state and variable finite:
+// the bound the server refuses above is one no update within it can break.
+TEST(OptimizerTest, GradientsAtTheBoundKeepEveryOptimizerFinite) {
+  for (const std::string& config : AllOptimizerConfigs()) {
+    auto optimizer = MustOptimizer(config);
+    const float bound = optimizer->gradient_bound();
+    if (bound == std::numeric_limits<float>::max()) continue;  // no square to overflow
+    EXPECT_EQ(bound, Optimizer::kSquaredGradientBound) << config;
+    Tensor var = Vec({1.0f, -2.0f});
+    Slots slots = optimizer->CreateSlots(var.shape());
+    for (int step = 0; step < 100; ++step) {
+      const float g = step % 2 ? bound : -bound;
+      ASSERT_TRUE(optimizer->Apply(kLr, step, Vec({g, g}), &var, &slots).ok()) << config;
+    }
+    for (int64_t i = 0; i < var.size(); ++i) EXPECT_TRUE(std::isfinite(var[i])) << config;
+    for (const auto& [name, t] : slots) {
+      for (int64_t i = 0; i < t.size(); ++i) EXPECT_TRUE(std::isfinite(t[i])) << config << name;
+    }
+  }
 }
 
 }  // namespace

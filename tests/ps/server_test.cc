@@ -100,6 +100,24 @@ TEST(ServerTest, SyncWithABackupWorkerUpdatesOnTheFirstPushAndDropsTheLateOne) {
   EXPECT_FLOAT_EQ(out[0].message.tensors[0].tensor[0], 8.0f);
 }
 
+TEST(ServerTest, AStaleProcessIsRefusedWithoutLearningTheNewProcesssIncarnation) {
+  auto server = MakeServer(UpdateMode::kAsync, 2);
+  Message fresh = Pull(1);
+  fresh.role = "worker";
+  fresh.task_index = 1;
+  fresh.incarnation = 987654321987;
+  ASSERT_EQ(server->Handle("w1", fresh).at(0).message.type, MessageType::kOk);
+  Message stale = fresh;
+  stale.request_id = 2;
+  stale.incarnation = 5;
+  auto out = server->Handle("w1", stale);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].message.type, MessageType::kError);
+  EXPECT_NE(out[0].message.text.find("is older than one that has spoken since"), std::string::npos)
+      << out[0].message.text;
+  EXPECT_EQ(out[0].message.text.find("987654321987"), std::string::npos) << out[0].message.text;
+}
+
 TEST(ServerTest, BarrierReleasesEveryoneWhenTheLastArrives) {
   auto server = MakeServer(UpdateMode::kAsync, 2);
   Message b;

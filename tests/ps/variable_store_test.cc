@@ -83,6 +83,30 @@ TEST(VariableStoreTest, EveryNanAndInfIsFoundAndEveryFiniteFloatPasses) {
   }
 }
 
+TEST(VariableStoreTest, AGradientThatWouldOverflowAdamsStateIsRefusedAndChangesNothing) {
+  auto store = MakeStore("{optimizer: {type: adam}, learning_rate: {initial: 0.1}}");
+  Tensor w = Tensor::FromVector(Shape{3}, {1.0f, 2.0f, 3.0f});
+  ASSERT_TRUE(store->AddVariable("conv1/weights", w).ok());
+  // A finite 1e30 squares to Inf in Adam's second moment: refused, naming what and why.
+  Status s = store->ApplyGradients(
+      {{"conv1/weights", Tensor::FromVector(Shape{3}, {0.5f, -1e30f, 0.0f})}});
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("gradient for 'conv1/weights' has an element of magnitude 1e+30"),
+            std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("adam's state"), std::string::npos) << s.message();
+  EXPECT_EQ(w[0], 1.0f);
+  EXPECT_EQ(store->StateTensors().at("conv1/weights/v")[1], 0.0f);
+  EXPECT_EQ(store->global_step(), 0);
+  // The bound itself is accepted and leaves everything finite.
+  const float bound = Optimizer::kSquaredGradientBound;
+  const Tensor at_bound = Tensor::FromVector(Shape{3}, {bound, -bound, 1.0f});
+  ASSERT_TRUE(store->ApplyGradients({{"conv1/weights", at_bound}}).ok());
+  for (const auto& [name, t] : store->StateTensors()) {
+    for (int64_t i = 0; i < t.size(); ++i) EXPECT_TRUE(std::isfinite(t[i])) << name << i;
+  }
+}
+
 TEST(VariableStoreTest, BadGradientsChangeNothing) {
   auto store = MakeStore("{optimizer: {type: adam}, learning_rate: {initial: 0.1}}");
   Tensor a = Tensor::FromVector(Shape{2}, {1.0f, 2.0f});

@@ -21,6 +21,7 @@
 #include "worker/training/evaluation.h"
 #include "worker/training/input/input_pipeline.h"
 #include "worker/training/model_graph.h"
+#include "worker/training/model_health.h"
 #include "worker/training/progress_line.h"
 #include "worker/training/progress_window.h"
 #include "worker/training/train_config.h"
@@ -273,6 +274,8 @@ Status RunWorker(const RoleOptions& o) {
   RETURN_IF_ERROR(client->Barrier("done", num_workers + o.evaluators));
   if (!chief) return Status::OK();
   ASSIGN_OR_RETURN(step, client->Pull());
+  // Never "done" over a broken model: the servers' last committed checkpoint stays the valid one.
+  RETURN_IF_ERROR(CheckModelFinite(model->variables(), step).WithContext(who));
   model->UploadVariables();
   ReportDeviceMemory(*device, who + ": at the end", step, log.get());
   RETURN_IF_ERROR(client->Checkpoint(step, o.train_dir));

@@ -22,6 +22,7 @@
 #include "worker/training/gradient_preparation.h"
 #include "worker/training/input/input_pipeline.h"
 #include "worker/training/model_graph.h"
+#include "worker/training/model_health.h"
 #include "worker/training/progress_line.h"
 #include "worker/training/progress_window.h"
 #include "worker/training/train_config.h"
@@ -231,6 +232,8 @@ Result<TrainResult> Train(const TrainerOptions& o) {
   result.global_step = store->global_step();
   result.train_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (g_stop) LOG(INFO) << "trainer: stop requested at step " << result.global_step;
+  // Never saved, exported or "done" over a broken model: the last checkpoint stays the valid one.
+  RETURN_IF_ERROR(CheckModelFinite(model->variables(), result.global_step).WithContext("trainer"));
   if (result.global_step != last_saved) RETURN_IF_ERROR(save(result.global_step));
   ReportDeviceMemory(*device, "trainer: at the end", result.global_step, train_log.get());
   if (!evaluated_at_end && !g_stop) {
