@@ -16,6 +16,7 @@ struct OpInfo {
 const std::map<std::string, OpInfo>& Ops() {
   static const auto* ops = new std::map<std::string, OpInfo>{
       {"conv2d", {"Conv2D", true, false}},
+      {"conv2d_transpose", {"Conv2DBackpropInput", true, false}},  // tf.nn.conv2d_transpose
       {"max_pool", {"MaxPool", true, false}},
       {"avg_pool", {"AvgPool", true, false}},
       {"relu", {"Relu", false, false}},

@@ -290,5 +290,15 @@ TEST(ModelGraphTest, TensorBoardReadsAndServesTheGraphAsWritten) {
   EXPECT_EQ(by_name["labels"]["dtype"], 3);  // DT_INT32
 }
 
+
+// TensorBoard shows a layer as the TensorFlow op it computes; a registered layer type without
+// one would be drawn under its own type name, which TensorFlow's graph importer cannot read.
+TEST(ModelGraphTest, EveryRegisteredLayerTypeHasATensorFlowOp) {
+  for (const std::string& type : worker::LayerRegistry::Global().Types()) {
+    EXPECT_NE(TensorFlowOp(type), type) << "layer type '" << type
+                                        << "' has no TensorFlow op (common/summary/graph_def.cc)";
+  }
+}
+
 }  // namespace
 }  // namespace pstrain
