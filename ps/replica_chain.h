@@ -1,8 +1,8 @@
 // One shard's place in its chain, as chain replication keeps it (van Renesse & Schneider,
 // OSDI'04; docs/replication.md sections 3-5): which task precedes and follows this one in the
 // map of the current epoch, the records applied here that the rest of the chain has not yet
-// acknowledged (OSDI'04's Sent_i, kept to send again to a new successor), the replies that wait
-// for a record to be acknowledged, and the joiners a tail copies to.
+// acknowledged (the paper's "sent" list, kept to send again to a new successor), the replies that
+// wait for a record to be acknowledged, and the joiners a tail copies to.
 //
 // Records are numbered by the shard (`sequence`, contiguous from the last initialisation); a
 // record also says the shard's global step after it (`value`), since a stale drop, an assign or

@@ -12,7 +12,7 @@
 // left is leased to others (ask again), ResourceExhausted while the worker holds two, kAborted
 // once after its leases were revoked (drop them and lease again).
 //
-// With chains (slice 4b), a lease and a push's uses change the ledger and so belong in the
+// With chains, a lease and a push's uses change the ledger and so belong in the
 // shard's records: a backup replays them with DataLedger::ApplyLease and ApplyRecordUses, and a
 // joiner installs DataLedger::Snapshot from its replicaCopy. Until then the ledger lives on the
 // head alone.

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# Issue 24's GPU checks in one command on a GPU machine (../shared/DEVICE.md), with binaries built
-# and packed on a build machine (CUDA, cuDNN and NCCL found there), from the repository root:
+# Every GPU check in one command on a GPU machine. The binaries are built where pstrain's
+# dependencies are (CUDA, cuDNN and NCCL found there: the GPU code is compiled) and carried to
+# the GPU machine with the shared libraries they need, from the repository root:
 #   cmake --build build
-#   ../shared/device/pack.sh .devpack build/tests/gpu/gpu_*_test \
+#   scripts/gpu_pack.sh .devpack build/tests/gpu/gpu_*_test \
 #     build/tests/collectives/collectives_nccl_test build/pstrain-train build/pstrain \
 #     build/pstrain-keygen build/bench/pstrain-bench-train
 #   mkdir -p .devdata && cp /usr/share/datasets/fashion-mnist/*.gz .devdata/
-#   printf '/.devpack/\n/.devdata/\n' >> .git/info/exclude
-# and on the GPU machine (carry .devpack and .devdata):
-#   source .devpack/env.sh && bash scripts/gpu_check.sh "$OUT"
+# and on the GPU machine, with .devpack and .devdata beside the checkout:
+#   source .devpack/env.sh && bash scripts/gpu_check.sh OUT_DIR
 # Runs the GPU tests, trains RefNet on the GPU to its accuracy target while sampling nvidia-smi
 # next to the allocator's peak, checks the memory-fraction cap and an allocation that cannot
 # fit, trains through the launcher (CPU-only server, GPU worker, CPU evaluator), then

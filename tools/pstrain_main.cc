@@ -133,7 +133,7 @@ int MaxWorkers(const std::vector<std::string>& workers) {
 bool ValidateElastic(const std::vector<std::string>& workers) {
   if (FLAGS_elastic_data && FLAGS_replicas > 0) {
     // The ledger lives on shard 0's head and its records do not carry it yet: a failover would
-    // lose which examples were used (docs/replication.md, slice 9).
+    // lose which examples were used (docs/replication.md, the data ledger).
     return Fail("--elastic_data and --replicas=" + std::to_string(FLAGS_replicas) +
                 " do not go together yet: the data ledger is not replicated; use one of them");
   }

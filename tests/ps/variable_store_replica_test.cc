@@ -1,4 +1,4 @@
-// What a replica needs from the store (docs/replication.md, slice 1): a backup that applies the
+// What a replica needs from the store (docs/replication.md): a backup that applies the
 // gradients its head prepared ends with the head's bits, values and optimizer slots alike,
 // whatever either's thread count, for every optimizer and server-side clipping; and preparing
 // never writes into the gradient it was given (a received frame may be forwarded meanwhile).
