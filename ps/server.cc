@@ -529,9 +529,9 @@ Status ParameterServer::CheckPushFields(const Message& request) const {
   auto it = peers_.find(Who(request));
   if (it != peers_.end() && it->second.last_push_sequence != 0 &&
       request.sequence > it->second.last_push_sequence + 1) {
+    // The last applied number is not told: a sender that is not that process would learn it.
     return InvalidArgument("push " + std::to_string(request.sequence) + " from " + Who(request) +
-                           " skips ahead of push " + std::to_string(it->second.last_push_sequence) +
-                           ", the last one applied (expected the next, or a retry)");
+                           " skips ahead of the last one applied (expected the next, or a retry)");
   }
   return Status::OK();
 }
