@@ -81,10 +81,12 @@ Status VariableStore::CheckGradient(const std::string& name, const Tensor& grad)
   }
   // A bound that is a power of two: every element of a smaller exponent is below it.
   const float bound = optimizer_->gradient_bound();
-  if (top >= ExponentOf(bound) && LargestElement(grad) > bound) {
+  // Only an element in the bound's own binade or above needs a second, exact pass.
+  const float largest = top >= ExponentOf(bound) ? LargestElement(grad) : 0.0f;
+  if (largest > bound) {
     std::ostringstream why;
-    why << "gradient for '" << name << "' has an element of magnitude " << LargestElement(grad)
-        << ", above " << bound << ", the most that " << optimizer_->name()
+    why << "gradient for '" << name << "' has an element of magnitude " << largest << ", above "
+        << bound << ", the most that " << optimizer_->name()
         << "'s state holds without overflowing float32; nothing applied";
     return InvalidArgument(why.str());
   }

@@ -25,10 +25,8 @@ struct Conv2D::GpuPlan {
   cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
   cudnnFilterDescriptor_t w = nullptr;
   cudnnConvolutionDescriptor_t conv = nullptr;
-  cudnnConvolutionFwdAlgo_t fwd_algo{};
-  cudnnConvolutionBwdDataAlgo_t bwd_data_algo{};
-  cudnnConvolutionBwdFilterAlgo_t bwd_filter_algo{};
-  size_t workspace_bytes = 0;  // taken from the context's shared workspace when run
+  // The workspace is taken from the context's shared one when run.
+  cuda::ConvAlgorithms algos;
   bool explicit_pad = false;
   cuda::PaddedPlanes pad{};
   cuda::DeviceBuffer padded_x, padded_dx;  // only with explicit_pad
@@ -46,10 +44,10 @@ void Conv2D::ForwardGpu(const std::vector<const Tensor*>& in, Tensor* out,
     x = p.padded_x.as<float>();
   }
   const float one = 1.0f, zero = 0.0f;
-  void* workspace = ctx.gpu->Workspace(p.workspace_bytes, Describe());
+  void* workspace = ctx.gpu->Workspace(p.algos.workspace_bytes, Describe());
   PSTRAIN_CUDNN_CHECK(cudnnConvolutionForward(
-      ctx.gpu->cudnn(), &one, p.x, x, p.w, variables()[0].device_value.data(), p.conv, p.fwd_algo,
-      workspace, p.workspace_bytes, &zero, p.y, out->data()));
+      ctx.gpu->cudnn(), &one, p.x, x, p.w, variables()[0].device_value.data(), p.conv,
+      p.algos.forward, workspace, p.algos.workspace_bytes, &zero, p.y, out->data()));
   if (use_bias_) {
     PSTRAIN_CUDNN_CHECK(cudnnAddTensor(ctx.gpu->cudnn(), &one, p.bias,
                                        variables()[1].device_value.data(), &one, p.y, out->data()));
@@ -68,19 +66,19 @@ void Conv2D::BackwardGpu(const std::vector<const Tensor*>& in, const Tensor& /*o
     cuda::Pad(x, p.pad, 0.0f, p.padded_x.as<float>(), stream);
     x = p.padded_x.as<float>();
   }
-  void* workspace = ctx.gpu->Workspace(p.workspace_bytes, Describe());
+  void* workspace = ctx.gpu->Workspace(p.algos.workspace_bytes, Describe());
   PSTRAIN_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
-      h, &one, p.x, x, p.y, out_grad.data(), p.conv, p.bwd_filter_algo, workspace,
-      p.workspace_bytes, &zero, p.w, variables()[0].device_grad.data()));
+      h, &one, p.x, x, p.y, out_grad.data(), p.conv, p.algos.backward_filter, workspace,
+      p.algos.workspace_bytes, &zero, p.w, variables()[0].device_grad.data()));
   if (use_bias_) {
     PSTRAIN_CUDNN_CHECK(cudnnConvolutionBackwardBias(h, &one, p.y, out_grad.data(), &zero, p.bias,
                                                      variables()[1].device_grad.data()));
   }
   if (!in_grads[0]) return;
   float* dx = p.explicit_pad ? p.padded_dx.as<float>() : in_grads[0]->data();
-  PSTRAIN_CUDNN_CHECK(cudnnConvolutionBackwardData(h, &one, p.w, variables()[0].device_value.data(),
-                                                   p.y, out_grad.data(), p.conv, p.bwd_data_algo,
-                                                   workspace, p.workspace_bytes, &zero, p.x, dx));
+  PSTRAIN_CUDNN_CHECK(cudnnConvolutionBackwardData(
+      h, &one, p.w, variables()[0].device_value.data(), p.y, out_grad.data(), p.conv,
+      p.algos.backward_data, workspace, p.algos.workspace_bytes, &zero, p.x, dx));
   if (p.explicit_pad) cuda::Crop(dx, p.pad, in_grads[0]->data(), stream);
 }
 
@@ -135,12 +133,8 @@ Conv2D::GpuPlan& Conv2D::GetGpuPlan(int64_t n, const LayerContext& ctx) {
   CHECK(out_h == g.out_h && out_w == g.out_w) << who << ": cuDNN's output " << out_h << "x" << out_w
                                               << " differs from " << g.out_h << "x" << g.out_w;
 
-  const cuda::ConvAlgorithms algos = cuda::ChooseConvAlgorithms(
-      gpu, {p->x, p->w, p->conv, p->y}, who + ": batch " + std::to_string(n));
-  p->fwd_algo = algos.forward;
-  p->bwd_data_algo = algos.backward_data;
-  p->bwd_filter_algo = algos.backward_filter;
-  p->workspace_bytes = algos.workspace_bytes;
+  p->algos = cuda::ChooseConvAlgorithms(gpu, {p->x, p->w, p->conv, p->y},
+                                        who + ": batch " + std::to_string(n));
   slot = p;
   return *slot;
 }

@@ -31,10 +31,9 @@ struct Conv2DTranspose::GpuPlan {
   cudnnTensorDescriptor_t in = nullptr, out = nullptr, conv_x = nullptr, bias = nullptr;
   cudnnFilterDescriptor_t w = nullptr;
   cudnnConvolutionDescriptor_t conv = nullptr;
-  cudnnConvolutionFwdAlgo_t fwd_algo{};               // our input gradient
-  cudnnConvolutionBwdDataAlgo_t bwd_data_algo{};      // our forward
-  cudnnConvolutionBwdFilterAlgo_t bwd_filter_algo{};  // our weights gradient
-  size_t workspace_bytes = 0;  // taken from the context's shared workspace when run
+  // forward: our input gradient; backward data: our forward. The workspace is taken from
+  // the context's shared one when run.
+  cuda::ConvAlgorithms algos;
   bool explicit_pad = false;
   cuda::PaddedPlanes pad{};
   cuda::DeviceBuffer padded_y, padded_dy;  // only with explicit_pad
@@ -48,10 +47,10 @@ void Conv2DTranspose::ForwardGpu(const std::vector<const Tensor*>& in, Tensor* o
   cudnnHandle_t h = ctx.gpu->cudnn();
   const float one = 1.0f, zero = 0.0f;
   float* y = p.explicit_pad ? p.padded_y.as<float>() : out->data();
-  void* workspace = ctx.gpu->Workspace(p.workspace_bytes, Describe());
+  void* workspace = ctx.gpu->Workspace(p.algos.workspace_bytes, Describe());
   PSTRAIN_CUDNN_CHECK(cudnnConvolutionBackwardData(
       h, &one, p.w, variables()[0].device_value.data(), p.in, in[0]->data(), p.conv,
-      p.bwd_data_algo, workspace, p.workspace_bytes, &zero, p.conv_x, y));
+      p.algos.backward_data, workspace, p.algos.workspace_bytes, &zero, p.conv_x, y));
   if (p.explicit_pad) cuda::Crop(y, p.pad, out->data(), ctx.gpu->stream());
   if (use_bias_) {
     PSTRAIN_CUDNN_CHECK(cudnnAddTensor(h, &one, p.bias, variables()[1].device_value.data(), &one,
@@ -70,18 +69,18 @@ void Conv2DTranspose::BackwardGpu(const std::vector<const Tensor*>& in, const Te
     cuda::Pad(dy, p.pad, 0.0f, p.padded_dy.as<float>(), ctx.gpu->stream());
     dy = p.padded_dy.as<float>();
   }
-  void* workspace = ctx.gpu->Workspace(p.workspace_bytes, Describe());
+  void* workspace = ctx.gpu->Workspace(p.algos.workspace_bytes, Describe());
   PSTRAIN_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
-      h, &one, p.conv_x, dy, p.in, in[0]->data(), p.conv, p.bwd_filter_algo, workspace,
-      p.workspace_bytes, &zero, p.w, variables()[0].device_grad.data()));
+      h, &one, p.conv_x, dy, p.in, in[0]->data(), p.conv, p.algos.backward_filter, workspace,
+      p.algos.workspace_bytes, &zero, p.w, variables()[0].device_grad.data()));
   if (use_bias_) {
     PSTRAIN_CUDNN_CHECK(cudnnConvolutionBackwardBias(h, &one, p.out, out_grad.data(), &zero, p.bias,
                                                      variables()[1].device_grad.data()));
   }
   if (!in_grads[0]) return;
   PSTRAIN_CUDNN_CHECK(cudnnConvolutionForward(
-      h, &one, p.conv_x, dy, p.w, variables()[0].device_value.data(), p.conv, p.fwd_algo, workspace,
-      p.workspace_bytes, &zero, p.in, in_grads[0]->data()));
+      h, &one, p.conv_x, dy, p.w, variables()[0].device_value.data(), p.conv, p.algos.forward,
+      workspace, p.algos.workspace_bytes, &zero, p.in, in_grads[0]->data()));
 }
 
 Conv2DTranspose::GpuPlan& Conv2DTranspose::GetGpuPlan(int64_t n, const LayerContext& ctx) {
@@ -139,12 +138,8 @@ Conv2DTranspose::GpuPlan& Conv2DTranspose::GetGpuPlan(int64_t n, const LayerCont
 
   // The conv this layer transposes: conv_x convolved with w gives our input; our forward pass
   // is its backward-data pass, our input gradient its forward pass.
-  const cuda::ConvAlgorithms algos = cuda::ChooseConvAlgorithms(
-      gpu, {p->conv_x, p->w, p->conv, p->in}, who + ": batch " + std::to_string(n));
-  p->fwd_algo = algos.forward;
-  p->bwd_data_algo = algos.backward_data;
-  p->bwd_filter_algo = algos.backward_filter;
-  p->workspace_bytes = algos.workspace_bytes;
+  p->algos = cuda::ChooseConvAlgorithms(gpu, {p->conv_x, p->w, p->conv, p->in},
+                                        who + ": batch " + std::to_string(n));
   slot = p;
   return *slot;
 }
