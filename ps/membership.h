@@ -24,7 +24,8 @@
 #include <string>
 #include <vector>
 
-#include "ps/server.h"
+#include "ps/peer_state.h"
+#include "ps/update_mode.h"
 
 namespace pstrain {
 namespace ps {

@@ -17,13 +17,6 @@ namespace ps {
 using wire::Message;
 using wire::MessageType;
 
-Result<UpdateMode> ParseUpdateMode(const std::string& name) {
-  if (name == "async") return UpdateMode::kAsync;
-  if (name == "accumulate") return UpdateMode::kAccumulate;
-  if (name == "sync") return UpdateMode::kSync;
-  return InvalidArgument("--update_mode must be async, accumulate or sync, got '" + name + "'");
-}
-
 namespace {
 ServerOptions WithShard(ServerOptions o) {
   if (o.shard < 0) o.shard = o.task_index;
@@ -89,21 +82,23 @@ Message ParameterServer::Error(const Message& request, const std::string& what, 
 Status ParameterServer::NotePeer(const std::string& who, const Message& request,
                                  std::chrono::steady_clock::time_point now) {
   const std::string me = "ps " + std::to_string(options_.task_index) + ": ";
-  auto [it, is_new] = peers_.try_emplace(who);
+  auto it = peers_.find(who);
+  const bool is_new = it == peers_.end();
+  RETURN_IF_ERROR(AdmitIncarnation(is_new ? PeerState{} : it->second, !is_new, who,
+                                   request.incarnation, now, options_.peer_timeout,
+                                   MicrosSinceEpoch()));
+  if (is_new) it = peers_.emplace(who, PeerState{}).first;
   PeerState& p = it->second;
-  if (!is_new && request.incarnation != 0 && request.incarnation < p.incarnation) {
-    // The newer process's incarnation is not told: it would let the sender pose as it.
-    return FailedPrecondition(who + " process " + std::to_string(request.incarnation) +
-                              " is older than one that has spoken since: a stale process is "
-                              "refused");
-  }
   if (!is_new && p.missing) {
     const double silent = std::chrono::duration<double>(now - p.last_seen).count();
     LOG(WARNING) << me << who << " is back after " << silent << " s of silence";
   }
   if (!is_new && request.incarnation != 0 && p.incarnation != 0 &&
       request.incarnation != p.incarnation) {
-    LOG(WARNING) << me << who << " restarted (a new process since its last request)";
+    LOG(WARNING) << me << who
+                 << (request.incarnation > p.incarnation
+                         ? " restarted (a new process since its last request)"
+                         : ": an older process of it speaks again (the newer one fell silent)");
     p.last_push_sequence = 0;
     ReleaseDataLeases(who, /*restarted=*/true);
   }
@@ -193,9 +188,10 @@ std::vector<ParameterServer::Outgoing> ParameterServer::Dispatch(const std::stri
     case MessageType::kPull:
       return HandlePull(peer, request);
     case MessageType::kPush:
-      if (std::vector<Outgoing> held; HoldPush(peer, request, &held)) return held;
-      membership_->NotePush(pushes_in_window_ == 0, peers_);
-      return HandlePush(peer, request);
+      if (Status paced = PacePush(request); !paced.ok()) {
+        return {{peer, Refuse(request, paced, identity)}};
+      }
+      return TakePush(peer, request);
     case MessageType::kBarrier:
       return HandleBarrier(peer, request);
     case MessageType::kHeartbeat: {
@@ -289,6 +285,7 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandlePull(const std::st
                          "worker 0)",
                          StatusCode::kFailedPrecondition)}};
   }
+  if (auto it = peers_.find(Who(request)); it != peers_.end()) NotePull(&it->second);
   if (options_.mode == UpdateMode::kSync) {
     // In lockstep a pull that follows its sender's own push waits for that update.
     for (const Waiting& w : waiting_pushes_) {
@@ -536,6 +533,35 @@ Status ParameterServer::CheckPushFields(const Message& request) const {
   return Status::OK();
 }
 
+std::vector<ParameterServer::Outgoing> ParameterServer::TakePush(const std::string& peer,
+                                                                 const Message& request) {
+  const size_t held = held_pushes_.size();
+  const int64_t taken = stats_.pushes;
+  std::vector<Outgoing> out;
+  if (!HoldPush(peer, request, &out)) {
+    membership_->NotePush(pushes_in_window_ == 0, peers_);
+    out = HandlePush(peer, request);
+  }
+  if (held_pushes_.size() > held || stats_.pushes > taken) NotePushTaken(&peers_[Who(request)]);
+  return out;
+}
+
+Status ParameterServer::PacePush(const Message& request) {
+  auto it = peers_.find(Who(request));
+  // A push refused for its fields changes nothing and is refused as such, later.
+  if (!options_.one_push_per_pull || it == peers_.end() || !CheckPushFields(request).ok()) {
+    return Status::OK();
+  }
+  const PeerState& p = it->second;
+  bool retry = p.incarnation == request.incarnation && request.sequence != 0 &&
+               request.sequence <= p.last_push_sequence;
+  for (const Waiting& w : held_pushes_) {
+    retry |= Who(w.request) == Who(request) && w.request.incarnation == request.incarnation &&
+             w.request.sequence == request.sequence;
+  }
+  return MayPush(p, Who(request), request, retry);
+}
+
 bool ParameterServer::IsRetriedPush(const std::string& peer, const Message& request,
                                     std::vector<Outgoing>* out) {
   auto it = peers_.find(Who(request));
@@ -630,15 +656,25 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandleBarrier(const std:
     ++stats_.rejected;
     return {{peer, Error(request, s.message(), s.code())}};
   }
-  // A participant that asks again (a retry, or a restarted process) counts once, and waits at
-  // one barrier at a time: a sender's earlier wait, at this barrier or another, is dropped, so
-  // the server holds at most one waiting barrier request per sender of the cluster.
+  // A participant that asks again at a barrier (a retry, or a restarted process) counts once
+  // there. Its waits at other barriers stay: a wait is moved only by asking at the same barrier,
+  // so a request under the same key elsewhere cannot cancel the real process's wait. At most
+  // kMaxBarriersPerParticipant waits are held per participant (a real process waits at one).
   const std::string me = BarrierParticipant(request);
   auto same = [&](const Waiting& w) { return BarrierParticipant(w.request) == me; };
-  for (auto it = barriers_.begin(); it != barriers_.end();) {
-    auto& others = it->second;
-    others.erase(std::remove_if(others.begin(), others.end(), same), others.end());
-    it = others.empty() ? barriers_.erase(it) : std::next(it);
+  if (auto it = barriers_.find(request.text); it != barriers_.end()) {
+    it->second.erase(std::remove_if(it->second.begin(), it->second.end(), same), it->second.end());
+  }
+  int elsewhere = 0;
+  for (const auto& [name, others] : barriers_) {
+    elsewhere += static_cast<int>(std::count_if(others.begin(), others.end(), same));
+  }
+  if (elsewhere >= kMaxBarriersPerParticipant) {
+    ++stats_.rejected;
+    return {{peer, Error(request,
+                         me + " already waits at " + std::to_string(elsewhere) +
+                             " other barriers; a process waits at one at a time",
+                         StatusCode::kResourceExhausted)}};
   }
   auto& waiting = barriers_[request.text];
   waiting.push_back({peer, request});

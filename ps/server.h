@@ -43,11 +43,13 @@
 #include "common/wire/transport.h"
 #include "ps/data_ledger.h"
 #include "ps/gradient_accumulator.h"
+#include "ps/peer_state.h"
 #include "ps/permissions.h"
 #include "ps/replica_chain.h"
 #include "ps/server_stats.h"
 #include "ps/server_summary.h"
 #include "ps/shard_checkpoints.h"
+#include "ps/update_mode.h"
 #include "ps/variable_store.h"
 
 namespace pstrain {
@@ -55,13 +57,13 @@ namespace ps {
 
 class Membership;
 
-enum class UpdateMode { kAsync, kAccumulate, kSync };
-
 // The most parts one step's push to one server may come in (PsClient cuts a model into buckets
 // of a few MB; a 1 GiB model at 4 MB is 256).
 constexpr int64_t kMaxPushParts = 4096;
 
-Result<UpdateMode> ParseUpdateMode(const std::string& name);
+// The barriers one participant may wait at together (a process waits at one at a time; the
+// bound keeps a key from holding the server's memory with waits at invented names).
+constexpr int kMaxBarriersPerParticipant = 4;
 
 struct ServerOptions {
   int task_index = 0;
@@ -84,6 +86,9 @@ struct ServerOptions {
   // --min_workers: > 0 lets workers join and leave, N following the live ones (ps/membership.h);
   // 0: N is num_workers, fixed.
   int min_workers = 0;
+  // A worker's new push must follow a pull from this server (ps/peer_state.h). The server
+  // role turns it on; in-process tests that drive pushes alone leave it off.
+  bool one_push_per_pull = false;
   // A peer silent for this long (workers heartbeat every second) is logged as missing.
   std::chrono::milliseconds peer_timeout{5000};
   // Runs on the checkpoint writer's thread before each shard file is written (tests hold a save
@@ -92,22 +97,6 @@ struct ServerOptions {
   // Elastic data (docs/replication.md section 6): shard 0 keeps the data ledger when given the
   // examples per epoch (0: off, today's modulo split; dataLease is refused as replication is).
   DataLedgerOptions data;
-};
-
-// What a server knows of one peer (a worker, the chief or an evaluator): when it last heard from
-// it, under which incarnation, and whether it was reported missing or has said goodbye.
-struct PeerState {
-  std::chrono::steady_clock::time_point last_seen;
-  uint64_t incarnation = 0;
-  bool missing = false;  // silent for longer than the peer timeout; logged once
-  bool left = false;     // said goodbye (a clean exit)
-  // The last push applied from this peer's incarnation, and the reply it got, so that a retry
-  // of it is answered again instead of applied twice.
-  uint64_t last_push_sequence = 0;
-  wire::Message last_push_reply;
-  // With a chain (ps/replica_chain.h): the shard's record that answers that push, whose
-  // acknowledgement a retry waits for (-1: the open accumulate window's, not yet made).
-  int64_t last_push_record = 0;
 };
 
 class ParameterServer {
@@ -217,6 +206,10 @@ class ParameterServer {
   // its return or restart.
   Status NotePeer(const std::string& sender, const wire::Message& request,
                   std::chrono::steady_clock::time_point now);
+  // One push per pull (ps/peer_state.h), with ServerOptions::one_push_per_pull: whether a push
+  // may be taken, and taking it (held below --min_workers, or handled), which uses the pull.
+  Status PacePush(const wire::Message& request);
+  std::vector<Outgoing> TakePush(const std::string& peer, const wire::Message& request);
   // What a push must carry before anything is looked at: a numbered sender, gradients, a step.
   Status CheckPushFields(const wire::Message& request) const;
   // A push already applied (a retry of the sender's last push): the reply to send, if any.

@@ -347,6 +347,7 @@ void ParameterServer::InstallPush(const wire::PushEntry& e, int64_t record) {
   p.incarnation = e.incarnation;
   p.last_push_sequence = e.sequence;
   p.last_push_record = record;
+  p.pulled = true;  // its next push follows a pull this replica did not see (the head's)
   Message m;
   m.type = MessageType::kOk;
   m.role = "ps";

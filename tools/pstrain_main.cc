@@ -273,8 +273,9 @@ pstrain::worker::PushSizes ChosenPushSizes() {
       given("push_part_mb", int64_t{FLAGS_push_part_mb} << 20));
   if (FLAGS_replicas > 0) {
     LOG(INFO) << FLAGS_job_name << " " << FLAGS_task_index << ": --replicas=" << FLAGS_replicas
-              << ": variables split above " << sizes.partition_bytes << " bytes, pushed in parts of "
-              << sizes.part_bytes << " bytes (small parts let each record reach the backups while "
+              << ": variables split above " << sizes.partition_bytes
+              << " bytes, pushed in parts of " << sizes.part_bytes
+              << " bytes (small parts let each record reach the backups while "
               << "the rest of the push arrives; --partition_bytes and --push_part_mb choose)";
   }
   return sizes;
@@ -328,6 +329,7 @@ int main(int argc, char** argv) {
       o.server.cluster.workers_flag = "--max_workers";
     }
     o.server.mode = mode.value();
+    o.server.one_push_per_pull = true;
     o.server.accumulate_n = FLAGS_accumulate_n;
     o.server.max_staleness = FLAGS_max_staleness;
     o.server.backup_workers = FLAGS_backup_workers;

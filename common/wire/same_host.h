@@ -6,11 +6,15 @@
 // mode 0700 and this user's own, so no other user can listen or connect there. As NCCL and MPI
 // pick shared memory over the network for peers on one host, but without giving up
 // authentication: the client's ZMTP PLAIN user name is its key's name ("worker-1") and its
-// password its CURVE secret key, which the server's ZAP handler (zap_handler.h) checks by deriving
-// the public key and comparing it with the one registered under that name. Roles and permissions
-// (ps/permissions.h) then see the same identity as over CURVE. A process that could read the
-// socket's directory can read that secret key already (same user, same host), and the server
-// keeps nothing of it. Traffic from other hosts, and without keys, stays as it was (TCP).
+// password a proof made from its CURVE secret key and the server's public key
+// (same_host_proof.h), which the server's ZAP handler (zap_handler.h) checks with its own secret
+// key and the public key registered under that name. No secret key crosses the socket: what a
+// process bound in the server's place would collect proves that client to that server only,
+// which the server's own key could do anyway. The server is known by where it listens: a socket
+// in a mode-0700 directory of this user, where only this user's processes, which can read every
+// key of the host, can bind. Roles and permissions
+// (ps/permissions.h) then see the same identity as over CURVE. Traffic from other hosts, and
+// without keys, stays as it was (TCP).
 #pragma once
 
 #include <string>

@@ -12,6 +12,7 @@
 
 #include "common/wire/codec.h"
 #include "common/wire/handshake_monitor.h"
+#include "common/wire/same_host_proof.h"
 #include "common/wire/zap_handler.h"
 #include "common/wire/zmq_context.h"
 
@@ -74,8 +75,8 @@ Result<void*> NewSocket(int type, const MessageLimits& limits, const std::string
 bool IsSameHost(const std::string& endpoint) { return endpoint.rfind("ipc://", 0) == 0; }
 
 // Sets the options of `security` (nothing for plaintext); `zap_domain` for servers. Over TCP:
-// CURVE. Over a same-host ipc:// socket (same_host.h): PLAIN, the client's key name and secret key
-// checked by the server's ZAP handler.
+// CURVE. Over a same-host ipc:// socket (same_host.h): PLAIN, the client's key name and a proof
+// made with its secret key (same_host_proof.h), checked by the server's ZAP handler.
 Status ApplySecurity(void* socket, const Security& security, const std::string& zap_domain,
                      const std::string& endpoint) {
   if (!security.curve()) return Status::OK();
@@ -92,8 +93,14 @@ Status ApplySecurity(void* socket, const Security& security, const std::string& 
     if (security.own_name.empty()) {
       return InvalidArgument("a same-host client of " + endpoint + " needs its key's name");
     }
+    if (security.server_key.empty()) {
+      return InvalidArgument("a same-host client of " + endpoint +
+                             " needs the server's public key");
+    }
+    ASSIGN_OR_RETURN(std::string proof, SameHostProof(security.own.secret_key, security.server_key,
+                                                      security.own_name));
     RETURN_IF_ERROR(set(ZMQ_PLAIN_USERNAME, security.own_name, "the key's name"));
-    return set(ZMQ_PLAIN_PASSWORD, security.own.secret_key, "the secret key");
+    return set(ZMQ_PLAIN_PASSWORD, proof, "the same-host proof");
   }
   if (!IsSameHost(endpoint)) {
     RETURN_IF_ERROR(set(ZMQ_CURVE_PUBLICKEY, security.own.public_key, "the public key"));
@@ -319,10 +326,11 @@ Result<std::unique_ptr<Listener>> Listen(const std::string& endpoint, const Mess
     if (security.client_keys.empty()) {
       return InvalidArgument("a CURVE server on " + endpoint + " needs its clients' public keys");
     }
-    ASSIGN_OR_RETURN(
-        l->zap, ZapDomain::Register(security.client_keys, IsSameHost(endpoint)
-                                                              ? ZapDomain::Proof::kPlainSecretKey
-                                                              : ZapDomain::Proof::kCurve));
+    ASSIGN_OR_RETURN(l->zap,
+                     ZapDomain::Register(security.client_keys,
+                                         IsSameHost(endpoint) ? ZapDomain::Proof::kSameHostProof
+                                                              : ZapDomain::Proof::kCurve,
+                                         security.own.secret_key));
   }
   ASSIGN_OR_RETURN(l->socket, NewSocket(ZMQ_ROUTER, limits, endpoint));
   RETURN_IF_ERROR(ApplySecurity(l->socket, security, l->zap ? l->zap->name() : "", endpoint));

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/wire/refusal_log.h"
+#include "common/wire/same_host_proof.h"
 #include "common/wire/zmq_context.h"
 
 namespace pstrain {
@@ -19,6 +20,7 @@ struct ZapDomainState {
   std::string name;
   ZapDomain::Proof proof = ZapDomain::Proof::kCurve;
   std::map<std::string, std::string> clients;  // 32-byte binary public key -> name
+  std::string server_secret;                   // Z85; kSameHostProof only
   std::mutex mu;
   std::string endpoint;  // guarded by mu
   std::atomic<int64_t> refused{0};
@@ -67,6 +69,19 @@ bool ReceiveRequest(void* socket, std::vector<std::string>* frames) {
   return true;
 }
 
+// The registered client named `name` whose same-host proof (same_host_proof.h) is `proof`, or
+// clients.end().
+std::map<std::string, std::string>::const_iterator ProvedClient(const ZapDomainState& state,
+                                                                const std::string& name,
+                                                                const std::string& proof) {
+  for (auto it = state.clients.begin(); it != state.clients.end(); ++it) {
+    if (it->second != name) continue;
+    auto expected = SameHostProof(state.server_secret, Z85(it->first), name);
+    return expected.ok() && SameProof(*expected, proof) ? it : state.clients.end();
+  }
+  return state.clients.end();
+}
+
 // RFC 27 request: version, request id, domain, address, routing id, mechanism, credentials...
 // Reply: version, request id, status code, status text, user id, metadata.
 std::vector<std::string> Answer(const std::vector<std::string>& request) {
@@ -103,25 +118,16 @@ std::vector<std::string> Answer(const std::vector<std::string>& request) {
                                 ": it uses the " + request[5] + " mechanism, not " + mechanism);
     return reply("400", std::string(mechanism) + " required");
   }
-  std::string key = request[6];
-  if (state->proof == ZapDomain::Proof::kPlainSecretKey) {
-    // PLAIN: user name, then the password, which must be the secret key of that name's key.
-    char derived[41] = {0};
-    key = std::string(32, '\0');
-    if (request[7].size() != 40 || zmq_curve_public(derived, request[7].c_str()) != 0 ||
-        zmq_z85_decode(reinterpret_cast<uint8_t*>(key.data()), derived) == nullptr) {
-      key.clear();
-    }
-  }
-  auto client = state->clients.find(key);
-  if (client == state->clients.end() ||
-      (state->proof == ZapDomain::Proof::kPlainSecretKey && client->second != request[6])) {
+  const bool same_host = state->proof == ZapDomain::Proof::kSameHostProof;
+  auto client =
+      same_host ? ProvedClient(*state, request[6], request[7]) : state->clients.find(request[6]);
+  if (client == state->clients.end()) {
     state->refused.fetch_add(1);
-    const std::string what = state->proof == ZapDomain::Proof::kCurve
-                                 ? "an unknown CURVE public key " + Z85(key)
-                                 : "a secret key that is not " + request[6].substr(0, 64) + "'s";
+    const std::string what =
+        same_host ? "no valid same-host proof for the key '" + request[6].substr(0, 64) + "'"
+                  : "an unknown CURVE public key " + Z85(request[6]);
     PSTRAIN_REFUSAL_WARNING(
-        "zap-key:" + domain + address + key,
+        "zap-key:" + domain + address + request[6],
         "authentication refused: a client from " + address + " on " + endpoint + " has " + what +
             " (not one of the " + std::to_string(state->clients.size()) +
             " this server lets in; a stray process, or keys from another cluster?)");
@@ -173,10 +179,15 @@ Status StartHandler() {
 }  // namespace
 
 Result<std::unique_ptr<ZapDomain>> ZapDomain::Register(
-    const std::map<std::string, std::string>& client_keys, Proof proof) {
+    const std::map<std::string, std::string>& client_keys, Proof proof,
+    const std::string& server_secret) {
+  if (proof == Proof::kSameHostProof && server_secret.size() != 40) {
+    return InvalidArgument("a same-host server needs its own secret key to check proofs");
+  }
   RETURN_IF_ERROR(StartHandler());
   auto state = std::make_shared<ZapDomainState>();
   state->proof = proof;
+  state->server_secret = server_secret;
   for (const auto& [z85, name] : client_keys) {
     std::string binary(32, '\0');
     if (z85.size() != 40 ||

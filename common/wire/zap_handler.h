@@ -4,8 +4,9 @@
 // refusal with the client's address. czmq's zauth actor does the same and more (certificate
 // directories, IP allow/deny lists, PLAIN); this is the small part pstrain needs, so that the
 // transport depends on libzmq alone. A same-host ipc:// socket (same_host.h) uses PLAIN instead:
-// the user name is a key's name and the password its CURVE secret key, which the handler checks
-// against the registered public key. Inside the wire library.
+// the user name is a key's name and the password a proof made with that key's secret and the
+// server's public key (same_host_proof.h), which the handler checks with the server's secret key
+// and the registered public key; no secret key crosses the socket. Inside the wire library.
 #pragma once
 
 #include <cstdint>
@@ -24,14 +25,16 @@ struct ZapDomainState;
 class ZapDomain {
  public:
   // How clients prove their key: CURVE's handshake, or (same-host ipc:// sockets only) PLAIN
-  // with the key's name as user name and its secret key as password.
-  enum class Proof { kCurve, kPlainSecretKey };
+  // with the key's name as user name and its same-host proof (same_host_proof.h) as password.
+  enum class Proof { kCurve, kSameHostProof };
 
   // Registers `client_keys` (Z85 public key -> name for the logs) under a fresh domain name,
   // starting the handler first if needed. Call before the socket binds: ZeroMQ lets every
-  // CURVE client in when no handler runs.
+  // CURVE client in when no handler runs. `server_secret` (Z85): the server's own secret key,
+  // which kSameHostProof needs to check a proof.
   static Result<std::unique_ptr<ZapDomain>> Register(
-      const std::map<std::string, std::string>& client_keys, Proof proof = Proof::kCurve);
+      const std::map<std::string, std::string>& client_keys, Proof proof = Proof::kCurve,
+      const std::string& server_secret = "");
   ~ZapDomain();  // later clients of this domain are refused
 
   // For the socket's ZMQ_ZAP_DOMAIN.

@@ -66,7 +66,7 @@ class HostilePeerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ps_ = std::make_unique<CurveServerProcess>("hostile", /*evaluators=*/1);
-    ps_->Start(ps_->keys() + "/ps-0", {"--max_message_mb=16"});
+    ps_->Start(ps_->keys() + "/ps-0", {"--max_message_mb=16", "--evaluators=1"});
     chief_ = Connect("worker-0");
     Message init = Request(MessageType::kRegister, "chief", 0);
     init.tensors.push_back({"fc/weights", Tensor::Filled(Shape{2, 4}, 1.0f)});
@@ -208,8 +208,12 @@ TEST_F(HostilePeerTest, EachRoleIsRefusedWhatItMayNotDoAndNothingChanges) {
     ASSERT_FALSE(r.ok()) << "push " << m.sequence << " at step " << m.step << " went through";
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status().ToString();
   }
+  // (A worker pushes once per pull: each push below follows a pull.)
+  ASSERT_TRUE(worker->Call(Request(MessageType::kPull, "worker", 1, me), milliseconds(5000)).ok());
   ASSERT_TRUE(worker->Call(Push("worker", 1, 2, 0, me), milliseconds(5000)).ok())
       << "the real next push is refused after the refused ones";
+  ASSERT_TRUE(
+      worker->Call(Request(MessageType::kPull, "worker", 1, me + 4096), milliseconds(5000)).ok());
   ASSERT_TRUE(worker->Call(Push("worker", 1, 1, 0, me + 4096), milliseconds(5000)).ok());
   auto zombie = worker->Call(Push("worker", 1, 3, 0, me), milliseconds(5000));
   ASSERT_FALSE(zombie.ok()) << "an older process of worker 1 was believed after a newer one";
@@ -238,6 +242,134 @@ TEST_F(HostilePeerTest, EachRoleIsRefusedWhatItMayNotDoAndNothingChanges) {
   Message pull = Request(MessageType::kPull, "chief", 0);
   pull.names = {"fc/weights"};
   EXPECT_EQ(chief_->Call(pull, milliseconds(5000))->step, 3);
+}
+
+// The global step a pull of the chief's reports.
+int64_t ChiefStep(wire::Connection* chief) {
+  Message pull = Request(MessageType::kPull, "chief", 0);
+  pull.names = {"fc/weights"};
+  auto r = chief->Call(pull, milliseconds(5000));
+  CHECK(r.ok()) << r.status().ToString();
+  return r->step;
+}
+
+// 900 zero-gradient pushes moved the global step by 900 in 0.4 s before; now a worker's key
+// moves it once per pull of its own.
+TEST_F(HostilePeerTest, AWorkersKeyMovesTheGlobalStepOncePerPull) {
+  auto worker = Connect("worker-1");
+  const uint64_t me = wire::ProcessIncarnation();
+  const Message pull = Request(MessageType::kPull, "worker", 1, me);
+  ASSERT_TRUE(worker->Call(pull, milliseconds(5000)).ok());
+  ASSERT_TRUE(worker->Call(Push("worker", 1, 1, 0, me), milliseconds(5000)).ok());
+  int refused = 0;
+  for (int i = 0; i < 900; ++i) {
+    auto r = worker->Call(Push("worker", 1, 2, 0, me), milliseconds(5000));
+    if (r.ok()) continue;
+    ++refused;
+    EXPECT_EQ(r.status().code(), StatusCode::kPermissionDenied) << r.status().ToString();
+    if (refused == 1) {
+      EXPECT_NE(r.status().message().find("a worker pushes once per pull"), std::string::npos)
+          << r.status().ToString();
+    }
+  }
+  EXPECT_EQ(refused, 900) << "pushes without a pull went through";
+  EXPECT_EQ(ChiefStep(chief_.get()), 1) << "the refused pushes moved the global step";
+  // After a pull the next push is taken, and a retry of it is answered, not applied again.
+  ASSERT_TRUE(worker->Call(pull, milliseconds(5000)).ok());
+  ASSERT_TRUE(worker->Call(Push("worker", 1, 2, 0, me), milliseconds(5000)).ok());
+  ASSERT_TRUE(worker->Call(Push("worker", 1, 2, 0, me), milliseconds(5000)).ok())
+      << "a retried push was refused";
+  EXPECT_EQ(ChiefStep(chief_.get()), 2);
+  ExpectServingAndUnchanged("900 pushes without pulls");
+}
+
+// A heartbeat under worker 1's key from a process "started" at 2^52 microseconds used to lock
+// the real worker 1 out for good. Now a number ahead of the server's clock is refused, and a
+// forged newer one fences the real process only while the forger keeps speaking.
+TEST_F(HostilePeerTest, AForgedIncarnationCannotLockTheRealProcessOut) {
+  auto real = Connect("worker-1");
+  auto forger = Connect("worker-1");
+  const uint64_t me = wire::ProcessIncarnation();
+  const Message beat = Request(MessageType::kHeartbeat, "worker", 1, me);
+  ASSERT_TRUE(real->Call(beat, milliseconds(5000)).ok());
+
+  auto far =
+      forger->Call(Request(MessageType::kHeartbeat, "worker", 1, UINT64_MAX), milliseconds(5000));
+  ASSERT_FALSE(far.ok()) << "an incarnation from the far future was believed";
+  EXPECT_EQ(far.status().code(), StatusCode::kInvalidArgument) << far.status().ToString();
+  EXPECT_NE(far.status().message().find("after this server's clock"), std::string::npos)
+      << far.status().ToString();
+  ASSERT_TRUE(real->Call(beat, milliseconds(5000)).ok()) << "the real process was locked out";
+
+  // Within the clock skew: believed, as a restart of worker 1 would be, and the real (older)
+  // process is fenced while the newer speaks...
+  const uint64_t soon =
+      (static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count()) +
+       1000000)
+      << 12;
+  ASSERT_TRUE(
+      forger->Call(Request(MessageType::kHeartbeat, "worker", 1, soon), milliseconds(5000)).ok());
+  auto fenced = real->Call(beat, milliseconds(5000));
+  ASSERT_FALSE(fenced.ok());
+  EXPECT_NE(fenced.status().message().find("a stale process is refused"), std::string::npos)
+      << fenced.status().ToString();
+  EXPECT_EQ(fenced.status().message().find(std::to_string(soon)), std::string::npos)
+      << "the refusal told the newer process's incarnation";
+  // ...and believed again once the forger has been silent for the peer timeout (5 s).
+  const auto start = std::chrono::steady_clock::now();
+  bool back = false;
+  while (!back && std::chrono::steady_clock::now() - start < std::chrono::seconds(12)) {
+    std::this_thread::sleep_for(milliseconds(500));
+    back = real->Call(beat, milliseconds(5000)).ok();
+  }
+  EXPECT_TRUE(back) << "the real process was still refused 12 s after one forged heartbeat";
+  EXPECT_TRUE(ps_->LogHas("an older process of it speaks again")) << ReadFile(ps_->log_path());
+}
+
+// A wait at another barrier under worker 1's key used to cancel the real worker 1's wait at the
+// final barrier, which then never released. Waits are per barrier now, and bounded.
+TEST_F(HostilePeerTest, AWaitElsewhereCannotCancelTheRealWaitAtABarrier) {
+  auto barrier = [](const std::string& role, int task, const std::string& name, uint64_t inc) {
+    Message m = Request(MessageType::kBarrier, role, task, inc);
+    m.text = name;
+    m.value = 3;  // workers 0 and 1, evaluator 0
+    return m;
+  };
+  const uint64_t me = wire::ProcessIncarnation();
+  auto real = Connect("worker-1");
+  Result<Message> real_done = Unavailable("not answered");
+  std::thread real_waits(
+      [&] { real_done = real->Call(barrier("worker", 1, "done", me), milliseconds(20000)); });
+  std::this_thread::sleep_for(milliseconds(300));
+  auto forger = Connect("worker-1");
+  ASSERT_TRUE(forger->Send(barrier("worker", 1, "elsewhere", me + 4096)).ok());
+  std::this_thread::sleep_for(milliseconds(300));
+  auto evaluator = Connect("evaluator-0");
+  Result<Message> evaluator_done = Unavailable("not answered");
+  std::thread evaluator_waits([&] {
+    evaluator_done = evaluator->Call(barrier("evaluator", 0, "done", me), milliseconds(20000));
+  });
+  std::this_thread::sleep_for(milliseconds(300));
+  auto chief_done = chief_->Call(barrier("chief", 0, "done", me), milliseconds(20000));
+  real_waits.join();
+  evaluator_waits.join();
+  ASSERT_TRUE(chief_done.ok()) << "the final barrier did not release: "
+                               << chief_done.status().ToString();
+  EXPECT_TRUE(real_done.ok()) << real_done.status().ToString();
+  EXPECT_TRUE(evaluator_done.ok()) << evaluator_done.status().ToString();
+
+  // The key holds at most 4 waits: with "elsewhere" held, 3 more, and the 5th is refused.
+  for (const char* name : {"a", "b", "c", "d"}) {
+    ASSERT_TRUE(forger->Send(barrier("worker", 1, name, me + 4096)).ok());
+  }
+  auto refused = forger->Receive(milliseconds(5000));
+  ASSERT_TRUE(refused.ok()) << refused.status().ToString();
+  EXPECT_EQ(refused->type, MessageType::kError);
+  EXPECT_NE(refused->text.find("already waits at 4 other barriers"), std::string::npos)
+      << refused->text;
+  ExpectServingAndUnchanged("waits at invented barriers");
 }
 
 // A raw ZeroMQ DEALER with worker 1's key, for messages a Connection would never send.

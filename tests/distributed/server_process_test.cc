@@ -40,12 +40,21 @@ class ServerProcess {
   }
   ~ServerProcess() { testing::KillProcess(&pid_); }
   // Retries until the process is listening.
-  // Sends as worker 0 (or as the role `m` names), numbering pushes as a worker does.
+  // Sends as worker 0 (or as the role `m` names), numbering pushes as a worker does, and as a
+  // worker pulls before each push (a server takes one push per pull).
   Result<Message> Call(Message m) {
     if (m.role.empty()) m.role = "worker";
     m.task_index = 0;
     m.incarnation = wire::ProcessIncarnation();
-    if (m.type == MessageType::kPush && m.sequence == 0) m.sequence = ++pushes_;
+    if (m.type == MessageType::kPush && m.sequence == 0) {
+      m.sequence = ++pushes_;
+      Message pull = m;
+      pull.type = MessageType::kPull;
+      pull.tensors.clear();
+      pull.sequence = 0;
+      pull.step = 0;
+      (void)client_->Call(pull, milliseconds(5000));
+    }
     for (int i = 0;; ++i) {
       auto r = client_->Call(m, milliseconds(i < 20 ? 500 : 5000));
       if (r.ok() || r.status().code() != StatusCode::kUnavailable || i > 20) return r;

@@ -115,23 +115,37 @@ TEST(ServerFaultsTest, ABarrierCountsAParticipantThatAsksTwiceOnce) {
   EXPECT_EQ(out[0].peer, "w1-restarted");  // the live connection gets the answer
 }
 
-TEST(ServerFaultsTest, ASenderWaitsAtOneBarrierAtATimeWhateverItSends) {
+TEST(ServerFaultsTest, ASendersWaitsAreBoundedAndAWaitElsewhereCancelsNone) {
   auto server = MakeServer(UpdateMode::kAsync, 2);
   Message b;
   b.type = MessageType::kBarrier;
   b.value = 2;
   b.role = "worker";
   b.task_index = 1;
-  for (int i = 0; i < 1000; ++i) {  // a flood of barriers under new names
-    b.text = "flood-" + std::to_string(i);
-    EXPECT_TRUE(server->Handle("w1", b).empty());
-  }
-  EXPECT_EQ(server->pending_requests(), 1u) << "the server holds every barrier it was sent";
   b.text = "done";
   EXPECT_TRUE(server->Handle("w1", b).empty());
+  int refused = 0;
+  for (int i = 0; i < 1000; ++i) {  // a flood of barriers under new names
+    b.text = "flood-" + std::to_string(i);
+    auto out = server->Handle("w1", b);
+    if (out.empty()) continue;
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].message.type, MessageType::kError);
+    EXPECT_EQ(out[0].message.error_code, StatusCode::kResourceExhausted);
+    ++refused;
+  }
+  EXPECT_EQ(refused, 1000 - (kMaxBarriersPerParticipant - 1));
+  EXPECT_EQ(server->pending_requests(), static_cast<size_t>(kMaxBarriersPerParticipant))
+      << "the server holds every barrier it was sent";
+  b.text = "flood-0";  // a retry at a barrier it waits at replaces its wait there
+  EXPECT_TRUE(server->Handle("w1", b).empty());
+  EXPECT_EQ(server->pending_requests(), static_cast<size_t>(kMaxBarriersPerParticipant));
+  b.text = "done";  // worker 1's wait at "done" outlived the flood
   b.task_index = 0;
-  EXPECT_EQ(server->Handle("w0", b).size(), 2u);  // worker 1 and worker 0, nobody else
-  EXPECT_EQ(server->pending_requests(), 0u);
+  auto released = server->Handle("w0", b);
+  ASSERT_EQ(released.size(), 2u);  // worker 1 and worker 0, nobody else
+  for (const auto& o : released) EXPECT_EQ(o.message.type, MessageType::kOk);
+  EXPECT_EQ(server->pending_requests(), static_cast<size_t>(kMaxBarriersPerParticipant - 1));
 }
 
 // A barrier request from `role` `task` that names `count` participants.

@@ -2,12 +2,17 @@
 // is and when there is none; a server listening on TCP (CURVE) and ipc (PLAIN) at once answers
 // each client on the socket it came in by, naming each by its key; a client with another
 // cluster's secret key, with a name that is not its key's, or with no keys is refused on the ipc
-// socket, and the server counts it and goes on serving.
+// socket, and the server counts it and goes on serving. A process bound at the server's socket in
+// its place collects the client's proof, which is neither its secret key nor good elsewhere.
 #include "common/wire/same_host.h"
 
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
+#include <zmq.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -15,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "common/wire/same_host_proof.h"
 #include "common/wire/transport.h"
 
 namespace pstrain {
@@ -165,6 +171,84 @@ TEST_F(SameHostTest, AClientThatCannotProveItsKeyIsRefusedOnTheSameHostSocket) {
   Result<Message> reply = (*good)->Receive(kWait);
   ASSERT_TRUE(reply.ok()) << reply.status().ToString();
   EXPECT_EQ(reply->text, "worker-0");
+}
+
+TEST(SameHostProofTest, BothEndsMakeTheSameProofAndItBindsTheClientsNameAndTheServer) {
+  char ps[41], ps_secret[41], worker[41], worker_secret[41], other[41], other_secret[41];
+  ASSERT_EQ(zmq_curve_keypair(ps, ps_secret), 0);
+  ASSERT_EQ(zmq_curve_keypair(worker, worker_secret), 0);
+  ASSERT_EQ(zmq_curve_keypair(other, other_secret), 0);
+  const std::string client = SameHostProof(worker_secret, ps, "worker-1").value();
+  EXPECT_EQ(client, SameHostProof(ps_secret, worker, "worker-1").value()) << "X25519 is symmetric";
+  EXPECT_EQ(client.size(), 40u);
+  EXPECT_NE(client, std::string(worker_secret));
+  EXPECT_NE(client, SameHostProof(worker_secret, ps, "worker-0").value()) << "another name";
+  EXPECT_NE(client, SameHostProof(worker_secret, other, "worker-1").value()) << "another server";
+  EXPECT_TRUE(SameProof(client, SameHostProof(ps_secret, worker, "worker-1").value()));
+  EXPECT_FALSE(SameProof(client, SameHostProof(other_secret, worker, "worker-1").value()));
+  EXPECT_FALSE(SameHostProof("short", ps, "worker-1").ok());
+}
+
+// Reads exactly `n` bytes from `fd` within 10 s; false on a timeout or a closed socket.
+bool ReadFully(int fd, char* out, size_t n) {
+  for (size_t got = 0; got < n;) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 10000) <= 0) return false;
+    const ssize_t r = read(fd, out + got, n - got);
+    if (r <= 0) return false;
+    got += static_cast<size_t>(r);
+  }
+  return true;
+}
+
+TEST_F(SameHostTest, AProcessBoundInTheServersPlaceCollectsNoSecretKey) {
+  // The impostor: a plain Unix socket at the server's same-host path, speaking just enough
+  // ZMTP 3 (RFC 23) to read the client's PLAIN HELLO, where a password travels in the clear.
+  const ClusterKeys ps = Keys("ps", 0);
+  const std::string local = SameHostEndpoint(ps, 0);
+  ASSERT_FALSE(local.empty());
+  const std::string path = local.substr(6);
+  const int listener = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path.c_str());
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(listener, 1), 0);
+
+  const ClusterKeys worker = Keys("worker", 1);
+  Result<ServerRoute> route = RouteToServer(worker, 0, "localhost:1");
+  ASSERT_TRUE(route.ok() && route->same_host());
+  auto client = Connection::Connect(route->endpoint, {}, route->security);
+  ASSERT_TRUE(client.ok());
+  (void)(*client)->Send(Heartbeat());
+
+  pollfd p{listener, POLLIN, 0};
+  ASSERT_EQ(poll(&p, 1, 10000), 1) << "the client never connected";
+  const int fd = accept(listener, nullptr, nullptr);
+  ASSERT_GE(fd, 0);
+  char greeting[64] = {'\xff', 0, 0, 0, 0, 0, 0, 0, 0, '\x7f', 3, 0, 'P', 'L', 'A', 'I', 'N'};
+  greeting[32] = 1;  // as-server
+  ASSERT_EQ(write(fd, greeting, sizeof(greeting)), 64);
+  char theirs[64];
+  ASSERT_TRUE(ReadFully(fd, theirs, sizeof(theirs))) << "no ZMTP greeting from the client";
+  char head[2];  // a short command: flags 0x04, then its size
+  ASSERT_TRUE(ReadFully(fd, head, 2));
+  ASSERT_EQ(head[0], '\x04') << "expected a command frame";
+  std::string hello(static_cast<unsigned char>(head[1]), '\0');
+  ASSERT_TRUE(ReadFully(fd, hello.data(), hello.size()));
+  close(fd);
+  close(listener);
+  ASSERT_EQ(hello.substr(0, 6), "\x05HELLO") << "expected PLAIN's HELLO";
+  const size_t name_size = static_cast<unsigned char>(hello[6]);
+  const std::string name = hello.substr(7, name_size);
+  const std::string password =
+      hello.substr(8 + name_size, static_cast<unsigned char>(hello[7 + name_size]));
+
+  EXPECT_EQ(name, "worker-1");
+  EXPECT_NE(password, worker.own.secret_key) << "the client sent its secret key as a password";
+  EXPECT_EQ(password.find(worker.own.secret_key.substr(0, 8)), std::string::npos);
+  // What was collected proves worker 1 to ps 0 only: ps 0's own key makes it anyway.
+  EXPECT_EQ(password, SameHostProof(ps.own.secret_key, worker.own.public_key, "worker-1").value());
 }
 
 }  // namespace
