@@ -156,7 +156,12 @@ void WireSeeds(const fs::path& dir) {
   map.task_index = 0;
   map.map_epoch = 3;
   map.chains = {{0, {0, 1}, {}}, {1, {1}, {0}}};
+  map.map_proofs = {{"worker-0", std::string(32, 'a')}, {"worker-1", std::string(32, 'b')}};
   Write(dir, "shard-map-set", WireSeed(map, 0));
+  Message map_reply = map;
+  map_reply.type = MessageType::kOk;
+  map_reply.caught_up = {{1, {0}, {}}};
+  Write(dir, "shard-map-reply", WireSeed(map_reply, 0));
   Message lease;
   lease.type = MessageType::kDataLease;
   lease.role = "worker";

@@ -205,17 +205,19 @@ std::vector<ServerTask::Outgoing> ServerTask::ToEveryShard(const std::string& pe
 
 Message ServerTask::MapReply(const Message& request) const {
   Message m = Reply(request, MessageType::kOk);
+  // The map exactly as the chief set it, with its proofs (wire/map_proof.h), so that clients can
+  // check it; the joiners this task's tails found caught up apart, for the chief to promote.
+  m.chains = wire::ChainsOf(map_);
+  m.map_proofs = map_proofs_;
   for (int s = 0; s < map_.num_shards(); ++s) {
+    ParameterServer* server = shard(s);
+    if (server == nullptr) continue;
     wire::Chain c;
     c.shard = s;
-    c.tasks.assign(map_.chains[s].begin(), map_.chains[s].end());
-    std::vector<int> caught_up;
-    if (ParameterServer* server = shard(s)) caught_up = server->CaughtUpJoiners();
-    for (int t : map_.joining[s]) {
-      // A joiner the tail found caught up is reported as a member, for the chief to promote.
-      (Contains(caught_up, t) ? c.tasks : c.joining).push_back(t);
+    for (int t : server->CaughtUpJoiners()) {
+      if (Contains(map_.joining[s], t)) c.tasks.push_back(t);
     }
-    m.chains.push_back(std::move(c));
+    if (!c.tasks.empty()) m.caught_up.push_back(std::move(c));
   }
   return m;
 }
@@ -238,6 +240,7 @@ std::vector<ServerTask::Outgoing> ServerTask::HandleShardMap(const std::string& 
     Result<std::vector<Outgoing>> adopted = Adopt(std::move(map).value());
     if (!adopted.ok()) return {{peer, Error(request, adopted.status())}};
     out = std::move(adopted).value();
+    map_proofs_ = request.map_proofs;
   }
   out.push_back({peer, Reply(request, MessageType::kOk)});  // carries the epoch now held
   return out;

@@ -130,7 +130,8 @@ class ServerTask {
 
   ServerTaskOptions options_;
   std::unique_ptr<wire::ServerSocket> socket_;
-  replication::ShardMap map_;  // epoch 0: none yet
+  replication::ShardMap map_;               // epoch 0: none yet
+  std::vector<wire::MapProof> map_proofs_;  // the chief's proofs of map_, passed on untouched
   std::map<int, std::unique_ptr<ParameterServer>> shards_;
   std::map<int, std::unique_ptr<wire::Connection>> connections_;  // by server task
   // Requests to a task whose queue was full (a task slow or gone): sent as room comes, in order,

@@ -213,6 +213,23 @@ Result<Message> DecodeHeader(schema::Header::Reader header, const std::vector<Fr
   for (const auto use : header.getUses()) {
     m.uses.push_back({use.getEpoch(), use.getChunk(), use.getCount()});
   }
+  RETURN_IF_ERROR(CheckEntryCount<schema::MapProof>(header.getMapProofs(), header_bytes,
+                                                    "map proofs", m.type, sender));
+  RETURN_IF_ERROR(CheckEntryCount<schema::Chain>(header.getCaughtUp(), header_bytes,
+                                                 "caught-up chains", m.type, sender));
+  for (const auto proof : header.getMapProofs()) {
+    MapProof p;
+    p.name = proof.getName().cStr();
+    const auto tag = proof.getTag();
+    p.tag.assign(reinterpret_cast<const char*>(tag.begin()), tag.size());
+    m.map_proofs.push_back(std::move(p));
+  }
+  for (const auto chain : header.getCaughtUp()) {
+    Chain c;
+    c.shard = chain.getShard();
+    for (int32_t t : chain.getTasks()) c.tasks.push_back(t);
+    m.caught_up.push_back(std::move(c));
+  }
 
   const auto metas = header.getTensors();
   if (frames.size() != size_t{metas.size()} + 1) {
@@ -321,6 +338,20 @@ Result<EncodedMessage> Encode(const Message& message) {
     for (size_t t = 0; t < c.tasks.size(); ++t) tasks.set(t, c.tasks[t]);
     auto joining = chain.initJoining(c.joining.size());
     for (size_t t = 0; t < c.joining.size(); ++t) joining.set(t, c.joining[t]);
+  }
+  auto proofs = header.initMapProofs(message.map_proofs.size());
+  for (size_t i = 0; i < message.map_proofs.size(); ++i) {
+    proofs[i].setName(AsText(message.map_proofs[i].name));
+    const std::string& tag = message.map_proofs[i].tag;
+    proofs[i].setTag(kj::arrayPtr(reinterpret_cast<const kj::byte*>(tag.data()), tag.size()));
+  }
+  auto caught_up = header.initCaughtUp(message.caught_up.size());
+  for (size_t i = 0; i < message.caught_up.size(); ++i) {
+    caught_up[i].setShard(message.caught_up[i].shard);
+    auto tasks = caught_up[i].initTasks(message.caught_up[i].tasks.size());
+    for (size_t t = 0; t < message.caught_up[i].tasks.size(); ++t) {
+      tasks.set(t, message.caught_up[i].tasks[t]);
+    }
   }
   auto uses = header.initUses(message.uses.size());
   for (size_t i = 0; i < message.uses.size(); ++i) {

@@ -14,7 +14,8 @@ namespace pstrain {
 namespace wire {
 
 // Bumped on any incompatible change; a peer speaking another version is refused by name.
-constexpr uint32_t kProtocolVersion = 3;  // 3: replication (docs/replication.md)
+// 3: replication (docs/replication.md); 4: the chief proves shard maps (map_proof.h)
+constexpr uint32_t kProtocolVersion = 4;
 
 // Each request type has its own fields (besides the envelope every message carries: role,
 // task_index, incarnation, request_id, shard, map_epoch); a request carrying a field of another
@@ -87,6 +88,12 @@ struct Chain {
 };
 bool operator==(const Chain& a, const Chain& b);
 
+// The chief's proof of a shard map for the client whose key is `name` (map_proof.h).
+struct MapProof {
+  std::string name;
+  std::string tag;  // 32 bytes
+};
+
 // `count` examples of chunk `chunk` of data epoch `epoch`, used by one push.
 struct ChunkUse {
   int64_t epoch = 0;
@@ -116,13 +123,15 @@ struct Message {
   // Push: the names of pushed tensors that are values to assign (batch-norm moving statistics),
   // not gradients.
   std::vector<std::string> assigns;
-  int32_t root = 0;               // collective: the rank whose input a broadcast sends
-  std::vector<int64_t> steps;     // register reply: the checkpoint steps the server holds whole
-  int32_t shard = -1;             // the shard a request is for (-1: the receiving task's own)
-  uint64_t map_epoch = 0;         // the sender's shard map epoch (0: none)
-  std::vector<PushEntry> pushes;  // replicate, replica copy: retry-cache entries
-  std::vector<Chain> chains;      // shard map set: the chains of epoch map_epoch
-  std::vector<ChunkUse> uses;     // push, replicate, replica copy: data-ledger changes
+  int32_t root = 0;                  // collective: the rank whose input a broadcast sends
+  std::vector<int64_t> steps;        // register reply: the checkpoint steps the server holds whole
+  int32_t shard = -1;                // the shard a request is for (-1: the receiving task's own)
+  uint64_t map_epoch = 0;            // the sender's shard map epoch (0: none)
+  std::vector<PushEntry> pushes;     // replicate, replica copy: retry-cache entries
+  std::vector<Chain> chains;         // shard map set: the chains of epoch map_epoch
+  std::vector<ChunkUse> uses;        // push, replicate, replica copy: data-ledger changes
+  std::vector<MapProof> map_proofs;  // shard map set and get reply: the chief's proofs
+  std::vector<Chain> caught_up;      // shard map get reply: joiners found caught up, by shard
 };
 
 // A non-zero id for this process, drawn once, that grows with the process's start time: of two

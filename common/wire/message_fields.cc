@@ -22,6 +22,8 @@ enum Field : unsigned {
   kPushes = 1 << 10,
   kChains = 1 << 11,
   kUses = 1 << 12,
+  kMapProofs = 1 << 13,
+  kCaughtUp = 1 << 14,  // a reply's alone
 };
 
 // The fields a request of `type` may carry; false for the reply types.
@@ -70,7 +72,7 @@ bool FieldsOf(MessageType type, unsigned* fields) {
       *fields = kSequence | kTensors | kValue | kPushes | kUses | kText;
       return true;
     case MessageType::kShardMap:  // a get carries none
-      *fields = kChains;
+      *fields = kChains | kMapProofs;
       return true;
     case MessageType::kDataLease:
       *fields = kValue;
@@ -88,16 +90,24 @@ Status CheckRequestFields(const Message& m) {
   unsigned allowed = 0;
   const std::string type = MessageTypeName(m.type);
   if (!FieldsOf(m.type, &allowed)) return InvalidArgument(type + " is a reply, not a request");
-  const std::pair<Field, bool> carried[] = {
-      {kStep, m.step != 0},           {kValue, m.value != 0},
-      {kText, !m.text.empty()},       {kNames, !m.names.empty()},
-      {kTensors, !m.tensors.empty()}, {kSequence, m.sequence != 0},
-      {kAssigns, !m.assigns.empty()}, {kRoot, m.root != 0},
-      {kSteps, !m.steps.empty()},     {kErrorCode, m.error_code != StatusCode::kOk},
-      {kPushes, !m.pushes.empty()},   {kChains, !m.chains.empty()},
-      {kUses, !m.uses.empty()}};
-  const char* names[] = {"step", "value", "text",      "names",  "tensors", "sequence", "assigns",
-                         "root", "steps", "errorCode", "pushes", "chains",  "uses"};
+  const std::pair<Field, bool> carried[] = {{kStep, m.step != 0},
+                                            {kValue, m.value != 0},
+                                            {kText, !m.text.empty()},
+                                            {kNames, !m.names.empty()},
+                                            {kTensors, !m.tensors.empty()},
+                                            {kSequence, m.sequence != 0},
+                                            {kAssigns, !m.assigns.empty()},
+                                            {kRoot, m.root != 0},
+                                            {kSteps, !m.steps.empty()},
+                                            {kErrorCode, m.error_code != StatusCode::kOk},
+                                            {kPushes, !m.pushes.empty()},
+                                            {kChains, !m.chains.empty()},
+                                            {kUses, !m.uses.empty()},
+                                            {kMapProofs, !m.map_proofs.empty()},
+                                            {kCaughtUp, !m.caught_up.empty()}};
+  const char* names[] = {"step",     "value",   "text", "names",     "tensors",
+                         "sequence", "assigns", "root", "steps",     "errorCode",
+                         "pushes",   "chains",  "uses", "mapProofs", "caughtUp"};
   static_assert(sizeof(names) / sizeof(names[0]) == sizeof(carried) / sizeof(carried[0]));
   for (size_t i = 0; i < sizeof(carried) / sizeof(carried[0]); ++i) {
     if (carried[i].second && !(allowed & carried[i].first)) {

@@ -52,6 +52,13 @@ struct PushEntry {
   replyText @6 :Text;
 }
 
+# The chief's proof of a shard map for one client (common/wire/map_proof.h): that client's key
+# name and a 32-byte keyed hash only the chief and that client can make.
+struct MapProof {
+  name @0 :Text;
+  tag @1 :Data;
+}
+
 # Shard `shard`'s chain: its tasks head first, and the tasks still copying to join it as tail.
 struct Chain {
   shard @0 :Int32;
@@ -101,4 +108,8 @@ struct Header {
   chains @19 :List(Chain);
   # Push to shard 0, replicate, replicaCopy: data-ledger changes.
   uses @20 :List(ChunkUse);
+  # ShardMap set and its get reply: the chief's proofs of the map, one per client key.
+  mapProofs @21 :List(MapProof);
+  # ShardMap get reply: per shard, the joiners its tail found caught up (for the chief).
+  caughtUp @22 :List(Chain);
 }

@@ -2,8 +2,8 @@
 // ZMTP PLAIN carries a user name and a password in the clear to whoever holds the socket's other
 // end; the password is therefore not a secret key but a proof bound to the pair:
 //
-//   proof = BLAKE2b-256(key = X25519(client secret, server public),
-//                       "pstrain same-host proof v1", client name), in Z85 (40 characters)
+//   proof = PairTag(client secret, server public, "pstrain same-host proof v1", client name)
+//           (pair_tag.h), in Z85 (40 characters)
 //
 // The server computes the same value from its own secret key and the client's registered
 // public key (X25519 is symmetric), so only the holder of that client's secret key, or of the

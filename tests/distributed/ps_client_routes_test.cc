@@ -2,14 +2,19 @@
 // each, on a thread, answering as the test says. What a real server does with the requests is
 // tests/ps/'s business; here only where they go and what they carry.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <functional>
 #include <mutex>
 #include <optional>
 #include <thread>
 
+#include "common/wire/map_proof.h"
+#include "common/wire/pair_tag.h"
+#include "common/wire/shard_map_message.h"
 #include "common/wire/transport.h"
 #include "tests/distributed/sgd_variables.h"
 #include "worker/distributed/ps_client.h"
@@ -212,8 +217,7 @@ TEST(PsClientRoutesTest, APulledTensorOfAnotherShapeIsRefusedBeforeAnythingIsCop
     r.task_index = 0;
     if (m.type == MessageType::kPull) {
       r.tensors.push_back({"fc/bias", Tensor::Filled(Shape{2}, 7.0f)});
-      r.tensors.push_back(
-          {"fc/weights", Tensor::Filled(right ? Shape{4, 2} : Shape{2, 2}, 9.0f)});
+      r.tensors.push_back({"fc/weights", Tensor::Filled(right ? Shape{4, 2} : Shape{2, 2}, 9.0f)});
     }
     return r;
   });
@@ -347,8 +351,8 @@ TEST(PsClientRoutesTest, TheChiefSendsTheEpoch1MapBeforeInitialisingTheHeads) {
   EXPECT_EQ(chief->shard_master()->map().epoch, 1u);
 }
 
-// A fake server task that takes the maps it is set and, asked for its map, reports every joiner
-// caught up (listed among the members), as a tail does once a joiner has acknowledged its latest
+// A fake server task that takes the maps it is set and, asked for its map, returns it as set
+// and reports every joiner caught up, as a tail does once a joiner has acknowledged its latest
 // record.
 struct MapHolder {
   std::mutex mu;
@@ -363,9 +367,8 @@ struct MapHolder {
     Message r = Ok(m, epoch);
     if (m.type == MessageType::kShardMap && m.chains.empty()) {
       r.chains = chains;
-      for (wire::Chain& c : r.chains) {
-        c.tasks.insert(c.tasks.end(), c.joining.begin(), c.joining.end());
-        c.joining.clear();
+      for (const wire::Chain& c : chains) {
+        if (!c.joining.empty()) r.caught_up.push_back({c.shard, c.joining, {}});
       }
     }
     return r;
@@ -422,6 +425,74 @@ TEST(ShardMasterLoopTest, JoinersReportedCaughtUpArePromotedAndADeadHeadLeavesIt
   EXPECT_EQ(routes.epoch(), 3u) << "the chief's own routes follow the maps it sends";
   EXPECT_EQ(routes.Head(0), 1);
   master.value()->Stop();
+}
+
+// A server's key used to steer every client with a map of a far-future epoch. With keys, a
+// client follows only a map its chief proved (common/wire/map_proof.h).
+TEST(ShardRoutesTest, WithKeysOnlyAMapTheChiefProvedIsFollowed) {
+  const std::string dir = ::testing::TempDir() + "/map_proofs_" + std::to_string(getpid());
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(wire::WriteClusterKeys(dir, 2, 2, 1).ok());
+  auto keys = [&](const std::string& role, int task) {
+    return wire::LoadClusterKeys(dir + "/" + role + "-" + std::to_string(task), role, task).value();
+  };
+  const wire::ClusterKeys chief = keys("worker", 0), worker = keys("worker", 1),
+                          server = keys("ps", 1), evaluator = keys("evaluator", 0);
+  replication::ShardMap real;
+  real.epoch = 3;
+  real.chains = {{0, 1}, {1, 0}};
+  real.joining = {{}, {}};
+  replication::ShardMap forged = real;
+  forged.epoch = 1000000;
+  forged.chains = {{1}, {1}};
+
+  auto answer = [](const replication::ShardMap& map, std::vector<wire::MapProof> proofs) {
+    return [map, proofs](const Message& m) -> std::optional<Message> {
+      Message r = Ok(m, map.epoch);
+      if (m.type == MessageType::kShardMap) {
+        r.chains = wire::ChainsOf(map);
+        r.map_proofs = proofs;
+      }
+      return r;
+    };
+  };
+  const std::vector<wire::MapProof> proofs = wire::ProveMap(real, chief).value();
+  ASSERT_EQ(proofs.size(), 3u) << "one per worker and evaluator key";
+  // Forgeries: no proof; the real map's proofs under another map; proofs made with a server's
+  // key (the one a forger holds); the chief's proofs of the real map, epoch raised.
+  std::vector<wire::MapProof> by_server;
+  for (const wire::MapProof& p : proofs) {
+    by_server.push_back({p.name, wire::PairTag(server.own.secret_key, chief.own.public_key,
+                                               "pstrain shard map v1", "anything")
+                                     .value()});
+  }
+  for (const auto& [what, forgery] :
+       std::vector<std::pair<std::string, std::vector<wire::MapProof>>>{
+           {"no proof", {}}, {"the real map's proofs", proofs}, {"a server's tags", by_server}}) {
+    FakeServer honest(answer(real, proofs));
+    FakeServer forger(answer(forged, forgery));
+    const std::vector<std::string> hosts = {honest.host(), forger.host()};
+    auto connect = [&](int t) { return wire::Connection::Connect(wire::TcpEndpoint(hosts[t])); };
+    for (const wire::ClusterKeys& own : {worker, chief, evaluator}) {
+      worker::ShardRoutes routes(2, 1, own.own_name, 0, connect, worker::MapCheckOf(own));
+      routes.Observe(forged.epoch);  // a reply claimed it
+      Result<bool> changed = routes.Fetch([](int) { return true; }, milliseconds(5000));
+      ASSERT_TRUE(changed.ok()) << changed.status().ToString();
+      EXPECT_EQ(routes.epoch(), 3u) << own.own_name << " followed a map with " << what;
+      EXPECT_EQ(routes.Head(0), 0) << own.own_name << ", " << what;
+      EXPECT_FALSE(routes.Behind()) << "the forged epoch keeps " << own.own_name << " fetching";
+    }
+  }
+  // Without keys (plaintext) nothing is checked: the highest epoch is followed, as before.
+  FakeServer honest(answer(real, {}));
+  FakeServer forger(answer(forged, {}));
+  const std::vector<std::string> hosts = {honest.host(), forger.host()};
+  worker::ShardRoutes plain(2, 1, "worker", 1, [&](int t) {
+    return wire::Connection::Connect(wire::TcpEndpoint(hosts[t]));
+  });
+  ASSERT_TRUE(plain.Fetch([](int) { return true; }, milliseconds(5000)).ok());
+  EXPECT_EQ(plain.epoch(), forged.epoch);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -86,7 +86,8 @@ TEST(ShardMasterTest, ACaughtUpJoinerReportedByItsTailsGetReplyIsPromoted) {
   const ShardMap map = Map(5, {{0}, {1, 2}, {2, 0}}, {{1}, {}, {}});
   wire::Message reply;
   reply.map_epoch = 5;
-  reply.chains = {{0, {0, 1}, {}}, {1, {1, 2}, {}}, {2, {2, 0}, {}}};
+  reply.chains = {{0, {0}, {1}}, {1, {1, 2}, {}}, {2, {2, 0}, {}}};  // the map as the chief set it
+  reply.caught_up = {{0, {1}, {}}};
   std::vector<Promotion> promoted;
   const ShardMap next = PromoteCaughtUp(map, {{0, reply}}, &promoted);
   EXPECT_EQ(next, Map(6, {{0, 1}, {1, 2}, {2, 0}}, {{}, {}, {}})) << next.Describe();
@@ -102,10 +103,10 @@ TEST(ShardMasterTest, AJoinerStillCopyingOrAReplyOfAnotherEpochPromotesNobody) {
   copying.chains = {{0, {0}, {1}}};
   wire::Message older;
   older.map_epoch = 4;
-  older.chains = {{0, {0, 1}, {}}};
+  older.caught_up = {{0, {1}, {}}};
   wire::Message hostile;  // a shard out of range, a task no map has
   hostile.map_epoch = 5;
-  hostile.chains = {{7, {0, 1}, {}}, {0, {0, 99, -1}, {}}};
+  hostile.caught_up = {{7, {0, 1}, {}}, {0, {0, 99, -1}, {}}};
   std::vector<Promotion> promoted;
   const ShardMap next =
       PromoteCaughtUp(map, {{0, copying}, {0, older}, {0, hostile}, {9, copying}}, &promoted);

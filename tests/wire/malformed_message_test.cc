@@ -103,16 +103,17 @@ TEST_F(MalformedMessageTest, WrongVersionNamesBothVersionsAndTheSender) {
       "protocol version 7 from worker 1, this server speaks " + std::to_string(kProtocolVersion));
 }
 
-TEST_F(MalformedMessageTest, AVersion2PeerIsRefusedNamingBothVersions) {
-  // A process of the release before replication (protocol 2) meets one of this release (3).
+TEST_F(MalformedMessageTest, AVersion3PeerIsRefusedNamingBothVersions) {
+  // A process of the release before proved shard maps (protocol 3) meets one of this release
+  // (4), whose CURVE clients would follow none of its maps.
   const std::string header = RawHeader([](schema::Header::Builder h) {
-    h.setVersion(2);
+    h.setVersion(3);
     h.setRole("chief");
     h.setTaskIndex(0);
     h.setType(schema::MessageType::REGISTER);
   });
   ExpectRefused({header}, StatusCode::kInvalidArgument,
-                "protocol version 2 from chief 0, this server speaks 3");
+                "protocol version 3 from chief 0, this server speaks 4");
 }
 
 TEST_F(MalformedMessageTest, UnknownMessageType) {

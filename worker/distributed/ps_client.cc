@@ -71,7 +71,7 @@ Result<std::unique_ptr<PsClient>> PsClient::Connect(const std::vector<std::strin
   c->curve_ = curve;
   c->push_sequence_.assign(ps_hosts.size(), 0);
   c->routes_ = std::make_unique<ShardRoutes>(static_cast<int>(ps_hosts.size()), replicas, role,
-                                             task_index, connect);
+                                             task_index, connect, MapCheckOf(curve));
   c->heartbeat_ = std::make_unique<HeartbeatMonitor>(ps_hosts, role, task_index, connect);
   RETURN_IF_ERROR(c->heartbeat_->Start());
   return c;

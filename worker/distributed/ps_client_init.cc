@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "common/checkpoint/cluster_checkpoint.h"
+#include "common/wire/map_proof.h"
 #include "common/wire/same_host.h"
 #include "worker/distributed/ps_client.h"
 #include "worker/distributed/shard_master.h"
@@ -33,6 +34,12 @@ Result<PsClient::Initialized> PsClient::Initialize(int64_t step, const std::stri
       std::lock_guard<std::mutex> lock(fresh_mu_);
       fresh_.push_back(shard);
     };
+    if (curve_.curve()) {
+      options.prove = [this](const replication::ShardMap& map) {
+        return wire::ProveMap(map, curve_);
+      };
+      options.check = MapCheckOf(curve_);
+    }
     ASSIGN_OR_RETURN(master_, ShardMaster::Create(hosts_, routes_->replicas(), Who(), routes_.get(),
                                                   std::move(options)));
     RETURN_IF_ERROR(master_->Start(std::chrono::seconds(60)));

@@ -73,7 +73,7 @@ ShardMap PromoteCaughtUp(const ShardMap& map, const std::vector<std::pair<int, M
   const size_t before = promoted->size();
   for (const auto& [shard, reply] : replies) {
     if (reply.map_epoch != map.epoch || shard < 0 || shard >= map.num_shards()) continue;
-    for (const wire::Chain& c : reply.chains) {
+    for (const wire::Chain& c : reply.caught_up) {
       if (c.shard != shard) continue;
       for (int32_t t : c.tasks) {
         if (!Contains(next.joining[shard], t)) continue;
@@ -166,6 +166,9 @@ Status ShardMaster::Start(std::chrono::seconds timeout) {
         continue;
       }
       Result<ShardMap> m = wire::MapOfMessage(*replies[i], n, n);
+      if (m.ok() && options_.check) {
+        if (Status proved = options_.check(*m, *replies[i]); !proved.ok()) m = proved;
+      }
       if (m.ok()) {
         held[t] = std::move(m).value();
       } else {
@@ -224,6 +227,15 @@ void ShardMaster::Publish() {
   Message set = Get();
   set.map_epoch = map.epoch;
   set.chains = wire::ChainsOf(map);
+  if (options_.prove) {
+    Result<std::vector<wire::MapProof>> proofs = options_.prove(map);
+    if (!proofs.ok()) {
+      LOG(ERROR) << who_ << ": cannot prove map epoch " << map.epoch << ": "
+                 << proofs.status().ToString();
+      return;
+    }
+    set.map_proofs = std::move(proofs).value();
+  }
   std::set<int> todo;
   for (int t = 0; t < map.num_shards(); ++t) {
     if (options_.health(t).up) todo.insert(t);

@@ -3,9 +3,12 @@
 // epoch-1 map at start (each shard's placed head alone, its backups joining by copy), then
 // watches the chief's heartbeats: a task found down leaves its chains (a head's next member takes
 // over), a task back or restarted rejoins as a joiner, and a joiner its tail reports caught up
-// (a shardMap get reply listing it among the members) becomes a member. Each change is one new
+// (in a shardMap get reply's `caught_up`) becomes a member. Each change is one new
 // epoch, sent to every live server; a shard left with no member starts afresh and the chief
 // initialises it from its own values, as it re-initialises a restarted server without replicas.
+//
+// With keys, every map it sends carries its proofs, one per client key (common/wire/map_proof.h):
+// clients follow no map a server made up.
 //
 // The decisions are pure functions below (tested without sockets); ShardMaster is the small part
 // that sends, on connections of its own, from a thread of its own. A chief that restarts takes
@@ -52,7 +55,7 @@ struct Promotion {
   int task = 0;
 };
 // The map after the tails' shardMap get replies, given as (shard, reply): a task the reply
-// lists among shard's members that `map` has joining has caught up and becomes a member. Replies
+// lists as caught up (`caught_up`) for a shard that `map` has it joining becomes a member. Replies
 // under another epoch than `map`'s report on another map and are ignored, as is anything
 // malformed. All promotions together make one new epoch; `promoted` lists them.
 replication::ShardMap PromoteCaughtUp(const replication::ShardMap& map,
@@ -72,6 +75,10 @@ class ShardMaster {
     MapConnections::Connector connect;
     std::function<HeartbeatMonitor::Health(int task)> health;  // the chief's heartbeats
     std::function<void(int shard)> fresh;  // a shard restarted empty: initialise it
+    // The chief's proofs of a map it sends (common/wire/map_proof.h), and the check of a map a
+    // server holds, before the chief takes it on at start; unset: plaintext, none.
+    std::function<Result<std::vector<wire::MapProof>>(const replication::ShardMap&)> prove;
+    ShardRoutes::MapCheck check;
     std::chrono::milliseconds watch_interval{200};
     std::chrono::milliseconds joiner_poll{500};
     std::chrono::milliseconds call_timeout{1000};

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "common/wire/map_proof.h"
 #include "common/wire/shard_map_message.h"
 
 namespace pstrain {
@@ -74,12 +75,13 @@ std::vector<Result<Message>> MapConnections::Call(const std::vector<std::pair<in
 }
 
 ShardRoutes::ShardRoutes(int num_tasks, int replicas, std::string role, int task_index,
-                         MapConnections::Connector connect)
+                         MapConnections::Connector connect, MapCheck check)
     : num_tasks_(num_tasks),
       replicas_(replicas),
       role_(std::move(role)),
       task_index_(task_index),
-      connections_(num_tasks, std::move(connect)) {
+      connections_(num_tasks, std::move(connect)),
+      check_(std::move(check)) {
   map_.chains.resize(num_tasks);
   map_.joining.resize(num_tasks);
   for (int s = 0; s < num_tasks; ++s) map_.chains[s] = {s};
@@ -137,16 +139,21 @@ Result<bool> ShardRoutes::Fetch(const std::function<bool(int)>& live, millisecon
       why += (why.empty() ? "" : "; ") + replies[i].status().ToString();
       continue;
     }
-    Observe(replies[i]->map_epoch);
     if (replies[i]->map_epoch == 0) continue;  // no map there yet
     Result<replication::ShardMap> m = wire::MapOfMessage(*replies[i], num_tasks_, num_tasks_);
+    if (m.ok() && check_) {
+      if (Status proved = check_(*m, *replies[i]); !proved.ok()) m = proved;
+    }
     if (!m.ok()) {
-      LOG(WARNING) << role_ << " " << task_index_ << ": the shard map of ps " << out[i].first
-                   << ": " << m.status().ToString();
+      LOG_EVERY_N(WARNING, 20) << role_ << " " << task_index_ << ": the shard map of ps "
+                               << out[i].first << " is not followed: " << m.status().ToString();
       continue;
     }
     if (!best || m->epoch > best->epoch) best = std::move(m).value();
   }
+  // Only proved epochs count as seen: a server claiming a higher one does not keep this client
+  // fetching.
+  seen_.store(best ? std::max(best->epoch, epoch()) : epoch());
   if (!best) {
     if (failed == 0 || failed < replies.size()) return false;
     return Unavailable("no server answered for its shard map: " + why);
@@ -154,6 +161,13 @@ Result<bool> ShardRoutes::Fetch(const std::function<bool(int)>& live, millisecon
   if (!Adopt(*best)) return false;
   LOG(INFO) << role_ << " " << task_index_ << ": routes now follow " << best->Describe();
   return true;
+}
+
+ShardRoutes::MapCheck MapCheckOf(const wire::ClusterKeys& own) {
+  if (!own.curve()) return {};
+  return [own](const replication::ShardMap& map, const Message& reply) {
+    return wire::CheckMapProof(map, reply.map_proofs, own);
+  };
 }
 
 }  // namespace worker

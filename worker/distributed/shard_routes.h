@@ -48,8 +48,11 @@ class ShardRoutes {
   // `replicas` = 0: identity routing, no fetch ever. Otherwise the routes start at `placement`'s
   // heads under epoch 0 (so a first request reaches the placed head, which answers kAborted
   // until the chief has sent it a map).
+  // `check` (if set) decides whether a server's map may be followed: the chief's proof of it
+  // (common/wire/map_proof.h), given the map and the reply that carried it.
+  using MapCheck = std::function<Status(const replication::ShardMap&, const wire::Message&)>;
   ShardRoutes(int num_tasks, int replicas, std::string role, int task_index,
-              MapConnections::Connector connect);
+              MapConnections::Connector connect, MapCheck check = {});
 
   bool replicated() const { return replicas_ > 0; }
   int replicas() const { return replicas_; }
@@ -67,7 +70,9 @@ class ShardRoutes {
   // Takes `map` when its epoch is higher than the one held (the chief's own maps); true if so.
   bool Adopt(const replication::ShardMap& map);
   // Asks every task for which `live` is true for its map and adopts the highest epoch among
-  // the well-formed replies; true when the routes changed. An error only when no task answered.
+  // the well-formed replies that pass the check; true when the routes changed. An error only
+  // when no task answered. A map that fails the check is logged and ignored, and the epoch it
+  // claims is forgotten (Behind() does not stay true because of it).
   Result<bool> Fetch(const std::function<bool(int)>& live, std::chrono::milliseconds timeout);
 
  private:
@@ -80,7 +85,12 @@ class ShardRoutes {
   std::atomic<uint64_t> seen_{0};
   std::mutex fetch_mu_;  // one fetch at a time over connections_
   MapConnections connections_;
+  MapCheck check_;
 };
+
+// The check of a map against the chief's proof for `own` (common/wire/map_proof.h); none
+// (every map followed) in plaintext.
+ShardRoutes::MapCheck MapCheckOf(const wire::ClusterKeys& own);
 
 }  // namespace worker
 }  // namespace pstrain

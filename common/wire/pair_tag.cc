@@ -1,0 +1,46 @@
+#include "common/wire/pair_tag.h"
+
+#include <sodium.h>
+#include <zmq.h>
+
+namespace pstrain {
+namespace wire {
+namespace {
+
+Status Decode(const std::string& z85, const char* what, unsigned char out[32]) {
+  if (z85.size() != 40 || zmq_z85_decode(out, z85.c_str()) == nullptr) {
+    return InvalidArgument(std::string(what) + " is not a CURVE key (expected 40 Z85 characters)");
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<std::string> PairTag(const std::string& own_secret, const std::string& peer_public,
+                            const std::string& context, const std::string& message) {
+  if (sodium_init() < 0) return Internal("libsodium could not be initialised");
+  unsigned char secret[32], peer[32], shared[crypto_scalarmult_BYTES];
+  RETURN_IF_ERROR(Decode(own_secret, "the secret key", secret));
+  RETURN_IF_ERROR(Decode(peer_public, "the peer's public key", peer));
+  const int bad = crypto_scalarmult(shared, secret, peer);
+  sodium_memzero(secret, sizeof(secret));
+  if (bad != 0) return InvalidArgument("the peer's public key is a weak Curve25519 point");
+  crypto_generichash_state state;
+  crypto_generichash_init(&state, shared, sizeof(shared), 32);
+  sodium_memzero(shared, sizeof(shared));
+  // The context with its terminating NUL, so that no context is a prefix of context + message.
+  crypto_generichash_update(&state, reinterpret_cast<const unsigned char*>(context.c_str()),
+                            context.size() + 1);
+  crypto_generichash_update(&state, reinterpret_cast<const unsigned char*>(message.data()),
+                            message.size());
+  std::string tag(32, '\0');
+  crypto_generichash_final(&state, reinterpret_cast<unsigned char*>(tag.data()), tag.size());
+  return tag;
+}
+
+bool SameTag(const std::string& a, const std::string& b) {
+  return a.size() == b.size() && sodium_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+}  // namespace wire
+}  // namespace pstrain
