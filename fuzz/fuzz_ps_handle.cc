@@ -7,6 +7,9 @@
 // the network could deliver. Invariants: a push answered with an error changed no variable or slot
 // (bitwise), a restart restores exactly what the checkpoint saved, and until the chain slice
 // (docs/replication.md) a replication request is answered with an error and changes nothing.
+// Senders draw incarnations (a restart, a zombie, one from the far future), barrier names and
+// magnitudes up to and past what an optimizer's state can take; with one push per pull on, the
+// global step never moves by more pushes than the pulls answered (plus one first push a peer).
 #include <glog/logging.h>
 #include <stdlib.h>
 
@@ -77,7 +80,9 @@ float Value(FuzzInput& in) {
                                              std::numeric_limits<float>::quiet_NaN(),
                                              std::numeric_limits<float>::infinity(),
                                              std::numeric_limits<float>::max(),
-                                             std::numeric_limits<float>::denorm_min()};
+                                             std::numeric_limits<float>::denorm_min(),
+                                             1.15e18f,  // 2^60: the bound of Adam's state
+                                             -4e18f};
   const uint8_t b = in.Byte();
   if (b < 200) return kValues[b % kValues.size()];
   return in.Raw<float>();
@@ -127,11 +132,13 @@ Message Request(FuzzInput& in, MessageType type, uint64_t id, int64_t global_ste
   m.role = in.Pick<std::string>({"chief", "worker", "evaluator", ""});
   m.task_index = static_cast<int32_t>(in.Range(-1, 3));
   m.step = Step(in, global_step);
-  // Two processes of each role (a restart, or a zombie), and the unnumbered 0.
-  m.incarnation = in.Pick<uint64_t>({0, 100, 200});
+  // Two processes of each role (a restart, or a zombie), the unnumbered 0, one started now and
+  // one from the far future.
+  m.incarnation = in.Pick<uint64_t>({0, 100, 200, wire::ProcessIncarnation(), UINT64_MAX});
   m.sequence = in.Bool() ? static_cast<uint64_t>(in.Range(0, 4)) : in.Raw<uint64_t>();
   m.value = in.Bool() ? in.Range(0, 4) : in.Raw<int64_t>();
-  m.text = in.Pick<std::string>({"", "start", "end"});
+  // Barrier names: the real ones, and more than a participant may wait at together.
+  m.text = in.Pick<std::string>({"", "start", "end", "done", "a", "b", "c", "d"});
   for (int64_t n = in.Range(0, 3); n > 0; --n) m.names.push_back(Name(in));
   for (int64_t n = in.Range(0, 2); n > 0; --n) m.assigns.push_back(Name(in));
   m.root = static_cast<int32_t>(in.Range(0, 1));  // no request of a server's has one
@@ -215,6 +222,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   options.backup_workers = static_cast<int>(in.Range(0, 1));
   options.train_dir = g_train_dir;
   options.max_to_keep = static_cast<int>(in.Range(1, 2));
+  // No byte of its own, so that saved inputs keep their meaning: on for odd worker counts.
+  options.one_push_per_pull = options.num_workers % 2 == 1;
   // One read per statement: the operands of + are evaluated in no fixed order.
   const std::string optimizer = in.Pick(kOptimizers);
   const std::string schedule = in.Pick(kSchedules);
@@ -242,6 +251,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   bool saved = false;
   Snapshot saved_state;
   int64_t saved_step = 0;
+  // Pulls answered by this server process, and its step when it started.
+  int64_t pulls = 0;
+  int64_t first_step = server->global_step();
   for (uint64_t id = 1; !in.empty() && id < 64; ++id) {
     // 0..8 as they always were (saved inputs keep their meaning); the top four bytes are the
     // replication requests.
@@ -256,6 +268,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         CHECK_EQ(restarted->global_step(), saved_step);
       }
       server = std::move(restarted);
+      pulls = 0;
+      first_step = server->global_step();
       continue;
     }
     // 0..6: register to shutdown; 7: the chief's restore; 9..12: replicate to data lease.
@@ -300,6 +314,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         CHECK(o.peer != peer || o.message.type == MessageType::kError)
             << "an evaluator's " << wire::MessageTypeName(request.type) << " was answered OK";
       }
+    }
+    if (request.type == MessageType::kPull) {
+      for (const auto& o : out) pulls += o.peer == peer && o.message.type == MessageType::kOk;
+    }
+    if (options.one_push_per_pull && options.mode == UpdateMode::kAsync &&
+        request.type != MessageType::kRestore && request.type != MessageType::kRegister) {
+      // At most one push per pull, and one first push per peer name (a few roles and tasks).
+      CHECK_LE(server->global_step() - first_step, pulls + 12)
+          << "the global step moved by more pushes than pulls";
+    }
+    if (request.type == MessageType::kRestore || request.type == MessageType::kRegister) {
+      pulls = 0;  // the step was set, not moved by pushes: count from here
+      first_step = server->global_step();
     }
     for (auto& done : server->TakeFinishedCheckpoints(/*wait=*/true)) out.push_back(done);
     if (request.type == MessageType::kPush && out.size() == 1 &&

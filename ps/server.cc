@@ -31,6 +31,7 @@ ParameterServer::ParameterServer(ServerOptions options, std::unique_ptr<Variable
                                                       "ps " + std::to_string(options_.task_index),
                                                       options_.before_checkpoint_write)) {
   if (options_.cluster.servers == 0) options_.cluster.servers = options_.num_ps;  // ps-<t> senders
+  magnitude_ = MagnitudeGuard(options_.outlier_binades);
   membership_ = std::make_unique<Membership>(MembershipOptions{
       options_.mode, options_.num_workers, options_.backup_workers, options_.accumulate_n,
       options_.min_workers, options_.cluster.evaluators,
@@ -74,8 +75,12 @@ Message ParameterServer::Error(const Message& request, const std::string& what, 
   Message m = Reply(request, MessageType::kError);
   m.text = "ps " + std::to_string(options_.task_index) + ": " + what;
   m.error_code = code;
-  LOG(WARNING) << m.text << " (request " << wire::MessageTypeName(request.type) << " from "
-               << Who(request) << ")";
+  // A peer that sends the same bad request again and again is logged once per 10 s, not per
+  // request (the log would otherwise be the cheapest way to fill a server's disk).
+  PSTRAIN_REFUSAL_WARNING(
+      "ps-error:" + std::to_string(static_cast<int>(code)) + Who(request) +
+          wire::MessageTypeName(request.type),
+      m.text + " (request " + wire::MessageTypeName(request.type) + " from " + Who(request) + ")");
   return m;
 }
 
@@ -331,8 +336,10 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandlePush(const std::st
   // not gradients. Everything is checked before anything changes.
   std::vector<std::pair<std::string, Tensor>> grads, assigns;
   std::set<std::string> named;
+  uint32_t largest = 0;  // the gradients' largest float exponent
   for (const auto& t : request.tensors) {
-    Status s = store_->CheckGradient(t.name, t.tensor);
+    uint32_t exponent = 0;
+    Status s = store_->CheckGradient(t.name, t.tensor, &exponent);
     const bool assign =
         std::find(request.assigns.begin(), request.assigns.end(), t.name) != request.assigns.end();
     if (s.ok() && !named.insert(t.name).second) {
@@ -356,6 +363,7 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandlePush(const std::st
                                     " refused: " + s.message())}};
     }
     (assign ? assigns : grads).emplace_back(t.name, t.tensor);
+    if (!assign) largest = std::max(largest, exponent);
   }
   for (const auto& [name, t] : grads) assigned_.emplace(name, false);
   for (const auto& [name, t] : assigns) assigned_.emplace(name, true);
@@ -363,6 +371,7 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandlePush(const std::st
     return {{peer, Error(request, s.message(), s.code())}};  // a revoked lease: kAborted
   }
   ++stats_.pushes;
+  ScaleOutlier(request, largest, &grads);
   for (const auto& [name, value] : assigns) store_->Assign(name, value);
   const bool chain = chain_.active();
   if (options_.mode == UpdateMode::kAsync) {
@@ -544,6 +553,29 @@ std::vector<ParameterServer::Outgoing> ParameterServer::TakePush(const std::stri
   }
   if (held_pushes_.size() > held || stats_.pushes > taken) NotePushTaken(&peers_[Who(request)]);
   return out;
+}
+
+void ParameterServer::ScaleOutlier(const Message& request, uint32_t exponent,
+                                   std::vector<std::pair<std::string, Tensor>>* grads) {
+  const uint32_t bound = magnitude_.Bound();
+  const float scale = magnitude_.Scale(exponent);
+  if (scale == 1.0f) return;
+  ++stats_.scaled_outliers;
+  for (auto& [name, grad] : *grads) {
+    Tensor scaled = grad.Clone();  // the received frame stays as it came
+    for (int64_t i = 0; i < scaled.size(); ++i) scaled[i] *= scale;
+    grad = std::move(scaled);
+  }
+  PSTRAIN_REFUSAL_WARNING(
+      "ps-outlier:" + Who(request),
+      "ps " + std::to_string(options_.task_index) + ": " + Who(request) + "'s push of step " +
+          std::to_string(request.step) + " has an element near 2^" +
+          std::to_string(static_cast<int>(exponent) - 127) + ", " +
+          std::to_string(static_cast<int>(exponent - bound)) + " binades above the bound (" +
+          std::to_string(options_.outlier_binades) +
+          " above the median of the last pushes): scaled down by 2^" +
+          std::to_string(static_cast<int>(bound) - static_cast<int>(exponent)) +
+          " (--gradient_outlier_binades)");
 }
 
 Status ParameterServer::PacePush(const Message& request) {

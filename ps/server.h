@@ -43,6 +43,7 @@
 #include "common/wire/transport.h"
 #include "ps/data_ledger.h"
 #include "ps/gradient_accumulator.h"
+#include "ps/magnitude_guard.h"
 #include "ps/peer_state.h"
 #include "ps/permissions.h"
 #include "ps/replica_chain.h"
@@ -89,6 +90,10 @@ struct ServerOptions {
   // A worker's new push must follow a pull from this server (ps/peer_state.h). The server
   // role turns it on; in-process tests that drive pushes alone leave it off.
   bool one_push_per_pull = false;
+  // A push whose largest gradient element lies more than this many binades above the median of
+  // the last pushes is scaled down to that bound (ps/magnitude_guard.h); 0: off. The server role
+  // sets --gradient_outlier_binades.
+  int outlier_binades = 0;
   // A peer silent for this long (workers heartbeat every second) is logged as missing.
   std::chrono::milliseconds peer_timeout{5000};
   // Runs on the checkpoint writer's thread before each shard file is written (tests hold a save
@@ -206,6 +211,10 @@ class ParameterServer {
   // its return or restart.
   Status NotePeer(const std::string& sender, const wire::Message& request,
                   std::chrono::steady_clock::time_point now);
+  // Scales `grads` down when their largest element (`exponent`) is an outlier
+  // (ps/magnitude_guard.h); counts and logs it.
+  void ScaleOutlier(const wire::Message& request, uint32_t exponent,
+                    std::vector<std::pair<std::string, Tensor>>* grads);
   // One push per pull (ps/peer_state.h), with ServerOptions::one_push_per_pull: whether a push
   // may be taken, and taking it (held below --min_workers, or handled), which uses the pull.
   Status PacePush(const wire::Message& request);
@@ -317,6 +326,7 @@ class ParameterServer {
   std::vector<Waiting> future_;  // replication requests of an epoch this task has not yet seen
   // Whether each variable pushed so far came as a value to assign (true) or a gradient.
   std::map<std::string, bool> assigned_;
+  MagnitudeGuard magnitude_{0};  // the pushes' largest elements, for outliers
 };
 
 }  // namespace ps

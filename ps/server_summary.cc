@@ -54,6 +54,7 @@ void ServerSummary::Write(const ServerStats& now_stats, const ServerHighs& highs
   add("ps/dropped_stale", static_cast<double>(b.dropped_stale - a.dropped_stale));
   add("ps/refused", static_cast<double>(b.refused - a.refused));
   add("ps/rejected", static_cast<double>(b.rejected - a.rejected));
+  add("ps/scaled_outliers", static_cast<double>(b.scaled_outliers - a.scaled_outliers));
   add("ps/pushes_total", static_cast<double>(b.pushes));
   add("ps/pulls_total", static_cast<double>(b.pulls));
   add("ps/bytes_in_total", static_cast<double>(b.bytes_in));

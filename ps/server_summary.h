@@ -9,6 +9,7 @@
 //   ps/pending_requests  ps/pending_requests_max held for a later reply: now, highest
 //   ps/staleness  ps/staleness_max               updates a taken gradient is behind: mean, highest
 //   ps/dropped_stale  ps/refused  ps/rejected    in the interval (counts, not rates)
+//   ps/scaled_outliers                           pushes scaled down as outliers, in the interval
 //   ps/pushes_total  ps/pulls_total  ps/bytes_in_total  ps/bytes_out_total
 //
 // The step is the server's global step, as the workers' scalars use it. The server counts on

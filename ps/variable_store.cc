@@ -68,7 +68,8 @@ float LargestElement(const Tensor& t) {
 }
 }  // namespace
 
-Status VariableStore::CheckGradient(const std::string& name, const Tensor& grad) const {
+Status VariableStore::CheckGradient(const std::string& name, const Tensor& grad,
+                                    uint32_t* exponent) const {
   auto it = variables_.find(name);
   if (it == variables_.end()) return NotFound("no variable named '" + name + "'");
   if (grad.shape() != it->second.value.shape()) {
@@ -76,6 +77,7 @@ Status VariableStore::CheckGradient(const std::string& name, const Tensor& grad)
                            ", the variable has " + it->second.value.shape().ToString());
   }
   const uint32_t top = LargestExponent(grad);
+  if (exponent != nullptr) *exponent = top;
   if (top == 0xffu) {
     return InvalidArgument("gradient for '" + name + "' holds NaN or Inf; nothing applied");
   }

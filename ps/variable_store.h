@@ -67,8 +67,11 @@ class VariableStore {
   // Names and shapes must have been checked (PrepareGradients, or CheckGradient).
   Status ApplyPrepared(int64_t step, const NamedTensors& prepared,
                        Holders holders = Holders::kSeeUpdates);
-  // Why `grad` cannot be applied to `name` (unknown, wrong shape, NaN/Inf), or OK.
-  Status CheckGradient(const std::string& name, const Tensor& grad) const;
+  // Why `grad` cannot be applied to `name` (unknown, wrong shape, NaN/Inf), or OK. `exponent`
+  // (if given) receives the largest element's float exponent (biased; 0 for zeros), which the
+  // check reads anyway (ps/magnitude_guard.h).
+  Status CheckGradient(const std::string& name, const Tensor& grad,
+                       uint32_t* exponent = nullptr) const;
 
   bool Has(const std::string& name) const { return variables_.count(name) > 0; }
   // The variable's value (shares the buffer); CHECKs that it exists.

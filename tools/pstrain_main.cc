@@ -36,6 +36,9 @@ DEFINE_int32(accumulate_n, 0, "accumulate mode: gradients per update (0: number 
 DEFINE_int64(max_staleness, 0,
              "accumulate/sync: drop gradients computed more than this many updates ago");
 DEFINE_int32(backup_workers, 0, "sync mode: update with the first (workers - backup) pushes");
+DEFINE_int32(gradient_outlier_binades, 10,
+             "servers scale down a push whose largest gradient element lies more than this many "
+             "binades (powers of two) above the median of the last 256 pushes; 0: off");
 DEFINE_int32(min_workers, 0,
              "workers may join and leave a running job: the servers count the live workers "
              "(accumulate and sync N follows them) and apply nothing while fewer than this many "
@@ -208,6 +211,10 @@ bool Validate(const std::vector<std::string>& ps, const std::vector<std::string>
                 std::to_string(pushers) + ") and needs --update_mode=sync");
   }
   if (FLAGS_max_staleness < 0) return Fail("--max_staleness must be >= 0");
+  if (FLAGS_gradient_outlier_binades < 0 || FLAGS_gradient_outlier_binades > 100) {
+    return Fail("--gradient_outlier_binades must be from 0 (off) to 100, got " +
+                std::to_string(FLAGS_gradient_outlier_binades));
+  }
   if (FLAGS_synthetic_step_ms < 0 || FLAGS_synthetic_step_ms > 600000) {
     return Fail("--synthetic_step_ms must be from 0 (off) to 600000 ms, got " +
                 std::to_string(FLAGS_synthetic_step_ms));
@@ -332,6 +339,7 @@ int main(int argc, char** argv) {
     o.server.one_push_per_pull = true;
     o.server.accumulate_n = FLAGS_accumulate_n;
     o.server.max_staleness = FLAGS_max_staleness;
+    o.server.outlier_binades = FLAGS_gradient_outlier_binades;
     o.server.backup_workers = FLAGS_backup_workers;
     o.server.train_dir = FLAGS_train_dir;
     o.server.max_to_keep = FLAGS_max_to_keep;

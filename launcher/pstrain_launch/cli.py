@@ -46,6 +46,9 @@ def _parser() -> argparse.ArgumentParser:
                         "(default: 60)")
     p.add_argument("--progress_interval", type=float, default=5.0, metavar="S",
                    help="seconds between progress lines, 0 for none (default: 5)")
+    p.add_argument("--max_accuracy_drop", type=float, default=0.1, metavar="A",
+                   help="fail a run whose final test accuracy lies more than A below the best an "
+                        "evaluator measured during it (default: 0.1; 1 turns it off)")
     curve = p.add_mutually_exclusive_group()
     curve.add_argument("--curve", dest="curve", action="store_true", default=True,
                        help="CurveZMQ between the roles: fresh keys per launch, each role gets "
@@ -149,6 +152,9 @@ def main(argv: Optional[List[str]] = None, repo_root: Optional[str] = None) -> i
         return USAGE_EXIT
 
     problem = _check_extra_flags(extra) or _check_slurm_args(args)
+    if not problem and not 0 <= args.max_accuracy_drop <= 1:
+        problem = (f"--max_accuracy_drop must be from 0 to 1 (an accuracy difference), got "
+                   f"{args.max_accuracy_drop:g}")
     if problem:
         return fail(problem)
     notes: List[str] = []
@@ -233,7 +239,8 @@ def main(argv: Optional[List[str]] = None, repo_root: Optional[str] = None) -> i
         elastic = Elastic(cluster.min_workers, cluster.max_workers, new_worker)
     return Supervisor(processes, log_dir, args.grace_period, args.shutdown_timeout,
                       args.progress_interval, restart=cluster.restart,
-                      ended_outside=ended, outputs=outputs, elastic=elastic).run()
+                      ended_outside=ended, outputs=outputs, elastic=elastic,
+                      max_accuracy_drop=args.max_accuracy_drop).run()
 
 
 def _role_argv(role, cluster: Cluster, binary: str, grace_period: float) -> List[str]:

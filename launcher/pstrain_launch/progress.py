@@ -54,6 +54,7 @@ class RoleProgress:
         self.loss: Optional[str] = None
         self.accuracy: Optional[str] = None
         self.examples_per_sec: Optional[float] = None
+        self.best_accuracy: Optional[float] = None  # the highest test accuracy it logged
         self.done = False  # the chief's "done:" line came
 
     def global_step(self) -> Optional[int]:
@@ -83,6 +84,9 @@ class RoleProgress:
             accuracy = _ACCURACY.search(line)
             if accuracy:
                 self.accuracy = accuracy.group(1)
+                value = float(accuracy.group(1))
+                if self.best_accuracy is None or value > self.best_accuracy:
+                    self.best_accuracy = value
 
     def describe(self) -> str:
         parts = []
@@ -159,3 +163,20 @@ def tail(path: str, count: int = 20) -> List[str]:
         return []
     lines = data.decode("utf-8", "replace").splitlines()
     return list(deque(lines, maxlen=count))
+
+
+def accuracy_collapse(chief: Optional[RoleProgress], evaluators: List[RoleProgress],
+                      max_drop: float) -> Optional[str]:
+    """Why a run whose chief said "done" still failed: its final test accuracy lies more than
+    `max_drop` below the best an evaluator measured during the run (a model that broke late, by a
+    wild gradient or a bad batch, must not end "done"). None when it did not, or nothing to
+    compare."""
+    if chief is None or not chief.done or chief.accuracy is None:
+        return None
+    best = max((e.best_accuracy for e in evaluators if e.best_accuracy is not None), default=None)
+    final = float(chief.accuracy)
+    if best is None or best - final <= max_drop:
+        return None
+    return (f"the chief's final test accuracy {final:.4f} is {best - final:.4f} below the best "
+            f"an evaluator measured during the run, {best:.4f} (more than --max_accuracy_drop="
+            f"{max_drop:g}): the model broke late; the last good checkpoints are in the train_dir")

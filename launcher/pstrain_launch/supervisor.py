@@ -13,7 +13,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 from .cluster import RestartPolicy
 from .control import ControlServer, parse_task
-from .progress import ClusterProgress, RoleProgress, format_elapsed, tail
+from .progress import ClusterProgress, RoleProgress, accuracy_collapse, format_elapsed, tail
 from .roles import Role
 
 POLL_S = 0.2
@@ -157,8 +157,12 @@ class Supervisor:
                  shutdown_timeout: float, progress_interval: float,
                  restart: Optional[RestartPolicy] = None,
                  ended_outside: Optional[Callable[[], Optional[str]]] = None,
-                 outputs: Optional[List[tuple]] = None, elastic: Optional[Elastic] = None):
+                 outputs: Optional[List[tuple]] = None, elastic: Optional[Elastic] = None,
+                 max_accuracy_drop: float = 0.1):
         self.procs = processes
+        # A run whose final accuracy falls further below the evaluators' best fails.
+        self.max_accuracy_drop = max_accuracy_drop
+        self.collapse: Optional[str] = None
         self.elastic = elastic
         self.control: Optional[ControlServer] = None
         # Where a run's results are, for the final table: (what, path) pairs.
@@ -236,6 +240,8 @@ class Supervisor:
         evaluators = [e.progress.accuracy for e in self._of("evaluator") if e.progress.accuracy]
         if code == 0:
             result = "done"
+        elif self.collapse is not None:
+            result = f"failed (exit {code}): {self.collapse}"
         elif self.outside is not None:
             result = f"ended from outside (exit {code}): {self.outside}"
         elif self.failure is None and self.signal is not None:
@@ -492,6 +498,15 @@ class Supervisor:
         if self.control is not None:
             self.control.close()
         self._stop_all()
+        if code == 0:
+            for p in self.procs:
+                p.progress.update()  # the last lines, written as the roles exited
+            workers = self._of("worker")
+            self.collapse = accuracy_collapse(workers[0].progress if workers else None,
+                                              [e.progress for e in self._of("evaluator")],
+                                              self.max_accuracy_drop)
+            if self.collapse is not None:
+                code = 1
         self._print_progress(force=True)
         self._print_table(code)
         self.say("exit codes: " + ", ".join(
@@ -508,4 +523,6 @@ class Supervisor:
             self.say(f"exit {code}: {self.failure.role.where} failed", err=True)
         elif self.outside is not None:
             self.say(f"exit {code}: {self.outside}", err=True)
+        elif self.collapse is not None:
+            self.say(f"exit {code}: {self.collapse}", err=True)
         return code

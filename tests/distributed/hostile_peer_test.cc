@@ -372,6 +372,36 @@ TEST_F(HostilePeerTest, AWaitElsewhereCannotCancelTheRealWaitAtABarrier) {
   ExpectServingAndUnchanged("waits at invented barriers");
 }
 
+// A worker's wild but finite gradient (a GPU fault, a bad batch, a key in the wrong hands) after
+// ordinary ones: applied scaled down to ten binades above the median of the pushes so far, and
+// logged, instead of moving the model by a million times the usual step.
+TEST_F(HostilePeerTest, AnOutlierGradientIsScaledDownToTheBound) {
+  auto worker = Connect("worker-1");
+  const uint64_t me = wire::ProcessIncarnation();
+  const Message pull = Request(MessageType::kPull, "worker", 1, me);
+  auto pushed = [&](uint64_t sequence, float g) {
+    EXPECT_TRUE(worker->Call(pull, milliseconds(5000)).ok());
+    Message push = Push("worker", 1, sequence, 0, me);
+    push.tensors.at(0).tensor = Tensor::Filled(Shape{2, 4}, g);
+    auto r = worker->Call(push, milliseconds(5000));
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+  };
+  auto weight = [&] {
+    Message p = Request(MessageType::kPull, "chief", 0);
+    p.names = {"fc/weights"};
+    return chief_->Call(p, milliseconds(5000))->tensors.at(0).tensor[0];
+  };
+  // 40 ordinary pushes of 2^-10 and back (SGD, learning rate 1: the weight returns to 1).
+  for (uint64_t i = 1; i <= 40; ++i) pushed(i, i % 2 ? 0x1p-10f : -0x1p-10f);
+  ASSERT_FLOAT_EQ(weight(), 1.0f);
+  pushed(41, 1e6f);  // 2^19.9: 30 binades above the median
+  const float moved = 1.0f - weight();
+  EXPECT_GT(moved, 0.0f) << "the outlier was not applied at all";
+  EXPECT_LE(moved, 0x1p1f) << "the outlier moved the weight by " << moved
+                           << "; the bound is 2^0 (ten binades above 2^-10, the element's binade)";
+  EXPECT_TRUE(ps_->LogHas("binades above the bound")) << ReadFile(ps_->log_path());
+}
+
 // A raw ZeroMQ DEALER with worker 1's key, for messages a Connection would never send.
 class RawPeer {
  public:

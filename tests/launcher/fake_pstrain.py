@@ -15,6 +15,7 @@ Test-only flags, each a comma list of ROLE entries like worker:1 (passed to ever
   --fake_ignore_term=ps:0    that role ignores SIGTERM
   --fake_grandchild=ps:0     that role starts a child process (same process group) and records it
   --fake_steps=N --fake_step_s=S   steps per worker and seconds per step
+  --fake_final_accuracy=A    the chief's `done:` line reports test accuracy A (default 0.9102)
 """
 
 import json
@@ -105,7 +106,8 @@ def main():
         while hang:
             time.sleep(0.1)
         if index == 0:
-            print(f"done: global step {steps}, test accuracy 0.9102, 12.3 s", flush=True)
+            final = float(flags.get("fake_final_accuracy", "0.9102"))
+            print(f"done: global step {steps}, test accuracy {final:.4f}, 12.3 s", flush=True)
             open(chief_done, "w").close()
         return 0
 

@@ -83,6 +83,25 @@ class LocalRunTest(unittest.TestCase):
                       result.stdout)
         self.assert_all_gone()  # worker1's child, left behind after it exited 0, included
 
+    def test_a_run_whose_final_accuracy_collapsed_below_the_evaluators_best_fails(self):
+        # The evaluator measured 0.8621 during the run and 0.9012 at its end; a chief that
+        # ends at 0.1000 (a model that broke late) says "done", but the run does not.
+        result = run_launcher(self.cluster, self.train_dir, *FAST, "--", "--fake_steps=10",
+                              "--fake_final_accuracy=0.1000")
+        self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
+        self.assertRegex(result.stdout, r"result\s+failed \(exit 1\): the chief's final test "
+                         r"accuracy 0\.1000 is 0\.\d+ below the best an evaluator measured")
+        self.assertIn("exit 1: the chief's final test accuracy 0.1000", result.stderr)
+        # Within --max_accuracy_drop (0.1 by default) it is done, and 1 turns the check off.
+        for final, extra in (("0.8500", ()), ("0.1000", ("--max_accuracy_drop", "1"))):
+            again = run_launcher(self.cluster, self.train_dir + final + "".join(extra), *FAST,
+                                 *extra, "--", "--fake_steps=10", f"--fake_final_accuracy={final}")
+            self.assertEqual(again.returncode, 0, again.stdout + again.stderr)
+            self.assertRegex(again.stdout, r"result\s+done")
+        bad = run_launcher(self.cluster, self.train_dir + "-bad", "--max_accuracy_drop", "2")
+        self.assertEqual(bad.returncode, 2)
+        self.assertIn("--max_accuracy_drop must be from 0 to 1", bad.stderr)
+
     def test_failing_worker_stops_the_rest_and_its_exit_code_and_log_tail_are_reported(self):
         result = run_launcher(self.cluster, self.train_dir, *FAST, "--", "--fake_steps=2000",
                               "--fake_step_s=0.01", "--fake_fail=worker:1:3",
