@@ -94,6 +94,29 @@ TEST(LayerCasesTest, EveryRegisteredLayerTypeHasAGradientCaseAndADeviceCase) {
   }
 }
 
+// What a layer exports lives in its own files (Layer::TensorFlowOp, Layer::OnnxOp): every case,
+// so every registered type (above), must have both, or TensorBoard draws the layer under its type
+// name and pstrain-export refuses the model.
+TEST(LayerCasesTest, EveryCaseHasATensorFlowOpAndAnOnnxOperator) {
+  for (const LayerCase& c : LayerCases()) {
+    SCOPED_TRACE(c.name);
+    Shape out;
+    std::unique_ptr<Layer> layer = MakeCaseLayer(c, &out);
+    const Result<GraphOp> tensorflow = layer->TensorFlowOp();
+    EXPECT_TRUE(tensorflow.ok()) << "layer type '" << layer->type()
+                                 << "' has no TensorFlow op: " << tensorflow.status().ToString();
+    if (tensorflow.ok()) {
+      EXPECT_FALSE(tensorflow->op.empty());
+    }
+    const Result<GraphOp> onnx = layer->OnnxOp();
+    EXPECT_TRUE(onnx.ok()) << "layer type '" << layer->type()
+                           << "' has no ONNX export: " << onnx.status().ToString();
+    if (onnx.ok()) {
+      EXPECT_FALSE(onnx->op.empty());
+    }
+  }
+}
+
 TEST(LayerCasesTest, EveryCaseBuildsWithItsLabelsAndVariables) {
   std::set<std::string> names;
   for (const LayerCase& c : LayerCases()) {

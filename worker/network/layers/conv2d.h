@@ -13,6 +13,8 @@ class Conv2D : public ConvBase {
  public:
   explicit Conv2D(const std::string& name) : ConvBase(name, "conv2d", /*transposed=*/false) {}
   Status Configure(const ConfigNode& node) override { return ConfigureConv(node, {}); }
+  Result<GraphOp> TensorFlowOp() const override;
+  Result<GraphOp> OnnxOp() const override;
 
  protected:
   Result<Window1D> OutputWindow(int dim, int64_t in, int64_t kernel, int64_t stride,

@@ -42,6 +42,38 @@ Result<Window1D> Conv2DTranspose::OutputWindow(int dim, int64_t in, int64_t kern
   return w;
 }
 
+Result<GraphOp> Conv2DTranspose::TensorFlowOp() const {
+  return TensorFlowConvOp("Conv2DBackpropInput");
+}
+
+namespace {
+// ConvTranspose's (begin, end) pads and output_padding along one axis for the layer's output
+// size: the full transposed convolution is (in - 1) * stride + kernel long; the conv2d's
+// pad_before is cropped at the start, and the end is cropped (pads) or extended (output_padding,
+// positions no window reaches, which get only the bias) to the layer's size.
+struct TransposeAxis {
+  int64_t pad_begin, pad_end, output_padding;
+};
+TransposeAxis TransposePads(int64_t in, int64_t kernel, int64_t stride, int64_t out,
+                            const Window1D& w) {
+  const int64_t full = (in - 1) * stride + kernel;
+  const int64_t end = full - w.pad_before - out;
+  return end >= 0 ? TransposeAxis{w.pad_before, end, 0} : TransposeAxis{w.pad_before, 0, -end};
+}
+}  // namespace
+
+Result<GraphOp> Conv2DTranspose::OnnxOp() const {
+  const TransposeAxis h = TransposePads(g_.in_h, g_.kh, g_.sh, g_.out_h, g_.wh);
+  const TransposeAxis w = TransposePads(g_.in_w, g_.kw, g_.sw, g_.out_w, g_.ww);
+  if (h.output_padding >= g_.sh || w.output_padding >= g_.sw) {  // ONNX requires < stride
+    return InvalidArgument(Describe() + ": no ONNX form for an output " + std::to_string(g_.out_h) +
+                           "x" + std::to_string(g_.out_w) +
+                           " this far beyond the transposed convolution's reach");
+  }
+  return OnnxConvOp("ConvTranspose", {h.pad_begin, w.pad_begin, h.pad_end, w.pad_end})
+      .Ints("output_padding", {h.output_padding, w.output_padding});
+}
+
 PSTRAIN_REGISTER_LAYER("conv2d_transpose", Conv2DTranspose);
 
 }  // namespace worker

@@ -27,6 +27,10 @@ class Conv2DTranspose : public ConvBase {
   explicit Conv2DTranspose(const std::string& name)
       : ConvBase(name, "conv2d_transpose", /*transposed=*/true) {}
   Status Configure(const ConfigNode& node) override;
+  // tf.nn.conv2d_transpose's op; ONNX's ConvTranspose, whose weights layout (C, M/group, kH, kW)
+  // is ours.
+  Result<GraphOp> TensorFlowOp() const override;
+  Result<GraphOp> OnnxOp() const override;
 
  protected:
   // An explicit output_size that no conv2d maps back to the input is an error naming it.

@@ -1,5 +1,7 @@
 #include "worker/network/layers/conv_base.h"
 
+#include <utility>
+
 namespace pstrain {
 namespace worker {
 
@@ -53,6 +55,23 @@ void ConvBase::InitVariables(std::mt19937_64* rng) {
   InitWeights(init_, conv_x_channels() * g_.kh * g_.kw, conv_y_channels() * g_.kh * g_.kw, rng,
               &weights_);
   if (use_bias_) bias_.SetZero();
+}
+
+GraphOp ConvBase::TensorFlowConvOp(std::string op) const {
+  return GraphOp(std::move(op))
+      .Ints("strides", {1, 1, g_.sh, g_.sw})
+      .String("padding", PaddingName(padding_))
+      .String("data_format", "NCHW")
+      .Ints("dilations", {1, 1, 1, 1});
+}
+
+GraphOp ConvBase::OnnxConvOp(std::string op, std::vector<int64_t> pads) const {
+  return GraphOp(std::move(op))
+      .Ints("kernel_shape", {g_.kh, g_.kw})
+      .Ints("strides", {g_.sh, g_.sw})
+      .Ints("pads", std::move(pads))
+      .Ints("dilations", {1, 1})
+      .Int("group", 1);
 }
 
 }  // namespace worker

@@ -53,6 +53,10 @@ class ConvBase : public Layer {
   // Fills the plan's primitives (and their descriptors) from its `any` descriptors, with
   // oneDNN's convolution or deconvolution family (MakeDnnlPrimitives, conv_base_cpu.h).
   virtual void MakeCpuPrimitives(bool need_input_grad, CpuPlan* plan) const = 0;
+  // The attributes both layers' exports share: TensorFlow's (strides, padding, NCHW, dilations)
+  // and ONNX's (kernel_shape, strides, dilations, group; `pads` as ONNX orders them).
+  GraphOp TensorFlowConvOp(std::string op) const;
+  GraphOp OnnxConvOp(std::string op, std::vector<int64_t> pads) const;
 
   void ForwardCpu(const std::vector<const Tensor*>& in, Tensor* out,
                   const LayerContext& ctx) override;
