@@ -376,6 +376,35 @@ TEST(FullyConnectedTest, RefusesAnUnflattenedInput) {
   EXPECT_NE(s.message().find("[64,7,7]"), std::string::npos) << s.message();
 }
 
+TEST(LeakyReluTest, ScalesNegativeInputsByAlphaTwoTenthsByDefault) {
+  for (const char* name : {"leaky_relu", "leaky_relu_alpha_0_01_batch4"}) {
+    SCOPED_TRACE(name);
+    const LayerCase& c = FindCase(name);
+    const float alpha = c.yaml.find("0.01") != std::string::npos ? 0.01f : 0.2f;
+    Shape out;
+    auto layer = MakeCaseLayer(c, &out);
+    EXPECT_EQ(out, c.inputs[0]);
+    const Tensor x = CaseInputs(c)[0];
+    const Tensor y = RunForward(layer.get(), {x}, out);
+    for (int64_t i = 0; i < x.size(); ++i) {
+      ASSERT_FLOAT_EQ(y[i], x[i] > 0.0f ? x[i] : alpha * x[i]) << "at " << i;
+    }
+    ASSERT_FLOAT_EQ(layer->TensorFlowOp()->Find("alpha")->f, alpha);
+    ASSERT_FLOAT_EQ(layer->OnnxOp()->Find("alpha")->f, alpha);
+  }
+}
+
+TEST(LeakyReluTest, ConfigErrorsNameTheField) {
+  auto layer = LayerRegistry::Global().Create("leaky_relu", "lr").value();
+  auto node = ConfigNode::Parse("{type: leaky_relu, alpha: .nan}", "model.yaml");
+  ASSERT_TRUE(node.ok());
+  Status s = layer->Configure(*node);
+  EXPECT_NE(s.message().find("field 'alpha'"), std::string::npos) << s.message();
+  node = ConfigNode::Parse("{type: leaky_relu, slope: 0.1}", "model.yaml");
+  s = layer->Configure(*node);
+  EXPECT_NE(s.message().find("unknown field 'slope'"), std::string::npos) << s.message();
+}
+
 TEST(FlattenTest, OutputHoldsEveryInputValue) {
   Shape out;
   MakeCaseLayer(FindCase("flatten"), &out);
