@@ -5,31 +5,6 @@
 namespace pstrain {
 namespace {
 
-struct OpInfo {
-  const char* op;
-  bool nchw;          // has a spatial layout: written with data_format "NCHW"
-  bool reads_labels;  // a loss: also reads the "labels" placeholder
-};
-
-// pstrain's layer types and the TensorFlow operation each computes (with its bias, activation
-// or statistics folded in). Dropout is a subgraph in TensorFlow; it keeps Keras's layer name.
-const std::map<std::string, OpInfo>& Ops() {
-  static const auto* ops = new std::map<std::string, OpInfo>{
-      {"conv2d", {"Conv2D", true, false}},
-      {"conv2d_transpose", {"Conv2DBackpropInput", true, false}},  // tf.nn.conv2d_transpose
-      {"max_pool", {"MaxPool", true, false}},
-      {"avg_pool", {"AvgPool", true, false}},
-      {"relu", {"Relu", false, false}},
-      {"flatten", {"Reshape", false, false}},
-      {"fully_connected", {"MatMul", false, false}},
-      {"dropout", {"Dropout", false, false}},
-      {"add", {"AddV2", false, false}},
-      {"batch_norm", {"FusedBatchNormV3", true, false}},
-      {"softmax_cross_entropy", {"SparseSoftmaxCrossEntropyWithLogits", false, true}},
-  };
-  return *ops;
-}
-
 constexpr char kInput[] = "input";
 constexpr char kLabels[] = "labels";
 
@@ -76,16 +51,47 @@ void AddVariable(tensorflow::GraphDef* graph, const GraphVariable& v) {
   (*node->mutable_attr())["shared_name"].set_s("");
 }
 
+tensorflow::DataType DataType(GraphDataType type) {
+  switch (type) {
+    case GraphDataType::kFloat:
+      return tensorflow::DT_FLOAT;
+    case GraphDataType::kInt32:
+      return tensorflow::DT_INT32;
+  }
+  return tensorflow::DT_INVALID;
+}
+
+void SetAttribute(tensorflow::NodeDef* node, const GraphOpAttribute& a) {
+  tensorflow::AttrValue& value = (*node->mutable_attr())[a.name];
+  switch (a.kind) {
+    case GraphOpAttribute::Kind::kInt:
+      value.set_i(a.i);
+      return;
+    case GraphOpAttribute::Kind::kInts:
+      for (int64_t v : a.ints) value.mutable_list()->add_i(v);
+      return;
+    case GraphOpAttribute::Kind::kFloat:
+      value.set_f(a.f);
+      return;
+    case GraphOpAttribute::Kind::kString:
+      value.set_s(a.s);
+      return;
+    case GraphOpAttribute::Kind::kBool:
+      value.set_b(a.b);
+      return;
+    case GraphOpAttribute::Kind::kType:
+      value.set_type(DataType(a.type));
+      return;
+  }
+}
+
+const std::string& OpName(const GraphLayer& layer) {
+  return layer.op.op.empty() ? layer.type : layer.op.op;
+}
+
 }  // namespace
 
-std::string TensorFlowOp(const std::string& layer_type) {
-  auto it = Ops().find(layer_type);
-  return it == Ops().end() ? layer_type : it->second.op;
-}
-
-std::string LayerNodeName(const GraphLayer& layer) {
-  return layer.name + "/" + TensorFlowOp(layer.type);
-}
+std::string LayerNodeName(const GraphLayer& layer) { return layer.name + "/" + OpName(layer); }
 
 tensorflow::GraphDef BuildGraphDef(const GraphModel& model) {
   tensorflow::GraphDef graph;
@@ -94,7 +100,6 @@ tensorflow::GraphDef BuildGraphDef(const GraphModel& model) {
   AddPlaceholder(&graph, kLabels, tensorflow::DT_INT32, {-1}, model.worker_device);
   std::map<std::string, std::string> node_of = {{kInput, kInput}};  // layer -> its node
   for (const GraphLayer& layer : model.layers) {
-    const auto op = Ops().find(layer.type);
     std::vector<std::string> inputs;
     for (const std::string& in : layer.inputs) {
       auto it = node_of.find(in);
@@ -114,13 +119,13 @@ tensorflow::GraphDef BuildGraphDef(const GraphModel& model) {
       (*node->mutable_attr())["N"].set_i(static_cast<int64_t>(v.partitions.size()));
       inputs.push_back(concat);
     }
-    if (op != Ops().end() && op->second.reads_labels) inputs.push_back(kLabels);
+    if (layer.op.reads_labels) inputs.push_back(kLabels);
     const std::string name = LayerNodeName(layer);
-    tensorflow::NodeDef* node = AddNode(&graph, name, TensorFlowOp(layer.type), model.worker_device,
-                                        Batched(layer.output_shape));
+    tensorflow::NodeDef* node =
+        AddNode(&graph, name, OpName(layer), model.worker_device, Batched(layer.output_shape));
     for (const std::string& in : inputs) node->add_input(in);
     SetType(node, "T", tensorflow::DT_FLOAT);
-    if (op != Ops().end() && op->second.nchw) (*node->mutable_attr())["data_format"].set_s("NCHW");
+    for (const GraphOpAttribute& a : layer.op.attributes) SetAttribute(node, a);
     node_of[layer.name] = name;
   }
   return graph;

@@ -4,14 +4,16 @@
 // scope does ("conv1/Conv2D", "conv1/weights"); placement is written as TensorFlow writes it
 // ("/job:ps/task:1"), so "Color by device" shows which server holds what.
 //
-// This file knows only TensorFlow's format; model_graph.h fills a GraphModel from a model config
-// and the servers' placement.
+// This file knows only TensorFlow's format, no layer type: each layer brings its own op and
+// attributes (GraphOp, common/graph_op.h); model_graph.h fills a GraphModel from a model config,
+// the layers themselves and the servers' placement.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "common/graph_op.h"
 #include "common/summary/proto/graph.pb.h"
 
 namespace pstrain {
@@ -36,6 +38,9 @@ struct GraphLayer {
     std::vector<GraphVariable> partitions;  // one (named as the variable) when not split
   };
   std::vector<Variable> variables;
+  // The TensorFlow op the layer computes (with its bias, activation or statistics folded in);
+  // an empty op is written as the layer type.
+  GraphOp op;
 };
 
 struct GraphModel {
@@ -45,9 +50,6 @@ struct GraphModel {
   std::string worker_device;
 };
 
-// TensorFlow's operation for one of pstrain's layer types ("conv2d" -> "Conv2D"); a type that
-// has none is written as it is.
-std::string TensorFlowOp(const std::string& layer_type);
 // The node name of a layer's operation: "<layer>/<op>" ("conv1/Conv2D").
 std::string LayerNodeName(const GraphLayer& layer);
 
@@ -55,8 +57,8 @@ std::string LayerNodeName(const GraphLayer& layer);
 // variables (VariableV2 with dtype and shape; a split variable's partitions and the ConcatV2
 // that joins them on the worker, as TF's partitioned variables read), then its operation, whose
 // inputs are the producing layers' operations and its variables (a loss layer also reads
-// "labels"). Every node carries "_output_shapes" as TensorFlow writes them, the batch
-// dimension -1.
+// "labels"), with "T" float and the op's own attributes. Every node carries "_output_shapes" as
+// TensorFlow writes them, the batch dimension -1.
 tensorflow::GraphDef BuildGraphDef(const GraphModel& model);
 
 }  // namespace pstrain

@@ -190,7 +190,8 @@ TEST_F(OnnxExportTest, ResNet20FromSafetensorsMatchesPstrainsLogitsInOnnxruntime
 // Every layer type and the paddings that trip exporters: SAME with an odd pixel (asymmetric
 // pads) at stride 2, VALID windows that leave pixels out, SAME average pooling at the border
 // (real pixels only), transposed convolutions cropping and extending their output, batch norm
-// and dropout on flat features, a fully connected layer without bias, a residual add.
+// and dropout on flat features, a fully connected layer without bias, a residual add, a leaky
+// ReLU.
 constexpr char kEveryLayer[] = R"(model:
   name: every_layer
   input: [3, 11, 9]
@@ -198,6 +199,7 @@ constexpr char kEveryLayer[] = R"(model:
     - {name: conv_same, type: conv2d, filters: 6, kernel: [4, 3], stride: 2, padding: SAME}
     - {name: bn_chw, type: batch_norm, epsilon: 0.01}
     - {name: relu1, type: relu}
+    - {name: leaky1, type: leaky_relu, alpha: 0.1}
     - {name: conv_valid, type: conv2d, filters: 5, kernel: 2, stride: [2, 1], padding: VALID, use_bias: false}
     - {name: up_same, type: conv2d_transpose, filters: 4, kernel: [4, 3], stride: 2, padding: SAME}
     - {name: up_valid, type: conv2d_transpose, filters: 6, kernel: 2, stride: 3, padding: VALID, output_size: [10, 12], inputs: conv_valid}
@@ -223,9 +225,9 @@ TEST_F(OnnxExportTest, EveryLayerTypeFromACheckpointFileMatchesPstrainsLogitsInO
   ASSERT_NE(model, nullptr);
   ASSERT_TRUE(WriteCheckpoint(Path("weights.ckpt"), Weights(model.get())).ok());
   nlohmann::json report = ExportAndCompare(config, model.get(), Path("weights.ckpt"), 4);
-  EXPECT_EQ(report["ops"],
-            nlohmann::json({"Add", "AveragePool", "BatchNormalization", "Conv", "ConvTranspose",
-                            "Flatten", "Gemm", "Identity", "MaxPool", "Relu", "Softmax"}));
+  EXPECT_EQ(report["ops"], nlohmann::json({"Add", "AveragePool", "BatchNormalization", "Conv",
+                                           "ConvTranspose", "Flatten", "Gemm", "Identity",
+                                           "LeakyRelu", "MaxPool", "Relu", "Softmax"}));
 }
 
 // A layer type pstrain-export has no ONNX form for (registered only in this test).

@@ -36,17 +36,22 @@ GraphModel SmallModel() {
   GraphModel m;
   m.input_shape = {1, 4, 4};
   m.worker_device = "/job:worker/task:0";
-  GraphLayer conv{"conv1", "conv2d", {"input"}, {2, 4, 4}, {}};
+  GraphLayer conv{"conv1", "conv2d", {"input"}, {2, 4, 4}, {}, GraphOp("Conv2D")};
+  conv.op.Ints("strides", {1, 1, 1, 1}).String("padding", "SAME").String("data_format", "NCHW");
   conv.variables.push_back(
       {"conv1/weights", {2, 1, 3, 3}, {{"conv1/weights", {2, 1, 3, 3}, "/job:ps/task:1"}}});
   conv.variables.push_back({"conv1/bias", {2}, {{"conv1/bias", {2}, "/job:ps/task:0"}}});
-  GraphLayer flat{"flatten", "flatten", {"conv1"}, {32}, {}};
-  GraphLayer fc{"fc1", "fully_connected", {"flatten"}, {10}, {}};
+  GraphLayer flat{"flatten", "flatten", {"conv1"}, {32}, {}, GraphOp("Reshape")};
+  GraphLayer fc{"fc1", "fully_connected", {"flatten"}, {10}, {}, GraphOp("MatMul")};
+  fc.op.Bool("transpose_b", true);
   fc.variables.push_back({"fc1/weights",
                           {10, 32},
                           {{"fc1/weights/part_0", {5, 32}, "/job:ps/task:0"},
                            {"fc1/weights/part_1", {5, 32}, "/job:ps/task:1"}}});
-  GraphLayer loss{"loss", "softmax_cross_entropy", {"fc1"}, {}, {}};
+  GraphLayer loss{"loss",  "softmax_cross_entropy",
+                  {"fc1"}, {},
+                  {},      GraphOp("SparseSoftmaxCrossEntropyWithLogits")};
+  loss.op.Type("Tlabels", GraphDataType::kInt32).ReadsLabels();
   m.layers = {conv, flat, fc, loss};
   return m;
 }
@@ -119,14 +124,25 @@ TEST(GraphDefTest, ASplitVariableIsItsPartsOnTheirServersJoinedOnTheWorker) {
             (std::vector<std::string>{"flatten/Reshape", "fc1/weights/ConcatPartitions/concat"}));
 }
 
-TEST(GraphDefTest, ALayerTypeWithoutATensorFlowOpKeepsItsOwnName) {
-  EXPECT_EQ(TensorFlowOp("conv2d"), "Conv2D");
-  EXPECT_EQ(TensorFlowOp("add"), "AddV2");
-  EXPECT_EQ(TensorFlowOp("my_new_layer"), "my_new_layer");
+// The op's attributes are the layer's (GraphOp), in TensorFlow's AttrValue kinds.
+TEST(GraphDefTest, EachOperationCarriesTheAttributesItsLayerGives) {
+  const auto nodes = ByName(BuildGraphDef(SmallModel()));
+  const tensorflow::NodeDef& conv = nodes.at("conv1/Conv2D");
+  ASSERT_EQ(conv.attr().at("strides").list().i_size(), 4);
+  EXPECT_EQ(conv.attr().at("strides").list().i(3), 1);
+  EXPECT_EQ(conv.attr().at("padding").s(), "SAME");
+  EXPECT_TRUE(nodes.at("fc1/MatMul").attr().at("transpose_b").b());
+  EXPECT_EQ(nodes.at("loss/SparseSoftmaxCrossEntropyWithLogits").attr().at("Tlabels").type(),
+            tensorflow::DT_INT32);
+}
+
+TEST(GraphDefTest, ALayerWithoutATensorFlowOpKeepsItsTypeName) {
   GraphModel m = SmallModel();
   m.layers[1].type = "my_new_layer";
+  m.layers[1].op = GraphOp();
   const auto nodes = ByName(BuildGraphDef(m));
   ASSERT_TRUE(nodes.count("flatten/my_new_layer"));
+  EXPECT_EQ(LayerNodeName(m.layers[1]), "flatten/my_new_layer");
   EXPECT_EQ(Inputs(nodes.at("fc1/MatMul"))[0], "flatten/my_new_layer");
 }
 

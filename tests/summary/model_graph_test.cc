@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -13,6 +14,8 @@
 #include "common/summary/summary_writer.h"
 #include "tests/summary/event_test_util.h"
 #include "tests/test_env.h"
+#include "tests/worker/gradient_checker.h"
+#include "tests/worker/layer_cases.h"
 #include "worker/network/model.h"
 
 namespace pstrain {
@@ -75,11 +78,13 @@ void ExpectLayersAsConfigured(const std::string& file, const tensorflow::GraphDe
   for (size_t i = 0; i < layers.size(); ++i) {
     const std::string name = layers.At(i).GetString("name").value();
     const std::string type = layers.At(i).GetString("type").value();
-    const std::string node_name = name + "/" + TensorFlowOp(type);
+    const Result<GraphOp> op = (*model)->layers()[i]->TensorFlowOp();
+    ASSERT_TRUE(op.ok()) << op.status().ToString();
+    const std::string node_name = name + "/" + op->op;
     SCOPED_TRACE(node_name);
     ASSERT_TRUE(nodes.count(node_name));
     const tensorflow::NodeDef& node = nodes.at(node_name);
-    EXPECT_EQ(node.op(), TensorFlowOp(type));
+    EXPECT_EQ(node.op(), op->op);
     EXPECT_EQ(node.device(), "/job:worker/task:0");
     std::vector<std::string> expected;
     for (const std::string& in : ConfiguredInputs(layers.At(i), previous)) {
@@ -290,13 +295,58 @@ TEST(ModelGraphTest, TensorBoardReadsAndServesTheGraphAsWritten) {
   EXPECT_EQ(by_name["labels"]["dtype"], 3);  // DT_INT32
 }
 
+// The attributes TensorFlow's graph importer requires of each op pstrain's layers use (those
+// without a default in TensorFlow's op registry, "T" included); an op not listed is not checked.
+const std::map<std::string, std::vector<std::string>>& RequiredAttributes() {
+  static const auto* required = new std::map<std::string, std::vector<std::string>>{
+      {"Conv2D", {"T", "strides", "padding"}},
+      {"Conv2DBackpropInput", {"T", "strides", "padding"}},
+      {"MaxPool", {"T", "ksize", "strides", "padding"}},
+      {"AvgPool", {"T", "ksize", "strides", "padding"}},
+      {"Relu", {"T"}},
+      {"Reshape", {"T"}},
+      {"MatMul", {"T"}},
+      {"AddV2", {"T"}},
+      {"FusedBatchNormV3", {"T", "U"}},
+      {"SparseSoftmaxCrossEntropyWithLogits", {"T"}},
+  };
+  return *required;
+}
 
-// TensorBoard shows a layer as the TensorFlow op it computes; a registered layer type without
-// one would be drawn under its own type name, which TensorFlow's graph importer cannot read.
-TEST(ModelGraphTest, EveryRegisteredLayerTypeHasATensorFlowOp) {
+// TensorBoard shows a layer as the TensorFlow op it computes, which the layer itself names
+// (Layer::TensorFlowOp); a registered layer type without one would be drawn under its own type
+// name, which TensorFlow's graph importer cannot read. Each type is built from its first case in
+// tests/worker/layer_cases.h (LayerCasesTest fails a type without one).
+TEST(ModelGraphTest, EveryRegisteredLayerTypeHasATensorFlowOpWithItsAttributes) {
   for (const std::string& type : worker::LayerRegistry::Global().Types()) {
-    EXPECT_NE(TensorFlowOp(type), type) << "layer type '" << type
-                                        << "' has no TensorFlow op (common/summary/graph_def.cc)";
+    SCOPED_TRACE(type);
+    const auto& cases = worker::testing::LayerCases();
+    auto c = std::find_if(cases.begin(), cases.end(), [&](const worker::testing::LayerCase& c) {
+      return worker::testing::CaseLayerType(c) == type;
+    });
+    ASSERT_NE(c, cases.end()) << "no case in tests/worker/layer_cases.h";
+    Shape out;
+    const std::unique_ptr<worker::Layer> layer = worker::testing::MakeCaseLayer(*c, &out);
+    const Result<GraphOp> op = layer->TensorFlowOp();
+    ASSERT_TRUE(op.ok()) << "layer type '" << type << "' has no TensorFlow op ("
+                         << op.status().ToString() << ")";
+    EXPECT_NE(op->op, type);
+    EXPECT_FALSE(op->op.empty());
+
+    GraphModel model;
+    model.input_shape = c->inputs[0].dims();
+    GraphLayer graph_layer{"layer", type, {}, out.dims(), {}, op.value()};
+    for (size_t i = 0; i < c->inputs.size(); ++i) graph_layer.inputs.push_back("input");
+    model.layers.push_back(graph_layer);
+    const auto nodes = ByName(BuildGraphDef(model));
+    ASSERT_TRUE(nodes.count("layer/" + op->op));
+    const tensorflow::NodeDef& node = nodes.at("layer/" + op->op);
+    auto required = RequiredAttributes().find(op->op);
+    if (required == RequiredAttributes().end()) continue;
+    for (const std::string& attribute : required->second) {
+      EXPECT_TRUE(node.attr().count(attribute))
+          << op->op << " lacks the attribute '" << attribute << "' TensorFlow requires";
+    }
   }
 }
 

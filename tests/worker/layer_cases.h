@@ -175,6 +175,11 @@ inline const std::vector<LayerCase>& LayerCases() {
       // relu, flatten, add
       LayerCase("relu", "{type: relu}", {{3, 4, 4}}).Distinct().Seed(7),
       LayerCase("relu_batch4", "{type: relu}", {{3, 5, 5}}).Batch(4).Distinct(),
+      // leaky_relu: distinct values keep the kink at 0 out of the difference step.
+      LayerCase("leaky_relu", "{type: leaky_relu}", {{3, 4, 4}}).Distinct().Seed(15),
+      LayerCase("leaky_relu_alpha_0_01_batch4", "{type: leaky_relu, alpha: 0.01}", {{2, 5, 5}})
+          .Batch(4)
+          .Distinct(),
       LayerCase("flatten", "{type: flatten}", {{2, 3, 3}}).Seed(9),
       LayerCase("flatten_batch4", "{type: flatten}", {{3, 5, 5}}).Batch(4),
       LayerCase("add", "{type: add}", {{2, 3, 3}, {2, 3, 3}}).Seed(14),

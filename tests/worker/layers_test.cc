@@ -94,6 +94,29 @@ TEST(LayerCasesTest, EveryRegisteredLayerTypeHasAGradientCaseAndADeviceCase) {
   }
 }
 
+// What a layer exports lives in its own files (Layer::TensorFlowOp, Layer::OnnxOp): every case,
+// so every registered type (above), must have both, or TensorBoard draws the layer under its type
+// name and pstrain-export refuses the model.
+TEST(LayerCasesTest, EveryCaseHasATensorFlowOpAndAnOnnxOperator) {
+  for (const LayerCase& c : LayerCases()) {
+    SCOPED_TRACE(c.name);
+    Shape out;
+    std::unique_ptr<Layer> layer = MakeCaseLayer(c, &out);
+    const Result<GraphOp> tensorflow = layer->TensorFlowOp();
+    EXPECT_TRUE(tensorflow.ok()) << "layer type '" << layer->type()
+                                 << "' has no TensorFlow op: " << tensorflow.status().ToString();
+    if (tensorflow.ok()) {
+      EXPECT_FALSE(tensorflow->op.empty());
+    }
+    const Result<GraphOp> onnx = layer->OnnxOp();
+    EXPECT_TRUE(onnx.ok()) << "layer type '" << layer->type()
+                           << "' has no ONNX export: " << onnx.status().ToString();
+    if (onnx.ok()) {
+      EXPECT_FALSE(onnx->op.empty());
+    }
+  }
+}
+
 TEST(LayerCasesTest, EveryCaseBuildsWithItsLabelsAndVariables) {
   std::set<std::string> names;
   for (const LayerCase& c : LayerCases()) {
@@ -351,6 +374,35 @@ TEST(FullyConnectedTest, RefusesAnUnflattenedInput) {
   Status s = layer->Setup({Shape{64, 7, 7}}).status();
   EXPECT_NE(s.message().find("layer 'fc1' (fully_connected)"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("[64,7,7]"), std::string::npos) << s.message();
+}
+
+TEST(LeakyReluTest, ScalesNegativeInputsByAlphaTwoTenthsByDefault) {
+  for (const char* name : {"leaky_relu", "leaky_relu_alpha_0_01_batch4"}) {
+    SCOPED_TRACE(name);
+    const LayerCase& c = FindCase(name);
+    const float alpha = c.yaml.find("0.01") != std::string::npos ? 0.01f : 0.2f;
+    Shape out;
+    auto layer = MakeCaseLayer(c, &out);
+    EXPECT_EQ(out, c.inputs[0]);
+    const Tensor x = CaseInputs(c)[0];
+    const Tensor y = RunForward(layer.get(), {x}, out);
+    for (int64_t i = 0; i < x.size(); ++i) {
+      ASSERT_FLOAT_EQ(y[i], x[i] > 0.0f ? x[i] : alpha * x[i]) << "at " << i;
+    }
+    ASSERT_FLOAT_EQ(layer->TensorFlowOp()->Find("alpha")->f, alpha);
+    ASSERT_FLOAT_EQ(layer->OnnxOp()->Find("alpha")->f, alpha);
+  }
+}
+
+TEST(LeakyReluTest, ConfigErrorsNameTheField) {
+  auto layer = LayerRegistry::Global().Create("leaky_relu", "lr").value();
+  auto node = ConfigNode::Parse("{type: leaky_relu, alpha: .nan}", "model.yaml");
+  ASSERT_TRUE(node.ok());
+  Status s = layer->Configure(*node);
+  EXPECT_NE(s.message().find("field 'alpha'"), std::string::npos) << s.message();
+  node = ConfigNode::Parse("{type: leaky_relu, slope: 0.1}", "model.yaml");
+  s = layer->Configure(*node);
+  EXPECT_NE(s.message().find("unknown field 'slope'"), std::string::npos) << s.message();
 }
 
 TEST(FlattenTest, OutputHoldsEveryInputValue) {

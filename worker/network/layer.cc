@@ -39,6 +39,15 @@ Status Layer::GpuSupport() const {
 #endif
 }
 
+Result<GraphOp> Layer::TensorFlowOp() const {
+  return InvalidArgument(Describe() + ": no TensorFlow op (Layer::TensorFlowOp in its .cc file)");
+}
+
+Result<GraphOp> Layer::OnnxOp() const {
+  return InvalidArgument(Describe() + ": no ONNX form for layer type '" + type_ +
+                         "' (Layer::OnnxOp in its .cc file)");
+}
+
 void Layer::ForwardGpu(const std::vector<const Tensor*>&, Tensor*, const LayerContext&) {
   LOG(FATAL) << GpuSupport().message();
 }

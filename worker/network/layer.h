@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/config.h"
+#include "common/graph_op.h"
 #include "common/status.h"
 #include "common/tensor.h"
 
@@ -95,6 +96,14 @@ class Layer {
   // gradients of the trainable variables. Called after Forward on the same batch.
   void Backward(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& out_grad,
                 const std::vector<Tensor*>& in_grads, const LayerContext& ctx);
+
+  // What this layer is in other frameworks' graphs, once Setup: its TensorFlow op with the
+  // attributes TensorFlow's graph importer requires (TensorBoard's Graphs tab, model_graph.h) and
+  // its ONNX operator in inference (onnx_export.h). Each reads the layer's inputs, then its
+  // variables in creation order (common/graph_op.h). The defaults are errors naming the layer; a
+  // registered layer without both fails LayerCasesTest.
+  virtual Result<GraphOp> TensorFlowOp() const;
+  virtual Result<GraphOp> OnnxOp() const;
 
   Device device() const { return device_; }
   // Whether this layer can run on the GPU (in this build, with its configuration); an error

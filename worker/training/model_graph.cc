@@ -70,6 +70,10 @@ Result<GraphModel> DescribeModel(const ConfigNode& model_node, const ModelGraphO
     auto out = l->Setup(in_shapes);
     if (!out.ok()) return out.status().WithContext(spec.Where());
     layer.output_shape = out->dims();
+    // The layer's own TensorFlow op; one without is drawn under its type name (and fails
+    // LayerCasesTest).
+    auto op = l->TensorFlowOp();
+    if (op.ok()) layer.op = std::move(op).value();
     shapes[layer.name] = *out;
     for (const worker::Variable& v : l->variables()) {
       layer.variables.push_back({v.name, v.value.shape().dims(), {}});

@@ -1,7 +1,7 @@
 // The GraphDef of a model config as a cluster runs it (graph_def.h): each layer's output shape
-// from the layer's own Setup, each variable on the parameter-server task that
-// replication::Sharding (the function the servers and the PS client use) gives it, split variables
-// as their parts.
+// from the layer's own Setup and its op from the layer's own TensorFlowOp, each variable on the
+// parameter-server task that replication::Sharding (the function the servers and the PS client use)
+// gives it, split variables as their parts.
 //
 // It reads the worker's layers, so it lives here beside the trainer and not in common/summary
 // (which keeps only TensorFlow's format, graph_def.h): arrows point from worker/ to common/, never

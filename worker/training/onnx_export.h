@@ -8,8 +8,9 @@
 //
 // Like model_graph.h (TensorFlow's GraphDef for TensorBoard), it walks the config with the
 // layers' own Configure/Setup, so shapes and TensorFlow-style SAME padding (window.h) are the
-// ones training used; unlike it, it writes values too. A layer type, or a layer option, that has
-// no ONNX form here fails the export naming the layer and where it is in the config.
+// ones training used; unlike it, it writes values too. Each layer gives its own operator
+// (Layer::OnnxOp); a layer type, or a layer option, that has no ONNX form fails the export naming
+// the layer and where it is in the config.
 #pragma once
 
 #include <map>

@@ -13,6 +13,9 @@ Result<Shape> Add::Setup(const std::vector<Shape>& inputs) {
   return inputs[0];
 }
 
+Result<GraphOp> Add::TensorFlowOp() const { return GraphOp("AddV2"); }
+Result<GraphOp> Add::OnnxOp() const { return GraphOp("Add"); }
+
 PSTRAIN_REGISTER_LAYER("add", Add);
 
 }  // namespace worker

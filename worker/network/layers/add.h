@@ -13,6 +13,8 @@ class Add : public Layer {
  public:
   explicit Add(const std::string& name) : Layer(name, "add") {}
   Status Configure(const ConfigNode& node) override;
+  Result<GraphOp> TensorFlowOp() const override;
+  Result<GraphOp> OnnxOp() const override;
   Result<Shape> Setup(const std::vector<Shape>& inputs) override;
   int num_inputs() const override { return 2; }
 

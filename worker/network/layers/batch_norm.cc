@@ -42,6 +42,19 @@ void BatchNorm::InitVariables(std::mt19937_64*) {
   moving_var_.Fill(1.0f);
 }
 
+// Channels of [N, C, H, W] or features of [N, F] (after a flatten): both are axis 1, TensorFlow's
+// NCHW and ONNX's only axis. ONNX's is the inference form, with the moving statistics.
+Result<GraphOp> BatchNorm::TensorFlowOp() const {
+  return GraphOp("FusedBatchNormV3")
+      .Type("U", GraphDataType::kFloat)
+      .Float("epsilon", epsilon_)
+      .String("data_format", "NCHW")
+      .Bool("is_training", true);
+}
+Result<GraphOp> BatchNorm::OnnxOp() const {
+  return GraphOp("BatchNormalization").Float("epsilon", epsilon_);
+}
+
 PSTRAIN_REGISTER_LAYER("batch_norm", BatchNorm);
 
 }  // namespace worker

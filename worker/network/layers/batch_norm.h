@@ -16,6 +16,8 @@ class BatchNorm : public Layer {
  public:
   explicit BatchNorm(const std::string& name) : Layer(name, "batch_norm") {}
   Status Configure(const ConfigNode& node) override;
+  Result<GraphOp> TensorFlowOp() const override;
+  Result<GraphOp> OnnxOp() const override;
   Result<Shape> Setup(const std::vector<Shape>& inputs) override;
   void InitVariables(std::mt19937_64* rng) override;
 

@@ -1,136 +1,14 @@
-// Conv2D on the CPU with oneDNN: primitives are created once per batch size and cached; the
-// layouts are left to oneDNN ("any") and reordered from/to our NCHW tensors only when they
-// differ. The input gradient is skipped when nothing upstream needs it (the first layer).
-#include "worker/network/cpu/dnnl_context.h"
+// Conv2D on the CPU: oneDNN's convolution primitives, run by ConvBase (conv_base_cpu.cc).
 #include "worker/network/layers/conv2d.h"
+#include "worker/network/layers/conv_base_cpu.h"
 
 namespace pstrain {
 namespace worker {
 
-using dnnl::memory;
-using tag = dnnl::memory::format_tag;
-
-struct Conv2D::CpuPlan {
-  memory::desc user_src, user_dst, user_w, bias;
-  dnnl::convolution_forward::primitive_desc fwd_pd;
-  dnnl::convolution_forward fwd;
-  dnnl::convolution_backward_weights::primitive_desc bwd_w_pd;
-  dnnl::convolution_backward_weights bwd_w;
-  bool has_bwd_data = false;
-  dnnl::convolution_backward_data::primitive_desc bwd_d_pd;
-  dnnl::convolution_backward_data bwd_d;
-  // Internal buffers in oneDNN's preferred layouts (only when they differ from ours).
-  memory src, dst, w, diff_dst, diff_w, bwd_src, bwd_d_w, diff_src, bwd_d_diff_dst;
-};
-
-Conv2D::CpuPlan& Conv2D::GetCpuPlan(int64_t n, bool need_input_grad) {
-  auto& slot = cpu_plans_[n];
-  if (slot && (slot->has_bwd_data || !need_input_grad)) return *slot;
-  auto p = std::make_shared<CpuPlan>();
-  const auto f32 = memory::data_type::f32;
-  memory::dims src_d{n, g_.in_c, g_.in_h, g_.in_w}, dst_d{n, g_.out_c, g_.out_h, g_.out_w},
-      w_d{g_.out_c, g_.in_c, g_.kh, g_.kw}, b_d{g_.out_c}, strides{g_.sh, g_.sw},
-      pad_l{g_.wh.pad_before, g_.ww.pad_before}, pad_r{g_.wh.pad_after, g_.ww.pad_after};
-  p->user_src = memory::desc(src_d, f32, tag::nchw);
-  p->user_dst = memory::desc(dst_d, f32, tag::nchw);
-  p->user_w = memory::desc(w_d, f32, tag::oihw);
-  p->bias = memory::desc(b_d, f32, tag::x);
-  memory::desc any_src(src_d, f32, tag::any), any_dst(dst_d, f32, tag::any),
-      any_w(w_d, f32, tag::any), no_bias;
-  const auto alg = dnnl::algorithm::convolution_direct;
-  auto& eng = cpu::Engine();
-  p->fwd_pd = dnnl::convolution_forward::primitive_desc(
-      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, any_src, any_w,
-                                      use_bias_ ? p->bias : no_bias, any_dst, strides, pad_l,
-                                      pad_r),
-      eng);
-  p->fwd = dnnl::convolution_forward(p->fwd_pd);
-  p->bwd_w_pd = dnnl::convolution_backward_weights::primitive_desc(
-      dnnl::convolution_backward_weights::desc(alg, any_src, any_w, use_bias_ ? p->bias : no_bias,
-                                               any_dst, strides, pad_l, pad_r),
-      eng, p->fwd_pd);
-  p->bwd_w = dnnl::convolution_backward_weights(p->bwd_w_pd);
-  auto make = [&](const memory::desc& want, const memory::desc& user) {
-    return want == user ? memory() : memory(want, eng);
-  };
-  p->src = make(p->fwd_pd.src_desc(), p->user_src);
-  p->dst = make(p->fwd_pd.dst_desc(), p->user_dst);
-  p->w = make(p->fwd_pd.weights_desc(), p->user_w);
-  p->bwd_src = make(p->bwd_w_pd.src_desc(), p->user_src);
-  p->diff_dst = make(p->bwd_w_pd.diff_dst_desc(), p->user_dst);
-  p->diff_w = make(p->bwd_w_pd.diff_weights_desc(), p->user_w);
-  if (need_input_grad) {
-    p->bwd_d_pd = dnnl::convolution_backward_data::primitive_desc(
-        dnnl::convolution_backward_data::desc(alg, any_src, any_w, any_dst, strides, pad_l, pad_r),
-        eng, p->fwd_pd);
-    p->bwd_d = dnnl::convolution_backward_data(p->bwd_d_pd);
-    p->has_bwd_data = true;
-    p->bwd_d_w = make(p->bwd_d_pd.weights_desc(), p->user_w);
-    p->diff_src = make(p->bwd_d_pd.diff_src_desc(), p->user_src);
-    p->bwd_d_diff_dst = make(p->bwd_d_pd.diff_dst_desc(), p->user_dst);
-  }
-  slot = p;
-  return *slot;
-}
-
-namespace {
-// `internal` when the primitive wants its own layout (filled from `user` if `fill`), else `user`.
-memory Staged(const memory& internal, const memory& user, bool fill) {
-  if (!internal) return user;
-  if (fill) cpu::Reorder(user, internal);
-  return internal;
-}
-}  // namespace
-
-void Conv2D::ForwardCpu(const std::vector<const Tensor*>& in, Tensor* out,
-                        const LayerContext& /*ctx*/) {
-  const int64_t n = in[0]->dim(0);
-  CpuPlan& p = GetCpuPlan(n, false);
-  memory user_src = cpu::Wrap(p.user_src, *in[0]);
-  memory user_dst = cpu::Wrap(p.user_dst, *out);
-  memory user_w = cpu::Wrap(p.user_w, weights_);
-  memory src = Staged(p.src, user_src, true);
-  memory w = Staged(p.w, user_w, true);
-  memory dst = Staged(p.dst, user_dst, false);
-  std::unordered_map<int, memory> args{
-      {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, dst}};
-  if (use_bias_) args[DNNL_ARG_BIAS] = cpu::Wrap(p.bias, bias_);
-  p.fwd.execute(cpu::Stream(), args);
-  if (p.dst) cpu::Reorder(dst, user_dst);
-}
-
-void Conv2D::BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& /*out*/,
-                         const Tensor& out_grad, const std::vector<Tensor*>& in_grads,
-                         const LayerContext& /*ctx*/) {
-  const int64_t n = in[0]->dim(0);
-  const bool need_input_grad = in_grads[0] != nullptr;
-  CpuPlan& p = GetCpuPlan(n, need_input_grad);
-  memory user_src = cpu::Wrap(p.user_src, *in[0]);
-  memory user_diff_dst = cpu::Wrap(p.user_dst, out_grad);
-  memory user_w = cpu::Wrap(p.user_w, weights_);
-  memory user_diff_w = cpu::Wrap(p.user_w, weights_grad_);
-
-  memory src = Staged(p.bwd_src, user_src, true);
-  memory diff_dst = Staged(p.diff_dst, user_diff_dst, true);
-  memory diff_w = Staged(p.diff_w, user_diff_w, false);
-  std::unordered_map<int, memory> args{
-      {DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_DIFF_WEIGHTS, diff_w}};
-  if (use_bias_) args[DNNL_ARG_DIFF_BIAS] = cpu::Wrap(p.bias, bias_grad_);
-  p.bwd_w.execute(cpu::Stream(), args);
-  if (p.diff_w) cpu::Reorder(diff_w, user_diff_w);
-
-  if (need_input_grad) {
-    memory user_diff_src = cpu::Wrap(p.user_src, *in_grads[0]);
-    memory w = Staged(p.bwd_d_w, user_w, true);
-    memory dd = p.bwd_d_diff_dst && p.bwd_d_pd.diff_dst_desc() == diff_dst.get_desc()
-                    ? diff_dst
-                    : Staged(p.bwd_d_diff_dst, user_diff_dst, true);
-    memory diff_src = Staged(p.diff_src, user_diff_src, false);
-    p.bwd_d.execute(
-        cpu::Stream(),
-        {{DNNL_ARG_DIFF_DST, dd}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DIFF_SRC, diff_src}});
-    if (p.diff_src) cpu::Reorder(diff_src, user_diff_src);
-  }
+void Conv2D::MakeCpuPrimitives(bool need_input_grad, CpuPlan* plan) const {
+  MakeDnnlPrimitives<dnnl::convolution_forward, dnnl::convolution_backward_weights,
+                     dnnl::convolution_backward_data>(dnnl::algorithm::convolution_direct,
+                                                      need_input_grad, plan);
 }
 
 }  // namespace worker

@@ -13,6 +13,11 @@ Status Dropout::Configure(const ConfigNode& node) {
   return Status::OK();
 }
 
+// Dropout is a subgraph in TensorFlow; the graph keeps Keras's layer name. In inference (ONNX)
+// it is the identity.
+Result<GraphOp> Dropout::TensorFlowOp() const { return GraphOp("Dropout"); }
+Result<GraphOp> Dropout::OnnxOp() const { return GraphOp("Identity"); }
+
 PSTRAIN_REGISTER_LAYER("dropout", Dropout);
 
 }  // namespace worker

@@ -15,6 +15,8 @@ class Dropout : public Layer {
  public:
   explicit Dropout(const std::string& name) : Layer(name, "dropout") {}
   Status Configure(const ConfigNode& node) override;
+  Result<GraphOp> TensorFlowOp() const override;
+  Result<GraphOp> OnnxOp() const override;
   Result<Shape> Setup(const std::vector<Shape>& inputs) override { return inputs[0]; }
   float keep_prob() const { return keep_prob_; }
 

@@ -12,6 +12,8 @@ class Flatten : public Layer {
  public:
   explicit Flatten(const std::string& name) : Layer(name, "flatten") {}
   Status Configure(const ConfigNode& node) override;
+  Result<GraphOp> TensorFlowOp() const override;
+  Result<GraphOp> OnnxOp() const override;
   Result<Shape> Setup(const std::vector<Shape>& inputs) override {
     return Shape{inputs[0].num_elements()};
   }

@@ -35,6 +35,12 @@ void FullyConnected::InitVariables(std::mt19937_64* rng) {
   if (use_bias_) bias_.SetZero();
 }
 
+// y = x W^T + b with W [units, features]: MatMul and Gemm with the second operand transposed.
+Result<GraphOp> FullyConnected::TensorFlowOp() const {
+  return GraphOp("MatMul").Bool("transpose_a", false).Bool("transpose_b", true);
+}
+Result<GraphOp> FullyConnected::OnnxOp() const { return GraphOp("Gemm").Int("transB", 1); }
+
 PSTRAIN_REGISTER_LAYER("fully_connected", FullyConnected);
 
 }  // namespace worker

@@ -12,6 +12,8 @@ class FullyConnected : public Layer {
  public:
   explicit FullyConnected(const std::string& name) : Layer(name, "fully_connected") {}
   Status Configure(const ConfigNode& node) override;
+  Result<GraphOp> TensorFlowOp() const override;
+  Result<GraphOp> OnnxOp() const override;
   Result<Shape> Setup(const std::vector<Shape>& inputs) override;
   void InitVariables(std::mt19937_64* rng) override;
 

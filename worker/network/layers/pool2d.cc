@@ -31,6 +31,26 @@ Result<Shape> Pool2D::Setup(const std::vector<Shape>& inputs) {
   return Shape{c_, wh_.out, ww_.out};
 }
 
+Result<GraphOp> Pool2D::TensorFlowOp() const {
+  return GraphOp(kind_ == Kind::kMax ? "MaxPool" : "AvgPool")
+      .Ints("ksize", {1, 1, size_[0], size_[1]})
+      .Ints("strides", {1, 1, stride_[0], stride_[1]})
+      .String("padding", PaddingName(padding_))
+      .String("data_format", "NCHW");
+}
+
+Result<GraphOp> Pool2D::OnnxOp() const {
+  RETURN_IF_ERROR(CheckExplicitPads(Describe(), "height", in_h_, size_[0], stride_[0], wh_));
+  RETURN_IF_ERROR(CheckExplicitPads(Describe(), "width", in_w_, size_[1], stride_[1], ww_));
+  GraphOp op(kind_ == Kind::kMax ? "MaxPool" : "AveragePool");
+  op.Ints("kernel_shape", size_)
+      .Ints("strides", stride_)
+      .Ints("pads", {wh_.pad_before, ww_.pad_before, wh_.pad_after, ww_.pad_after});
+  // TensorFlow's SAME average divides by the real pixels only (MaxPool ignores pads anyway).
+  if (kind_ == Kind::kAvg) op.Int("count_include_pad", 0);
+  return op;
+}
+
 PSTRAIN_REGISTER_LAYER("max_pool", MaxPool2D);
 PSTRAIN_REGISTER_LAYER("avg_pool", AvgPool2D);
 

@@ -17,6 +17,8 @@ class Pool2D : public Layer {
   Pool2D(const std::string& name, Kind kind)
       : Layer(name, kind == Kind::kMax ? "max_pool" : "avg_pool"), kind_(kind) {}
   Status Configure(const ConfigNode& node) override;
+  Result<GraphOp> TensorFlowOp() const override;
+  Result<GraphOp> OnnxOp() const override;
   Result<Shape> Setup(const std::vector<Shape>& inputs) override;
 
  protected:

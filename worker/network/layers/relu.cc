@@ -7,6 +7,9 @@ Status Relu::Configure(const ConfigNode& node) {
   return node.CheckKeys({"name", "type", "inputs"});
 }
 
+Result<GraphOp> Relu::TensorFlowOp() const { return GraphOp("Relu"); }
+Result<GraphOp> Relu::OnnxOp() const { return GraphOp("Relu"); }
+
 PSTRAIN_REGISTER_LAYER("relu", Relu);
 
 }  // namespace worker

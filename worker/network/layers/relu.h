@@ -12,6 +12,8 @@ class Relu : public Layer {
  public:
   explicit Relu(const std::string& name) : Layer(name, "relu") {}
   Status Configure(const ConfigNode& node) override;
+  Result<GraphOp> TensorFlowOp() const override;
+  Result<GraphOp> OnnxOp() const override;
   Result<Shape> Setup(const std::vector<Shape>& inputs) override { return inputs[0]; }
 
  protected:

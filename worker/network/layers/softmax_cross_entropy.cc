@@ -15,6 +15,15 @@ Result<Shape> SoftmaxCrossEntropy::Setup(const std::vector<Shape>& inputs) {
   return Shape{};
 }
 
+// TensorFlow's op reads the int32 labels too. In inference (ONNX) the loss is its probabilities;
+// the export writes its input as the graph's logits and this op as the probabilities.
+Result<GraphOp> SoftmaxCrossEntropy::TensorFlowOp() const {
+  return GraphOp("SparseSoftmaxCrossEntropyWithLogits")
+      .Type("Tlabels", GraphDataType::kInt32)
+      .ReadsLabels();
+}
+Result<GraphOp> SoftmaxCrossEntropy::OnnxOp() const { return GraphOp("Softmax").Int("axis", 1); }
+
 PSTRAIN_REGISTER_LAYER("softmax_cross_entropy", SoftmaxCrossEntropy);
 
 }  // namespace worker

@@ -15,6 +15,8 @@ class SoftmaxCrossEntropy : public Layer {
  public:
   explicit SoftmaxCrossEntropy(const std::string& name) : Layer(name, "softmax_cross_entropy") {}
   Status Configure(const ConfigNode& node) override;
+  Result<GraphOp> TensorFlowOp() const override;
+  Result<GraphOp> OnnxOp() const override;
   Result<Shape> Setup(const std::vector<Shape>& inputs) override;
   // Softmax probabilities of the last forward pass, [N, classes].
   const std::vector<float>& probabilities() const { return probs_; }

@@ -24,6 +24,16 @@ Result<Window1D> ComputeWindow(int64_t in, int64_t window, int64_t stride, Paddi
   return w;
 }
 
+const char* PaddingName(Padding padding) { return padding == Padding::kSame ? "SAME" : "VALID"; }
+
+Status CheckExplicitPads(const std::string& who, const char* axis, int64_t in, int64_t window,
+                         int64_t stride, const Window1D& w) {
+  const int64_t onnx = (in + w.pad_before + w.pad_after - window) / stride + 1;
+  if (onnx == w.out) return Status::OK();
+  return Internal(who + ": the ONNX operator's output " + axis + " would be " +
+                  std::to_string(onnx) + ", the layer's is " + std::to_string(w.out));
+}
+
 Result<Padding> ReadPadding(const ConfigNode& node, const std::string& key, Padding fallback) {
   if (!node.Has(key)) return fallback;
   ASSIGN_OR_RETURN(std::string p, node.GetString(key));

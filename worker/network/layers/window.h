@@ -24,6 +24,15 @@ struct Window1D {
 
 Result<Window1D> ComputeWindow(int64_t in, int64_t window, int64_t stride, Padding padding);
 
+// "SAME" or "VALID", as TensorFlow's padding attribute spells it.
+const char* PaddingName(Padding padding);
+
+// For ONNX, whose operators take explicit pads and floor the output size: an Internal error naming
+// `who` and `axis` when that size differs from the window's own (a bug here, not in the config;
+// it stops an export that would compute something else).
+Status CheckExplicitPads(const std::string& who, const char* axis, int64_t in, int64_t window,
+                         int64_t stride, const Window1D& w);
+
 // Reads "SAME" or "VALID" from `key` (`fallback` when absent).
 Result<Padding> ReadPadding(const ConfigNode& node, const std::string& key, Padding fallback);
 
