@@ -32,6 +32,7 @@ ParameterServer::ParameterServer(ServerOptions options, std::unique_ptr<Variable
                                                       options_.before_checkpoint_write)) {
   if (options_.cluster.servers == 0) options_.cluster.servers = options_.num_ps;  // ps-<t> senders
   magnitude_ = MagnitudeGuard(options_.outlier_binades);
+  barriers_ = Barriers(options_.cluster, options_.min_workers > 0);
   membership_ = std::make_unique<Membership>(MembershipOptions{
       options_.mode, options_.num_workers, options_.backup_workers, options_.accumulate_n,
       options_.min_workers, options_.cluster.evaluators,
@@ -638,84 +639,27 @@ void ParameterServer::RememberPush(const Message& request, const Message& reply)
 size_t ParameterServer::pending_requests() const {
   size_t n = waiting_pushes_.size() + waiting_pulls_.size() + held_pushes_.size() + chain_.held() +
              window_replies_.size() + future_.size();
-  for (const auto& [name, waiting] : barriers_) n += waiting.size();
-  return n;
-}
-
-// A barrier waits for the whole cluster: every worker (the chief is worker 0) and every
-// evaluator, each once. The count is the server's own (--worker_hosts, --evaluators), never the
-// request's: a sender that could name it would release the final barrier while others still
-// train. A request's `value` must agree with it (roles started with different flags).
-Status ParameterServer::CheckBarrier(const Message& request) const {
-  const ClusterSize& c = options_.cluster;
-  if (c.workers == 0) {  // cluster unknown (servers built in-process): the first count holds
-    auto it = barriers_.find(request.text);
-    if (it == barriers_.end() || it->second.empty() ||
-        it->second.front().request.value == request.value) {
-      return Status::OK();
-    }
-    return InvalidArgument("barrier '" + request.text + "' waits for " +
-                           std::to_string(it->second.front().request.value) +
-                           " participants, but this request counts " +
-                           std::to_string(request.value));
-  }
-  const int64_t expected = int64_t{c.workers} + c.evaluators;
-  const std::string cluster = std::to_string(c.workers) + " worker(s) and " +
-                              std::to_string(c.evaluators) +
-                              " evaluator(s) (--worker_hosts, --evaluators)";
-  if (request.role == "evaluator" && request.task_index >= c.evaluators) {
-    return PermissionDenied("barrier '" + request.text + "' waits for the cluster's " + cluster +
-                            "; evaluator " + std::to_string(request.task_index) +
-                            " is not one of them");
-  }
-  if (request.value != expected && !membership_->elastic()) {  // elastic: live workers count
-    return InvalidArgument("barrier '" + request.text + "' waits for the cluster's " +
-                           std::to_string(expected) + " tasks, " + cluster +
-                           ", but this request counts " + std::to_string(request.value) +
-                           ": do all roles have the same --worker_hosts and --evaluators?");
-  }
-  return Status::OK();
-}
-
-// "worker 0" for the chief too: one process, whichever role its header names.
-std::string ParameterServer::BarrierParticipant(const Message& m) {
-  return (m.role == "evaluator" ? "evaluator " : "worker ") + std::to_string(m.task_index);
+  return n + barriers_.waiting();
 }
 
 std::vector<ParameterServer::Outgoing> ParameterServer::HandleBarrier(const std::string& peer,
                                                                       const Message& request) {
-  if (Status s = CheckBarrier(request); !s.ok()) {
+  Result<std::vector<Barriers::Wait>> released = barriers_.Arrive(
+      peer, request, [this](const std::vector<Barriers::Wait>& w) { return BarrierComplete(w); });
+  if (!released.ok()) {
     ++stats_.rejected;
-    return {{peer, Error(request, s.message(), s.code())}};
+    return {{peer, Error(request, released.status().message(), released.status().code())}};
   }
-  // A participant that asks again at a barrier (a retry, or a restarted process) counts once
-  // there. Its waits at other barriers stay: a wait is moved only by asking at the same barrier,
-  // so a request under the same key elsewhere cannot cancel the real process's wait. At most
-  // kMaxBarriersPerParticipant waits are held per participant (a real process waits at one).
-  const std::string me = BarrierParticipant(request);
-  auto same = [&](const Waiting& w) { return BarrierParticipant(w.request) == me; };
-  if (auto it = barriers_.find(request.text); it != barriers_.end()) {
-    it->second.erase(std::remove_if(it->second.begin(), it->second.end(), same), it->second.end());
-  }
-  int elsewhere = 0;
-  for (const auto& [name, others] : barriers_) {
-    elsewhere += static_cast<int>(std::count_if(others.begin(), others.end(), same));
-  }
-  if (elsewhere >= kMaxBarriersPerParticipant) {
-    ++stats_.rejected;
-    return {{peer, Error(request,
-                         me + " already waits at " + std::to_string(elsewhere) +
-                             " other barriers; a process waits at one at a time",
-                         StatusCode::kResourceExhausted)}};
-  }
-  auto& waiting = barriers_[request.text];
-  waiting.push_back({peer, request});
   std::vector<Outgoing> out;
-  if (BarrierReleases(waiting)) {
-    for (Waiting& w : waiting) out.push_back({w.peer, Reply(w.request, MessageType::kOk)});
-    barriers_.erase(request.text);
-  }
+  AnswerReleased(std::move(released).value(), &out);
   return out;
+}
+
+void ParameterServer::AnswerReleased(std::vector<Barriers::Wait> released,
+                                     std::vector<Outgoing>* out) const {
+  for (Barriers::Wait& w : released) {
+    out->push_back({std::move(w.peer), Reply(w.request, MessageType::kOk)});
+  }
 }
 
 Status ParameterServer::Serve(wire::ServerSocket* socket, ServerSummary* summary) {

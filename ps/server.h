@@ -41,6 +41,7 @@
 #include "common/status.h"
 #include "common/wire/message.h"
 #include "common/wire/transport.h"
+#include "ps/barriers.h"
 #include "ps/data_ledger.h"
 #include "ps/gradient_accumulator.h"
 #include "ps/magnitude_guard.h"
@@ -61,10 +62,6 @@ class Membership;
 // The most parts one step's push to one server may come in (PsClient cuts a model into buckets
 // of a few MB; a 1 GiB model at 4 MB is 256).
 constexpr int64_t kMaxPushParts = 4096;
-
-// The barriers one participant may wait at together (a process waits at one at a time; the
-// bound keeps a key from holding the server's memory with waits at invented names).
-constexpr int kMaxBarriersPerParticipant = 4;
 
 struct ServerOptions {
   int task_index = 0;
@@ -230,14 +227,11 @@ class ParameterServer {
   wire::Message PullReply(const wire::Message& request);
   std::vector<Outgoing> HandlePush(const std::string& peer, const wire::Message& request);
   std::vector<Outgoing> HandleBarrier(const std::string& peer, const wire::Message& request);
-  // Whether `request` may wait at its barrier: a participant of the cluster, counting the
-  // cluster's tasks (ServerOptions::cluster) as the server does.
-  Status CheckBarrier(const wire::Message& request) const;
   // Whether a barrier's waiting participants are all it waits for (the cluster's count, or with
-  // --min_workers every live worker).
-  struct Waiting;
-  bool BarrierReleases(const std::vector<Waiting>& waiting) const;
-  static std::string BarrierParticipant(const wire::Message& m);
+  // --min_workers every live worker; ps/server_membership.cc).
+  bool BarrierComplete(const std::vector<Barriers::Wait>& waiting) const;
+  // Replies OK to each released wait.
+  void AnswerReleased(std::vector<Barriers::Wait> released, std::vector<Outgoing>* out) const;
   std::vector<Outgoing> HandleCheckpoint(const std::string& peer, const wire::Message& request);
   // Defined in ps/server_checkpoints.cc, with the checkpoint requests.
   wire::Message HandleRestore(const wire::Message& request);
@@ -306,10 +300,10 @@ class ParameterServer {
     std::string peer;
     wire::Message request;
   };
-  std::vector<Waiting> waiting_pushes_;                   // sync mode
-  std::vector<Waiting> waiting_pulls_;                    // sync mode, behind their push
-  std::map<std::string, std::vector<Waiting>> barriers_;  // by barrier name
-  std::map<std::string, PeerState> peers_;                // by Who(): "worker 1"
+  std::vector<Waiting> waiting_pushes_;     // sync mode
+  std::vector<Waiting> waiting_pulls_;      // sync mode, behind their push
+  Barriers barriers_{{}, false};            // set in the constructor, from the cluster's size
+  std::map<std::string, PeerState> peers_;  // by Who(): "worker 1"
   ServerStats stats_;
   ServerHighs highs_;
   std::unique_ptr<ShardCheckpoints> checkpoints_;

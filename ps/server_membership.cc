@@ -87,15 +87,9 @@ std::vector<ParameterServer::Outgoing> ParameterServer::CheckMembership(
               << " push(es): the live workers changed";
     CloseWindow(&out);
   }
-  for (auto it = barriers_.begin(); it != barriers_.end();) {
-    if (!it->second.empty() && BarrierReleases(it->second)) {
-      for (const Waiting& w : it->second)
-        out.push_back({w.peer, Reply(w.request, MessageType::kOk)});
-      it = barriers_.erase(it);
-    } else {
-      ++it;
-    }
-  }
+  AnswerReleased(barriers_.ReleaseComplete(
+                     [this](const std::vector<Barriers::Wait>& w) { return BarrierComplete(w); }),
+                 &out);
   for (const Outgoing& o : out) {
     for (const auto& t : o.message.tensors) {
       stats_.bytes_out += static_cast<int64_t>(t.tensor.bytes());
@@ -104,16 +98,11 @@ std::vector<ParameterServer::Outgoing> ParameterServer::CheckMembership(
   return out;
 }
 
-bool ParameterServer::BarrierReleases(const std::vector<Waiting>& waiting) const {
-  if (membership_->elastic()) {
-    std::vector<std::string> participants;
-    for (const Waiting& w : waiting) participants.push_back(BarrierParticipant(w.request));
-    return membership_->BarrierComplete(participants, peers_);
-  }
-  const int64_t expected = options_.cluster.workers > 0
-                               ? int64_t{options_.cluster.workers} + options_.cluster.evaluators
-                               : waiting.front().request.value;
-  return static_cast<int64_t>(waiting.size()) >= expected;
+bool ParameterServer::BarrierComplete(const std::vector<Barriers::Wait>& waiting) const {
+  if (!membership_->elastic()) return barriers_.FixedCountReached(waiting);
+  std::vector<std::string> participants;
+  for (const Barriers::Wait& w : waiting) participants.push_back(Barriers::Participant(w.request));
+  return membership_->BarrierComplete(participants, peers_);
 }
 
 }  // namespace ps

@@ -62,13 +62,10 @@ std::vector<ParameterServer::Outgoing> ParameterServer::SetChain(const ChainView
     for (Waiting& w : waiting_pushes_) held.push_back({w.peer, w.request});
     for (Waiting& w : waiting_pulls_) held.push_back({w.peer, w.request});
     for (Waiting& w : held_pushes_) held.push_back({w.peer, w.request});  // below --min_workers
-    for (auto& [name, waiting] : barriers_) {
-      for (Waiting& w : waiting) held.push_back({w.peer, w.request});
-    }
+    for (Barriers::Wait& w : barriers_.TakeAll()) held.push_back({w.peer, w.request});
     waiting_pushes_.clear();
     waiting_pulls_.clear();
     held_pushes_.clear();
-    barriers_.clear();
     // The open window's pushes are answered aborted: their senders push them to the new head.
     for (auto& [name, acc] : accumulators_) {
       acc = GradientAccumulator(store_->Value(name).shape(), required_pushes(),
