@@ -185,62 +185,213 @@ Result<std::vector<Message>> PsClient::Exchange(const std::vector<std::pair<int,
   return Await(f.get(), timeout);
 }
 
+HeartbeatMonitor::Health PsClient::HealthOf(int s) const {
+  return heartbeat_ ? heartbeat_->Of(s) : HeartbeatMonitor::Health{};
+}
+
+Status PsClient::SendPending(const InFlight& f, size_t k) {
+  const Pending& p = f.pending[k];
+  return servers_[p.server]->Send(p.message).WithContext(ServerName(p.server));
+}
+
+// Server `s`'s unanswered requests, again, in their first order.
+Status PsClient::SendRound(InFlight* f, int s) {
+  f->rounds[s].generation = HealthOf(s).generation;
+  f->rounds[s].retry_at = Clock::time_point::max();
+  for (size_t k = 0; k < f->pending.size(); ++k) {
+    const Pending& p = f->pending[k];
+    if (p.server == s && !p.done && !p.reinit) RETURN_IF_ERROR(SendPending(*f, k));
+  }
+  return Status::OK();
+}
+
+// A chief's register that gives shard `shard`, at task `server`, this chief's values again.
+Status PsClient::Reinit(InFlight* f, int shard, int server) {
+  Pending p;
+  p.shard = shard;
+  p.server = server;
+  p.message = InitMessage(shard, last_step_);
+  p.message.shard = routes_->ShardField(shard);
+  p.message.request_id = next_id_++;
+  p.reinit = true;
+  f->pending.push_back(std::move(p));
+  f->rounds[server].reinit_pending = true;
+  return SendPending(*f, f->pending.size() - 1);
+}
+
+// Shard `s`'s unanswered requests go to its head now, in their first order (a chief's
+// re-initialisation meant for the old head is dropped: the new one says if it needs one).
+Status PsClient::SendShard(InFlight* f, int s) {
+  const int head = routes_->Head(s);
+  f->route.retry_at.erase(s);
+  if (head < 0) {
+    f->route.parked_since.emplace(s, Clock::now());
+  } else {
+    f->route.parked_since.erase(s);
+  }
+  for (size_t k = 0; k < f->pending.size(); ++k) {
+    Pending& p = f->pending[k];
+    if (p.shard != s || p.done) continue;
+    if (p.reinit) {
+      if (p.server != head) {
+        p.done = true;
+        if (p.server >= 0) f->rounds[p.server].reinit_pending = false;
+      }
+      continue;
+    }
+    p.server = head;
+    if (head >= 0 && !f->rounds[head].reinit_pending) RETURN_IF_ERROR(SendPending(*f, k));
+  }
+  return Status::OK();
+}
+
+// Replicas only: a newer map seen on any reply or heartbeat, or a refusal, fetches the map;
+// then every shard whose head moved, or whose refused request waited its turn, goes to its head.
+Status PsClient::FollowRoutes(InFlight* f, milliseconds timeout, Clock::time_point* deadline,
+                              bool* any_down) {
+  RouteState& route = f->route;
+  auto now = Clock::now();
+  if (heartbeat_) routes_->Observe(heartbeat_->highest_map_epoch());
+  if ((route.fetch || routes_->Behind()) && now >= route.fetch_at) {
+    Result<bool> fetched = routes_->Fetch([&](int t) { return HealthOf(t).up; }, kFetchTimeout);
+    if (!fetched.ok()) {
+      LOG_EVERY_N(WARNING, 10) << Who() << ": " << fetched.status().ToString();
+    }
+    route.fetch = false;
+    now = Clock::now();
+    route.fetch_at = now + kFetchInterval;
+  }
+  if (role_ == "chief") RETURN_IF_ERROR(InitializeFreshShards(f));
+  std::set<int> moved, again;
+  for (const Pending& p : f->pending) {
+    if (!p.done && p.shard >= 0 && p.server != routes_->Head(p.shard)) moved.insert(p.shard);
+  }
+  for (const auto& [s, at] : route.retry_at) {
+    if (now >= at && !moved.count(s)) again.insert(s);
+  }
+  for (int s : moved) {
+    LOG(INFO) << Who() << ": sending the unanswered requests of shard " << s << " to "
+              << (routes_->Head(s) < 0 ? std::string("no task yet (it has no live replica)")
+                                       : ServerName(routes_->Head(s)))
+              << " (map epoch " << routes_->epoch() << ")";
+    RETURN_IF_ERROR(SendShard(f, s));
+    *deadline = std::max(*deadline, now + timeout);
+  }
+  // The same head again, after its refusal: no new time for the exchange (a head that never
+  // takes them fails it, as one that never answers does).
+  for (int s : again) RETURN_IF_ERROR(SendShard(f, s));
+  for (const auto& [s, since] : route.parked_since) {
+    *any_down = true;
+    if (now - since > unavailable_timeout_) {
+      return Unavailable("shard " + std::to_string(s) + " has had no live replica for " +
+                         std::to_string(unavailable_timeout_.count()) +
+                         " s (--ps_unavailable_timeout_secs); giving up on the exchange");
+    }
+  }
+  return Status::OK();
+}
+
+// The chief: shards the chain master restarted empty get this chief's values.
+Status PsClient::InitializeFreshShards(InFlight* f) {
+  std::vector<int> fresh;
+  {
+    std::lock_guard<std::mutex> lock(fresh_mu_);
+    fresh.swap(fresh_);
+  }
+  for (int s : fresh) {
+    const int head = routes_->Head(s);
+    if (head < 0 || f->rounds[head].reinit_pending) continue;
+    LOG(WARNING) << Who() << ": shard " << s << " starts afresh on " << ServerName(head)
+                 << "; initialising it from this chief's values at step " << last_step_;
+    RETURN_IF_ERROR(Reinit(f, s, head));
+  }
+  return Status::OK();
+}
+
+// Each server with requests waiting: given up on once down for too long; sent its round again
+// when it came back or restarted (it may never have seen them), or when its turn came.
+Status PsClient::ResendToServers(InFlight* f, milliseconds timeout, Clock::time_point* deadline,
+                                 bool* any_down) {
+  const auto now = Clock::now();
+  for (size_t i = 0; i < servers_.size(); ++i) {
+    const int s = static_cast<int>(i);
+    bool waiting = false;
+    for (const Pending& p : f->pending) waiting |= p.server == s && !p.done;
+    if (!waiting) continue;
+    const HeartbeatMonitor::Health h = HealthOf(s);
+    if (!h.up) {
+      *any_down = true;
+      if (now - h.down_since > unavailable_timeout_) {
+        return Unavailable(ServerName(s) + " has not answered for " +
+                           std::to_string(unavailable_timeout_.count()) +
+                           " s (--ps_unavailable_timeout_secs); giving up on the exchange");
+      }
+    }
+    if (f->rounds[s].reinit_pending) continue;
+    if (h.generation != f->rounds[s].generation || now >= f->rounds[s].retry_at) {
+      if (h.generation != f->rounds[s].generation) {
+        LOG(INFO) << Who() << ": sending its unanswered requests to " << ServerName(s)
+                  << " again (it came back or restarted)";
+      }
+      RETURN_IF_ERROR(SendRound(f, s));
+      *deadline = std::max(*deadline, now + timeout);
+    }
+  }
+  return Status::OK();
+}
+
+// An error reply to request `k` from `server`: OK when the exchange goes on (the request is
+// sent again, to a new head or after the chief's re-initialisation), else the error.
+Status PsClient::HandleRefusal(InFlight* f, size_t k, int server, const Status& status,
+                               milliseconds* backoff) {
+  Pending& p = f->pending[k];
+  ServerRound& round = f->rounds[server];
+  // Not the head (the map moved on, or the server has none yet): fetch the map; the request
+  // goes to the new head, or to the same one again after a backoff.
+  if (routes_->replicated() && status.code() == StatusCode::kAborted && p.shard >= 0) {
+    VLOG(1) << Who() << ": " << status.ToString();
+    f->route.fetch = true;
+    if (p.reinit) {  // the new head says again if it needs one
+      p.done = true;
+      round.reinit_pending = false;
+    }
+    if (!f->route.retry_at.count(p.shard)) {
+      f->route.retry_at[p.shard] = Clock::now() + *backoff;
+      *backoff = std::min(*backoff * 2, milliseconds(2000));
+    }
+    return Status::OK();
+  }
+  // A server that restarted has no variables (servers never restore on their own, which would
+  // roll one shard back behind the others): the chief gives it its current values again, and
+  // the server its optimizer slots from its newest checkpoint; everyone else waits for that.
+  // (Copies of a round sent earlier may still bring this error after the fact; they change
+  // nothing.)
+  if (status.code() != StatusCode::kFailedPrecondition || p.reinit ||
+      p.message.type == MessageType::kRegister) {
+    return status;
+  }
+  if (role_ == "chief") {
+    if (round.reinit_pending) return Status::OK();
+    LOG(WARNING) << Who() << ": " << ServerName(server)
+                 << " has lost its variables (it restarted); initialising it again from "
+                 << "this chief's values at step " << last_step_;
+    return Reinit(f, p.shard >= 0 ? p.shard : server, server);
+  }
+  if (round.retry_at == Clock::time_point::max()) {
+    LOG_EVERY_N(INFO, 20) << Who() << ": waiting for the chief to initialise " << ServerName(server)
+                          << " again";
+    round.retry_at = Clock::now() + *backoff;
+    *backoff = std::min(*backoff * 2, milliseconds(2000));
+  }
+  return Status::OK();
+}
+
+// The loop of an exchange: keep the routes and the rounds current, wait on the first unanswered
+// request that has somewhere to go, and take each reply.
 Result<std::vector<Message>> PsClient::Await(
     InFlight* f, milliseconds timeout,
     const std::function<void(size_t, const Message&)>& on_reply) {
   std::vector<Pending>& pending = f->pending;
-  std::vector<ServerRound>& rounds = f->rounds;
-  RouteState& route = f->route;
-  const bool replicated = routes_->replicated();
-  auto health = [&](int s) { return heartbeat_ ? heartbeat_->Of(s) : HeartbeatMonitor::Health{}; };
-  auto send = [&](const Pending& p) {
-    return servers_[p.server]->Send(p.message).WithContext(ServerName(p.server));
-  };
-  auto send_round = [&](int s) -> Status {
-    rounds[s].generation = health(s).generation;
-    rounds[s].retry_at = Clock::time_point::max();
-    for (const Pending& p : pending) {
-      if (p.server == s && !p.done && !p.reinit) RETURN_IF_ERROR(send(p));
-    }
-    return Status::OK();
-  };
-  // A chief's register that gives shard `shard`, at task `server`, this chief's values again.
-  auto reinit = [&](int shard, int server) -> Status {
-    Pending p;
-    p.shard = shard;
-    p.server = server;
-    p.message = InitMessage(shard, last_step_);
-    p.message.shard = routes_->ShardField(shard);
-    p.message.request_id = next_id_++;
-    p.reinit = true;
-    pending.push_back(std::move(p));
-    rounds[server].reinit_pending = true;
-    return send(pending.back());
-  };
-  // Shard `s`'s unanswered requests go to its head now, in their first order (a chief's
-  // re-initialisation meant for the old head is dropped: the new one says if it needs one).
-  auto send_shard = [&](int s) -> Status {
-    const int head = routes_->Head(s);
-    route.retry_at.erase(s);
-    if (head < 0) {
-      route.parked_since.emplace(s, Clock::now());
-    } else {
-      route.parked_since.erase(s);
-    }
-    for (Pending& p : pending) {
-      if (p.shard != s || p.done) continue;
-      if (p.reinit) {
-        if (p.server != head) {
-          p.done = true;
-          if (p.server >= 0) rounds[p.server].reinit_pending = false;
-        }
-        continue;
-      }
-      p.server = head;
-      if (head >= 0 && !rounds[head].reinit_pending) RETURN_IF_ERROR(send(p));
-    }
-    return Status::OK();
-  };
   auto deadline = Clock::now() + timeout;
   milliseconds backoff(100);
   while (true) {
@@ -249,98 +400,19 @@ Result<std::vector<Message>> PsClient::Await(
       if (!pending[i].done) next = i;
     }
     if (next == pending.size()) break;
-    auto now = Clock::now();
     bool any_down = false;
-    if (replicated) {
-      // A newer map seen on any reply or heartbeat, or a refusal, fetches the map; then every
-      // shard whose head moved, or whose refused request waited its turn, goes to its head.
-      if (heartbeat_) routes_->Observe(heartbeat_->highest_map_epoch());
-      if ((route.fetch || routes_->Behind()) && now >= route.fetch_at) {
-        Result<bool> fetched = routes_->Fetch([&](int t) { return health(t).up; }, kFetchTimeout);
-        if (!fetched.ok()) {
-          LOG_EVERY_N(WARNING, 10) << Who() << ": " << fetched.status().ToString();
-        }
-        route.fetch = false;
-        now = Clock::now();
-        route.fetch_at = now + kFetchInterval;
-      }
-      if (role_ == "chief") {
-        std::vector<int> fresh;
-        {
-          std::lock_guard<std::mutex> lock(fresh_mu_);
-          fresh.swap(fresh_);
-        }
-        for (int s : fresh) {
-          const int head = routes_->Head(s);
-          if (head < 0 || rounds[head].reinit_pending) continue;
-          LOG(WARNING) << Who() << ": shard " << s << " starts afresh on " << ServerName(head)
-                       << "; initialising it from this chief's values at step " << last_step_;
-          RETURN_IF_ERROR(reinit(s, head));
-        }
-      }
-      std::set<int> moved, again;
-      for (const Pending& p : pending) {
-        if (!p.done && p.shard >= 0 && p.server != routes_->Head(p.shard)) moved.insert(p.shard);
-      }
-      for (const auto& [s, at] : route.retry_at) {
-        if (now >= at && !moved.count(s)) again.insert(s);
-      }
-      for (int s : moved) {
-        LOG(INFO) << Who() << ": sending the unanswered requests of shard " << s << " to "
-                  << (routes_->Head(s) < 0 ? std::string("no task yet (it has no live replica)")
-                                           : ServerName(routes_->Head(s)))
-                  << " (map epoch " << routes_->epoch() << ")";
-        RETURN_IF_ERROR(send_shard(s));
-        deadline = std::max(deadline, now + timeout);
-      }
-      // The same head again, after its refusal: no new time for the exchange (a head that
-      // never takes them fails it, as one that never answers does).
-      for (int s : again) RETURN_IF_ERROR(send_shard(s));
-      for (const auto& [s, since] : route.parked_since) {
-        any_down = true;
-        if (now - since > unavailable_timeout_) {
-          return Unavailable("shard " + std::to_string(s) + " has had no live replica for " +
-                             std::to_string(unavailable_timeout_.count()) +
-                             " s (--ps_unavailable_timeout_secs); giving up on the exchange");
-        }
-      }
-    }
-    for (size_t i = 0; i < servers_.size(); ++i) {
-      const int s = static_cast<int>(i);
-      bool waiting = false;
-      for (const Pending& p : pending) waiting |= p.server == s && !p.done;
-      if (!waiting) continue;
-      const HeartbeatMonitor::Health h = health(s);
-      if (!h.up) {
-        any_down = true;
-        if (now - h.down_since > unavailable_timeout_) {
-          return Unavailable(ServerName(s) + " has not answered for " +
-                             std::to_string(unavailable_timeout_.count()) +
-                             " s (--ps_unavailable_timeout_secs); giving up on the exchange");
-        }
-      }
-      if (rounds[s].reinit_pending) continue;
-      // What a restarted server may never have seen goes again; so does what waited its turn.
-      if (h.generation != rounds[s].generation || now >= rounds[s].retry_at) {
-        if (h.generation != rounds[s].generation) {
-          LOG(INFO) << Who() << ": sending its unanswered requests to " << ServerName(s)
-                    << " again (it came back or restarted)";
-        }
-        RETURN_IF_ERROR(send_round(s));
-        deadline = std::max(deadline, now + timeout);
-      }
-    }
-    // Wait on the first unanswered request that has somewhere to go.
+    if (routes_->replicated()) RETURN_IF_ERROR(FollowRoutes(f, timeout, &deadline, &any_down));
+    RETURN_IF_ERROR(ResendToServers(f, timeout, &deadline, &any_down));
     for (size_t i = next; i < pending.size() && pending[next].server < 0; ++i) {
       if (!pending[i].done && pending[i].server >= 0) next = i;
     }
-    if (!any_down && now > deadline) {
+    if (!any_down && Clock::now() > deadline) {
       return Unavailable("no reply from " + ServerName(pending[next].server) + " within " +
                          std::to_string(timeout.count()) + " ms");
     }
     const int server = pending[next].server;
     if (server < 0) {  // every one waits for a map naming a head
-      route.fetch = true;
+      f->route.fetch = true;
       std::this_thread::sleep_for(milliseconds(100));
       continue;
     }
@@ -349,7 +421,7 @@ Result<std::vector<Message>> PsClient::Await(
       if (reply.status().code() == StatusCode::kUnavailable) continue;  // a slice went by
       return reply.status().WithContext(ServerName(server));
     }
-    if (replicated) routes_->Observe(reply->map_epoch);
+    if (routes_->replicated()) routes_->Observe(reply->map_epoch);
     size_t k = pending.size();
     for (size_t i = 0; i < pending.size(); ++i) {
       if (!pending[i].done && pending[i].server == server &&
@@ -359,55 +431,18 @@ Result<std::vector<Message>> PsClient::Await(
     }
     if (k == pending.size()) continue;  // a late or duplicate reply to a request answered before
     const Status status = wire::StatusOfReply(*reply);
-    if (status.ok()) {
-      pending[k].done = true;
-      pending[k].reply = std::move(reply).value();
-      if (on_reply && k < f->requested) on_reply(k, pending[k].reply);
-      if (pending[k].reinit) {
-        LOG(WARNING) << Who() << ": " << ServerName(server) << " initialised again";
-        rounds[server].reinit_pending = false;
-        RETURN_IF_ERROR(send_round(server));
-      }
+    if (!status.ok()) {
+      RETURN_IF_ERROR(HandleRefusal(f, k, server, status, &backoff));
       continue;
     }
-    // Not the head (the map moved on, or the server has none yet): fetch the map; the request
-    // goes to the new head, or to the same one again after a backoff.
-    if (replicated && status.code() == StatusCode::kAborted && pending[k].shard >= 0) {
-      VLOG(1) << Who() << ": " << status.ToString();
-      route.fetch = true;
-      if (pending[k].reinit) {  // the new head says again if it needs one
-        pending[k].done = true;
-        rounds[server].reinit_pending = false;
-      }
-      if (!route.retry_at.count(pending[k].shard)) {
-        route.retry_at[pending[k].shard] = Clock::now() + backoff;
-        backoff = std::min(backoff * 2, milliseconds(2000));
-      }
-      continue;
+    pending[k].done = true;
+    pending[k].reply = std::move(reply).value();
+    if (on_reply && k < f->requested) on_reply(k, pending[k].reply);
+    if (pending[k].reinit) {
+      LOG(WARNING) << Who() << ": " << ServerName(server) << " initialised again";
+      f->rounds[server].reinit_pending = false;
+      RETURN_IF_ERROR(SendRound(f, server));
     }
-    // A server that restarted has no variables (servers never restore on their own, which would
-    // roll one shard back behind the others): the chief gives it its current values again, and
-    // the server its optimizer slots from its newest checkpoint; everyone else waits for that.
-    // (Copies of a round sent earlier may still bring this error after the fact; they change
-    // nothing.)
-    if (status.code() == StatusCode::kFailedPrecondition && !pending[k].reinit &&
-        pending[k].message.type != MessageType::kRegister) {
-      if (role_ == "chief") {
-        if (!rounds[server].reinit_pending) {
-          LOG(WARNING) << Who() << ": " << ServerName(server)
-                       << " has lost its variables (it restarted); initialising it again from "
-                       << "this chief's values at step " << last_step_;
-          RETURN_IF_ERROR(reinit(pending[k].shard >= 0 ? pending[k].shard : server, server));
-        }
-      } else if (rounds[server].retry_at == Clock::time_point::max()) {
-        LOG_EVERY_N(INFO, 20) << Who() << ": waiting for the chief to initialise "
-                              << ServerName(server) << " again";
-        rounds[server].retry_at = Clock::now() + backoff;
-        backoff = std::min(backoff * 2, milliseconds(2000));
-      }
-      continue;
-    }
-    return status;
   }
   std::vector<Message> replies;
   for (size_t i = 0; i < f->requested; ++i) replies.push_back(std::move(pending[i].reply));

@@ -147,6 +147,21 @@ class PsClient {
   Result<std::vector<wire::Message>> Await(
       InFlight* f, std::chrono::milliseconds timeout,
       const std::function<void(size_t, const wire::Message&)>& on_reply = {});
+  // Await's stages (ps_client.cc): what the heartbeats say of server `s`; sending pending
+  // request `k`, a server's round, a chief's re-initialisation, a shard's requests to its head;
+  // following the shard map; resending to servers that came back; an error reply.
+  HeartbeatMonitor::Health HealthOf(int s) const;
+  Status SendPending(const InFlight& f, size_t k);
+  Status SendRound(InFlight* f, int s);
+  Status Reinit(InFlight* f, int shard, int server);
+  Status SendShard(InFlight* f, int s);
+  Status FollowRoutes(InFlight* f, std::chrono::milliseconds timeout,
+                      std::chrono::steady_clock::time_point* deadline, bool* any_down);
+  Status InitializeFreshShards(InFlight* f);
+  Status ResendToServers(InFlight* f, std::chrono::milliseconds timeout,
+                         std::chrono::steady_clock::time_point* deadline, bool* any_down);
+  Status HandleRefusal(InFlight* f, size_t k, int server, const Status& status,
+                       std::chrono::milliseconds* backoff);
   // Copies pulled values into the variables, once every one has its partition's shape.
   Status CopyIn(const std::vector<wire::Message>& replies);
   // A push of `partitions` of server `s` computed at `step` (trainable variables' gradients,
