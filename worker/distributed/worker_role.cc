@@ -80,6 +80,128 @@ Result<ElasticData> ReadElasticData(const RoleOptions& o) {
   return d;
 }
 
+namespace {
+
+// The workers of this host, averaged before one of them pushes (--intra_node_sync); null for a
+// worker alone.
+Result<std::unique_ptr<IntraNodeGroup>> JoinHostGroup(const RoleOptions& o, IntraNodeSync sync,
+                                                      Model& model, Device device,
+                                                      const std::string& who) {
+  IntraNodeOptions intra;
+  intra.mode = sync;
+  intra.worker_hosts = o.worker_hosts;
+  intra.task_index = o.task_index;
+  intra.device = device;
+  intra.curve = o.curve;
+  intra.insecure = o.insecure;
+  // A non-leader waits while its leader exchanges with the servers, which may itself wait for a
+  // server to come back and, in sync mode, for the slowest other host doing the same.
+  intra.timeout = std::chrono::seconds(2 * o.unavailable_timeout_secs + 120);
+  int64_t averaged_floats = 0;
+  for (Variable* v : model.variables()) averaged_floats += v->value.size();
+  intra.model = model.name() + ", " + std::to_string(model.variables().size()) + " variables, " +
+                std::to_string(averaged_floats) + " floats";
+  return JoinIntraNodeGroup(intra, who);
+}
+
+// The chief brings every server to one state (restored, kept, or its own values); the others
+// wait until it has.
+Status InitializeOrWait(const RoleOptions& o, Model& model, PsClient* client,
+                        const std::string& who) {
+  if (o.task_index != 0) {
+    return client->WaitUntilInitialized(std::chrono::seconds(o.init_timeout_secs));
+  }
+  ASSIGN_OR_RETURN(PsClient::Initialized init, client->Initialize(0, o.train_dir));
+  LOG(INFO) << who << " (chief): " << model.Summary() << "variables on " << o.ps_hosts.size()
+            << " parameter servers"
+            << (init.restored ? " (restored from the committed checkpoint of step " +
+                                    std::to_string(*init.restored) + ")"
+                : init.kept ? " (" + std::to_string(init.kept) +
+                                  " kept the values they had, set before this chief started)"
+                            : "");
+  return Status::OK();
+}
+
+// The push overlaps backward where it may; said once either way. On loopback the transfer is
+// copies by the same cores that run backward: nothing to hide it behind (a 300-step local RefNet
+// job: 27.3 against 26.6 CPU-s with it, wall time within noise).
+void ChoosePushParts(const RoleOptions& o, const TrainConfig& train, bool alone, Device device,
+                     PsClient* client, const std::string& who) {
+  std::string whole = o.overlap_push == "false" ? "--overlap_push=false"
+                                                : WhyPushWholeSteps(train, o.async, alone, device);
+  if (whole.empty() && o.overlap_push == "auto" && AllOnLoopback(o.ps_hosts)) {
+    whole =
+        "every server is on loopback, where there is no link to overlap with; "
+        "--overlap_push=true to overlap all the same";
+  }
+  if (whole.empty()) client->set_push_part_bytes(o.push_part_bytes);
+  if (client->push_part_bytes() > 0) {
+    LOG(INFO) << who << ": the push overlaps backward, in parts of " << (o.push_part_bytes >> 20)
+              << " MiB a server, pulled back as they are applied";
+  } else {
+    LOG(INFO) << who << ": one push per server a step, after backward ("
+              << (whole.empty() ? "see the warning above" : whole) << ")";
+  }
+}
+
+// The chief's TensorBoard run: the config as text and the model's graph (as
+// tf.summary.FileWriter(logdir, sess.graph); a diagnostic, never fatal).
+Result<std::unique_ptr<SummaryWriter>> OpenChiefLog(const RoleOptions& o, const Setup& s,
+                                                    int num_workers, int64_t step,
+                                                    const std::string& who) {
+  ASSIGN_OR_RETURN(std::unique_ptr<SummaryWriter> log, SummaryWriter::Open(o.logdir, "train"));
+  log->AddText("config", step,
+               "```\n" + s.config.ToYaml() +
+                   "\n```\n\ncluster: " + std::to_string(o.ps_hosts.size()) + " ps, " +
+                   std::to_string(num_workers) + " workers");
+  auto model_node = s.config.Child("model");
+  auto graph =
+      model_node.ok()
+          ? ModelGraphDef(*model_node, {static_cast<int>(o.ps_hosts.size()), o.partition_bytes,
+                                        "/job:worker/task:" + std::to_string(o.task_index)})
+          : Result<tensorflow::GraphDef>(model_node.status());
+  if (graph.ok()) {
+    log->AddGraph(*graph);
+  } else {
+    LOG(WARNING) << who << ": no graph for TensorBoard: " << graph.status().ToString();
+  }
+  return log;
+}
+
+// The chief, once every worker and evaluator reached the final barrier: the model checked
+// finite, saved, evaluated, exported; the servers told to exit; "done".
+Status FinishAsChief(const RoleOptions& o, Setup& s, Model* model, ComputeDevice* device,
+                     PsClient* client, std::unique_ptr<SummaryWriter> log, bool synthetic,
+                     const std::string& who) {
+  ASSIGN_OR_RETURN(int64_t step, client->Pull());
+  // Never "done" over a broken model: the servers' last committed checkpoint stays the valid one.
+  RETURN_IF_ERROR(CheckModelFinite(model->variables(), step).WithContext(who));
+  model->UploadVariables();
+  ReportDeviceMemory(*device, who + ": at the end", step, log.get());
+  RETURN_IF_ERROR(client->Checkpoint(step, o.train_dir));
+  if (synthetic) {  // nothing was learnt, and the data need not fit the model
+    RETURN_IF_ERROR(client->Shutdown());
+    if (log) RETURN_IF_ERROR(log->Close());
+    std::printf("done: global step %ld (synthetic compute: no evaluation)\n",
+                static_cast<long>(step));
+    std::fflush(stdout);
+    return Status::OK();
+  }
+  ASSIGN_OR_RETURN(Evaluation e, Evaluate(model, s.input, s.train.seed));
+  CheckpointData exported;
+  exported.global_step = step;
+  for (Variable* v : model->variables()) exported.tensors[v->name] = v->value;
+  RETURN_IF_ERROR(ExportSafetensors(exported, o.train_dir + "/model.safetensors"));
+  RETURN_IF_ERROR(client->Shutdown());
+  if (log) RETURN_IF_ERROR(log->Close());
+  std::printf("done: global step %ld, test accuracy %.4f, test loss %.4f\n",
+              static_cast<long>(step), e.accuracy, e.loss);
+  std::fflush(stdout);
+  return Status::OK();
+}
+
+}  // namespace
+
 Status RunWorker(const RoleOptions& o) {
   const bool chief = o.task_index == 0;
   const std::string who = "worker " + std::to_string(o.task_index);
@@ -96,22 +218,10 @@ Status RunWorker(const RoleOptions& o) {
                            ": --synthetic_step_ms stands in for a GPU's compute and fills "
                            "host gradients: run it with --device=cpu");
   }
-  IntraNodeOptions intra;
-  ASSIGN_OR_RETURN(intra.mode, ParseIntraNodeSync(o.intra_node_sync));
-  intra.worker_hosts = o.worker_hosts;
-  intra.task_index = o.task_index;
-  intra.device = device->device();
-  intra.curve = o.curve;
-  intra.insecure = o.insecure;
-  // A non-leader waits while its leader exchanges with the servers, which may itself wait for a
-  // server to come back and, in sync mode, for the slowest other host doing the same.
-  intra.timeout = std::chrono::seconds(2 * o.unavailable_timeout_secs + 120);
-  int64_t averaged_floats = 0;
-  for (Variable* v : s.model->variables()) averaged_floats += v->value.size();
-  intra.model = s.model->name() + ", " + std::to_string(s.model->variables().size()) +
-                " variables, " + std::to_string(averaged_floats) + " floats";
-  ASSIGN_OR_RETURN(std::unique_ptr<IntraNodeGroup> group, JoinIntraNodeGroup(intra, who));
-  if (o.elastic_data && intra.mode != IntraNodeSync::kOff) {
+  ASSIGN_OR_RETURN(IntraNodeSync sync, ParseIntraNodeSync(o.intra_node_sync));
+  ASSIGN_OR_RETURN(std::unique_ptr<IntraNodeGroup> group,
+                   JoinHostGroup(o, sync, *s.model, device->device(), who));
+  if (o.elastic_data && sync != IntraNodeSync::kOff) {
     return InvalidArgument(
         "--elastic_data needs --intra_node_sync=off: a host group's ranks "
         "would each lease, and one pushes");
@@ -125,39 +235,8 @@ Status RunWorker(const RoleOptions& o) {
                    PsClient::Connect(o.ps_hosts, chief ? "chief" : "worker", o.task_index,
                                      model->variables(), o.partition_bytes, o.curve, o.replicas));
   client->set_unavailable_timeout(std::chrono::seconds(o.unavailable_timeout_secs));
-  if (chief) {
-    ASSIGN_OR_RETURN(PsClient::Initialized init, client->Initialize(0, o.train_dir));
-    LOG(INFO) << who << " (chief): " << model->Summary() << "variables on " << o.ps_hosts.size()
-              << " parameter servers"
-              << (init.restored ? " (restored from the committed checkpoint of step " +
-                                      std::to_string(*init.restored) + ")"
-                  : init.kept ? " (" + std::to_string(init.kept) +
-                                    " kept the values they had, set before this chief started)"
-                              : "");
-  } else {
-    RETURN_IF_ERROR(client->WaitUntilInitialized(std::chrono::seconds(o.init_timeout_secs)));
-  }
-  // The push overlaps backward where it may; said once either way. On loopback the transfer
-  // is copies by the same cores that run backward: nothing to hide it behind (a 300-step local
-  // RefNet job: 27.3 against 26.6 CPU-s with it, wall time within noise).
-  std::string whole = o.overlap_push == "false"
-                          ? "--overlap_push=false"
-                          : WhyPushWholeSteps(s.train, o.async, group == nullptr, device->device());
-  if (whole.empty() && o.overlap_push == "auto" && AllOnLoopback(o.ps_hosts)) {
-    whole =
-        "every server is on loopback, where there is no link to overlap with; "
-        "--overlap_push=true to overlap all the same";
-  }
-  if (whole.empty()) {
-    client->set_push_part_bytes(o.push_part_bytes);
-  }
-  if (client->push_part_bytes() > 0) {
-    LOG(INFO) << who << ": the push overlaps backward, in parts of " << (o.push_part_bytes >> 20)
-              << " MiB a server, pulled back as they are applied";
-  } else {
-    LOG(INFO) << who << ": one push per server a step, after backward ("
-              << (whole.empty() ? "see the warning above" : whole) << ")";
-  }
+  RETURN_IF_ERROR(InitializeOrWait(o, *model, client.get(), who));
+  ChoosePushParts(o, s.train, group == nullptr, device->device(), client.get(), who);
   TrainingStep training_step(model, s.train, client.get(), group.get(), who,
                              std::chrono::milliseconds(o.synthetic_step_ms));
   // Said on every progress line: its loss and examples/s are not a model's.
@@ -177,23 +256,7 @@ Status RunWorker(const RoleOptions& o) {
                                          s.train.seed + 1000 * o.task_index + step));
   std::unique_ptr<SummaryWriter> log;
   if (chief && !o.logdir.empty()) {
-    ASSIGN_OR_RETURN(log, SummaryWriter::Open(o.logdir, "train"));
-    log->AddText("config", step,
-                 "```\n" + s.config.ToYaml() +
-                     "\n```\n\ncluster: " + std::to_string(o.ps_hosts.size()) + " ps, " +
-                     std::to_string(num_workers) + " workers");
-    // The Graphs tab, as tf.summary.FileWriter(logdir, sess.graph); a diagnostic, never fatal.
-    auto model_node = s.config.Child("model");
-    auto graph =
-        model_node.ok()
-            ? ModelGraphDef(*model_node, {static_cast<int>(o.ps_hosts.size()), o.partition_bytes,
-                                          "/job:worker/task:" + std::to_string(o.task_index)})
-            : Result<tensorflow::GraphDef>(model_node.status());
-    if (graph.ok()) {
-      log->AddGraph(*graph);
-    } else {
-      LOG(WARNING) << who << ": no graph for TensorBoard: " << graph.status().ToString();
-    }
+    ASSIGN_OR_RETURN(log, OpenChiefLog(o, s, num_workers, step, who));
   }
   SaveTrigger trigger(SavePolicy{o.save_checkpoints_steps, o.save_checkpoints_secs}, step,
                       Clock::now());
@@ -273,31 +336,7 @@ Status RunWorker(const RoleOptions& o) {
             << " local steps; waiting for the others";
   RETURN_IF_ERROR(client->Barrier("done", num_workers + o.evaluators));
   if (!chief) return Status::OK();
-  ASSIGN_OR_RETURN(step, client->Pull());
-  // Never "done" over a broken model: the servers' last committed checkpoint stays the valid one.
-  RETURN_IF_ERROR(CheckModelFinite(model->variables(), step).WithContext(who));
-  model->UploadVariables();
-  ReportDeviceMemory(*device, who + ": at the end", step, log.get());
-  RETURN_IF_ERROR(client->Checkpoint(step, o.train_dir));
-  if (synthetic) {  // nothing was learnt, and the data need not fit the model
-    RETURN_IF_ERROR(client->Shutdown());
-    if (log) RETURN_IF_ERROR(log->Close());
-    std::printf("done: global step %ld (synthetic compute: no evaluation)\n",
-                static_cast<long>(step));
-    std::fflush(stdout);
-    return Status::OK();
-  }
-  ASSIGN_OR_RETURN(Evaluation e, Evaluate(model, s.input, s.train.seed));
-  CheckpointData exported;
-  exported.global_step = step;
-  for (Variable* v : model->variables()) exported.tensors[v->name] = v->value;
-  RETURN_IF_ERROR(ExportSafetensors(exported, o.train_dir + "/model.safetensors"));
-  RETURN_IF_ERROR(client->Shutdown());
-  if (log) RETURN_IF_ERROR(log->Close());
-  std::printf("done: global step %ld, test accuracy %.4f, test loss %.4f\n",
-              static_cast<long>(step), e.accuracy, e.loss);
-  std::fflush(stdout);
-  return Status::OK();
+  return FinishAsChief(o, s, model, device.get(), client.get(), std::move(log), synthetic, who);
 }
 
 Status RunEvaluator(const RoleOptions& o) {
