@@ -37,6 +37,9 @@ DEFINE_int32(small_floats, 256, "floats per small variable");
 DEFINE_int32(small_iters, 200, "pushes of all small variables at once");
 DEFINE_int32(single_iters, 5000, "pushes of one small variable each");
 DEFINE_bool(curve, false, "compare CurveZMQ against plaintext instead of against a raw socket");
+DEFINE_bool(checks, false,
+            "compare a server with the role's hostile-peer checks (one push per pull, the outlier "
+            "guard) against one without, instead of against a raw socket");
 
 namespace pstrain {
 namespace {
@@ -51,7 +54,9 @@ constexpr std::chrono::milliseconds kTimeout(60000);
 
 // The real server loop: ps::ParameterServer in async mode with SGD, so every push is applied
 // to the variable (a streaming update over its bytes) before the reply, as in training.
-void ServeVariables(wire::ServerSocket* server) {
+// With `checks`, as the server role runs it: one push per pull and the outlier guard at the
+// flags' defaults (the NaN/Inf and overflow checks run either way).
+void ServeVariables(wire::ServerSocket* server, bool checks) {
   auto config = ConfigNode::Parse(
       "{optimizer: {type: sgd}, learning_rate: {schedule: constant, initial: 0.001}}", "bench");
   CHECK(config.ok()) << config.status().ToString();
@@ -59,6 +64,8 @@ void ServeVariables(wire::ServerSocket* server) {
   CHECK(store.ok()) << store.status().ToString();
   ps::ServerOptions options;
   options.mode = ps::UpdateMode::kAsync;
+  options.one_push_per_pull = checks;
+  options.outlier_binades = checks ? 10 : 0;
   ps::ParameterServer ps(options, std::move(store).value());
   Status s = ps.Serve(server);
   CHECK(s.ok()) << s.ToString();
@@ -123,10 +130,26 @@ double PushRate(wire::Connection* conn, int vars, int floats, int iters) {
   return static_cast<double>(vars) * iters / SecondsSince(start);
 }
 
+// Round trips per second of a pull then a push of one small variable, as a worker makes them.
+double PullPushRate(wire::Connection* conn, int floats, int iters) {
+  Message pull = FromChief(MessageType::kPull, conn);
+  pull.names = {"layer0/w"};
+  Message push = FromChief(MessageType::kPush, conn);
+  push.tensors.push_back({"layer0/w", Tensor::Filled({floats}, 1.0f)});
+  Clock::time_point start = Clock::now();
+  for (int i = 0; i < iters; ++i) {
+    if (i > 0) push.sequence = FromChief(MessageType::kPush, conn).sequence;
+    CHECK(conn->Call(pull, kTimeout).ok());
+    Result<Message> r = conn->Call(push, kTimeout);
+    CHECK(r.ok()) << r.status().ToString();
+  }
+  return iters / SecondsSince(start);
+}
+
 // A parameter server on its own thread and one initialised client, over CURVE or plaintext.
 class BenchServer {
  public:
-  BenchServer(size_t bytes, bool curve) {
+  BenchServer(size_t bytes, bool curve, bool checks = false) {
     wire::Security server_side, client_side;
     if (curve) {
       const wire::CurveKeyPair server_keys = wire::NewCurveKeyPair().value();
@@ -139,7 +162,7 @@ class BenchServer {
     auto bound = wire::ServerSocket::Bind("tcp://127.0.0.1:0", {}, server_side);
     CHECK(bound.ok()) << bound.status().ToString();
     server_ = std::move(bound).value();
-    thread_ = std::thread(ServeVariables, server_.get());
+    thread_ = std::thread(ServeVariables, server_.get(), checks);
     auto connected = wire::Connection::Connect(server_->endpoint(), {}, client_side);
     CHECK(connected.ok()) << connected.status().ToString();
     conn_ = std::move(connected).value();
@@ -187,13 +210,45 @@ int CompareCurve(size_t bytes) {
   return 0;
 }
 
+// Servers without and with the role's checks side by side, trials alternating between them.
+int CompareChecks(size_t bytes) {
+  BenchServer none(bytes, false, false), checked(bytes, false, true);
+  std::printf(
+      "== loopback TCP, %d trials: a server with the role's checks (one push per pull, outlier "
+      "guard) vs one without, %u cores\n",
+      FLAGS_trials, std::thread::hardware_concurrency());
+  std::vector<double> none_small, checked_small, none_big, checked_big;
+  for (int t = 0; t < FLAGS_trials; ++t) {
+    none_small.push_back(PullPushRate(none.conn(), FLAGS_small_floats, FLAGS_single_iters));
+    checked_small.push_back(PullPushRate(checked.conn(), FLAGS_small_floats, FLAGS_single_iters));
+    none_big.push_back(TransportPushPull(none.conn(), bytes, FLAGS_iters));
+    checked_big.push_back(TransportPushPull(checked.conn(), bytes, FLAGS_iters));
+    std::printf(
+        "trial %d: pull+push of %d floats: %.0f/s without, %.0f/s with; %d MiB push+pull: %.2f "
+        "GB/s without, %.2f GB/s with\n",
+        t, FLAGS_small_floats, none_small.back(), checked_small.back(), FLAGS_mib, none_big.back(),
+        checked_big.back());
+  }
+  const double small_none = Median(none_small), small_checked = Median(checked_small);
+  std::printf(
+      "pull+push of %d floats, median: %.0f/s without, %.0f/s with (%.1f us a round "
+      "trip more)\n",
+      FLAGS_small_floats, small_none, small_checked, 1e6 / small_checked - 1e6 / small_none);
+  std::printf("%d MiB push+pull, median: %.2f GB/s without, %.2f GB/s with (ratio %.2f)\n",
+              FLAGS_mib, Median(none_big), Median(checked_big),
+              Median(checked_big) / Median(none_big));
+  std::printf("ratio: %.2f\n", small_checked / small_none);
+  return 0;
+}
+
 int Main() {
   const size_t bytes = static_cast<size_t>(FLAGS_mib) << 20;
   if (FLAGS_curve) return CompareCurve(bytes);
+  if (FLAGS_checks) return CompareChecks(bytes);
   auto bound = wire::ServerSocket::Bind("tcp://127.0.0.1:0");
   CHECK(bound.ok()) << bound.status().ToString();
   std::unique_ptr<wire::ServerSocket> server = std::move(bound).value();
-  std::thread server_thread(ServeVariables, server.get());
+  std::thread server_thread(ServeVariables, server.get(), false);
   auto connected = wire::Connection::Connect(server->endpoint());
   CHECK(connected.ok()) << connected.status().ToString();
   std::unique_ptr<wire::Connection> conn = std::move(connected).value();

@@ -9,6 +9,9 @@
 #   bench/run.sh ps       wire transport push+pull of a 64 MiB variable vs a raw TCP socket pair
 #   bench/run.sh gpu      RefNet (batch 128) and ResNet-50 (batch 64, 224x224x3 synthetic) training
 #                         on the GPU vs the same nets in PyTorch (bench/torch_gpu_ref.py); no build
+#   bench/run.sh checks   a server with the role's hostile-peer checks (one push per pull, the
+#                         outlier guard) vs one without: pull+push rate of a small variable (the
+#                         ratio, with over without) and 64 MiB push+pull
 #   bench/run.sh curve    the same push+pull (and small pushes) over CurveZMQ vs plaintext; the
 #                         ratio is CURVE over plaintext (below 1: what authentication costs)
 #   bench/run.sh hub      intra-node sync of CPU workers: an all-reduce of 16 MiB per rank by 2 ranks
@@ -83,6 +86,12 @@ case "$name" in
     GLIBC_TUNABLES=glibc.malloc.hugetlb=1 OMP_WAIT_POLICY=PASSIVE \
       "$bdir"/bench/pstrain-bench-ps-transport --curve "$@"
     ;;
+  checks)
+    build
+    echo "== load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+    GLIBC_TUNABLES=glibc.malloc.hugetlb=1 OMP_WAIT_POLICY=PASSIVE \
+      "$bdir"/bench/pstrain-bench-ps-transport --checks "$@"
+    ;;
   gpu)
     # Runs where the GPU is: no build here (a GPU machine may lack our build dependencies; see
     # ../shared/DEVICE.md: build and pack on a build machine, then run this there).
@@ -116,7 +125,7 @@ case "$name" in
     exec bash bench/scale.sh "$@"
     ;;
   *)
-    echo "usage: bench/run.sh refnet|tf1|ps|curve|hub|gpu|scale [flags for the pstrain side]" >&2
+    echo "usage: bench/run.sh refnet|tf1|ps|checks|curve|hub|gpu|scale [flags for the pstrain side]" >&2
     exit 2
     ;;
 esac

@@ -142,6 +142,7 @@ void WireSeeds(const fs::path& dir) {
   record.tensors = {{"w", Iota(Shape{2, 3})}, {"bn/moving_mean", Iota(Shape{4})}};
   record.pushes = {{"worker", 1, 5, 1, 13, 0, ""}, {"chief", 0, 6, 4, 13, -1, "stale"}};
   record.uses = {{0, 3, 100}, {0, 4, 28}};
+  record.link = std::string(32, 'l');
   Write(dir, "replicate", WireSeed(record, 0));
   Message copy = record;
   copy.type = MessageType::kReplicaCopy;

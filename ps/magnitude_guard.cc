@@ -7,24 +7,44 @@
 namespace pstrain {
 namespace ps {
 
-uint32_t MagnitudeGuard::Bound() const {
-  if (binades_ <= 0 || window_.size() < kWarmup) return 0;
-  std::vector<uint32_t> sorted(window_.begin(), window_.end());
-  std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
-  return sorted[sorted.size() / 2] + static_cast<uint32_t>(binades_);
+uint32_t MagnitudeGuard::CrossMedian() const {
+  std::vector<uint32_t> medians;
+  for (const auto& [sender, w] : senders_) {
+    if (w.exponents.size() >= kWarmup) medians.push_back(w.median);
+  }
+  if (medians.empty()) return 0;
+  std::nth_element(medians.begin(), medians.begin() + medians.size() / 2, medians.end());
+  return medians[medians.size() / 2];
 }
 
-float MagnitudeGuard::Scale(uint32_t exponent) {
-  const uint32_t bound = Bound();
+uint32_t MagnitudeGuard::Bound(const std::string& sender) const {
+  if (binades_ <= 0) return 0;
+  uint32_t base = CrossMedian();
+  if (base == 0) return 0;
+  auto it = senders_.find(sender);
+  if (it != senders_.end() && it->second.exponents.size() >= kWarmup) {
+    base = std::min(base, it->second.median);
+  }
+  return base + static_cast<uint32_t>(binades_);
+}
+
+float MagnitudeGuard::Scale(const std::string& sender, uint32_t exponent) {
+  if (binades_ <= 0) return 1.0f;
+  const uint32_t bound = Bound(sender);
   float scale = 1.0f;
   if (bound > 0 && exponent > bound) {
     scale = std::ldexp(1.0f, -static_cast<int>(exponent - bound));
     exponent = bound;
     ++scaled_;
   }
-  if (binades_ > 0) {
-    window_.push_back(exponent);
-    if (window_.size() > kWindow) window_.pop_front();
+  if (exponent == 0) return scale;
+  Window& w = senders_[sender];
+  w.exponents.push_back(exponent);
+  if (w.exponents.size() > kWindow) w.exponents.pop_front();
+  if (w.exponents.size() >= kWarmup) {
+    std::vector<uint32_t> sorted(w.exponents.begin(), w.exponents.end());
+    std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
+    w.median = sorted[sorted.size() / 2];
   }
   return scale;
 }

@@ -60,7 +60,8 @@ bool ReplicaChain::Set(const View& view, Change* change) {
   return true;
 }
 
-void ReplicaChain::Reset(int64_t records, int64_t step) {
+void ReplicaChain::Reset(int64_t records, int64_t step, const std::string& link) {
+  if (!link.empty()) link_ = link;
   records_ = committed_ = successor_acked_ = records;
   committed_step_ = step;
   log_.clear();
@@ -69,6 +70,7 @@ void ReplicaChain::Reset(int64_t records, int64_t step) {
 
 std::vector<int> ReplicaChain::Append(const wire::Message& record) {
   records_ = static_cast<int64_t>(record.sequence);
+  link_ = wire::NextChainLink(link_, record);
   log_.push_back(record);
   std::vector<int> to;
   if (successor() >= 0) {

@@ -7,7 +7,9 @@
 // Records are numbered by the shard (`sequence`, contiguous from the last initialisation); a
 // record also says the shard's global step after it (`value`), since a stale drop, an assign or
 // one part of an async step is a record that is no step. Acknowledgements are cumulative: one
-// connection per successor keeps order. The state is plain data; ParameterServer (ps/server.h,
+// connection per successor keeps order. Each record carries the chain's link before it and moves
+// it on (common/wire/chain_link.h): a record is taken only if it follows from those before it
+// here. The state is plain data; ParameterServer (ps/server.h,
 // ps/server_replication.cc) applies the records and sends what this class says to send.
 #pragma once
 
@@ -20,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/wire/chain_link.h"
 #include "common/wire/message.h"
 
 namespace pstrain {
@@ -69,15 +72,19 @@ class ReplicaChain {
   bool Set(const View& view, Change* change);
 
   // After an initialisation, a restore or an installed copy: `records` applied, the shard at
-  // `step`, all of it acknowledged (nothing is in flight).
-  void Reset(int64_t records, int64_t step);
+  // `step`, all of it acknowledged (nothing is in flight). `link`: an installed copy's; empty
+  // keeps this chain's (a head's own, drawn at random when this object was made).
+  void Reset(int64_t records, int64_t step, const std::string& link = {});
+  // The link a next record must carry: the link after the last record applied here.
+  const std::string& link() const { return link_; }
   int64_t records() const { return records_; }
   int64_t committed() const { return committed_; }
   // The shard's global step after the last acknowledged record (what replies report).
   int64_t committed_step() const { return committed_step_; }
 
-  // A record applied here (its sequence is records() + 1): kept until acknowledged. Returns the
-  // tasks to send it to: the successor, or as tail every joiner that has its copy.
+  // A record applied here (its sequence is records() + 1, its link link()): kept until
+  // acknowledged, and the link moved on. Returns the tasks to send it to: the successor, or as
+  // tail every joiner that has its copy.
   std::vector<int> Append(const wire::Message& record);
   // The records not yet acknowledged, oldest first (sent again to a new successor).
   const std::deque<wire::Message>& unacknowledged() const { return log_; }
@@ -124,6 +131,7 @@ class ReplicaChain {
   std::multimap<int64_t, HeldReply> held_;
   std::map<int, Joiner> joiners_;  // by task (tail only)
   bool first_as_head_ = false;
+  std::string link_ = wire::NewChainLink();
 };
 
 }  // namespace ps

@@ -20,6 +20,7 @@ using wire::MessageType;
 namespace {
 ServerOptions WithShard(ServerOptions o) {
   if (o.shard < 0) o.shard = o.task_index;
+  if (o.cluster.servers == 0) o.cluster.servers = o.num_ps;  // ps-<t> senders
   return o;
 }
 }  // namespace
@@ -27,12 +28,11 @@ ServerOptions WithShard(ServerOptions o) {
 ParameterServer::ParameterServer(ServerOptions options, std::unique_ptr<VariableStore> store)
     : options_(WithShard(std::move(options))),
       store_(std::move(store)),
+      barriers_(options_.cluster, options_.min_workers > 0),
       checkpoints_(std::make_unique<ShardCheckpoints>(ShardDir(), options_.max_to_keep,
                                                       "ps " + std::to_string(options_.task_index),
-                                                      options_.before_checkpoint_write)) {
-  if (options_.cluster.servers == 0) options_.cluster.servers = options_.num_ps;  // ps-<t> senders
-  magnitude_ = MagnitudeGuard(options_.outlier_binades);
-  barriers_ = Barriers(options_.cluster, options_.min_workers > 0);
+                                                      options_.before_checkpoint_write)),
+      magnitude_(options_.outlier_binades) {
   membership_ = std::make_unique<Membership>(MembershipOptions{
       options_.mode, options_.num_workers, options_.backup_workers, options_.accumulate_n,
       options_.min_workers, options_.cluster.evaluators,
@@ -558,8 +558,9 @@ std::vector<ParameterServer::Outgoing> ParameterServer::TakePush(const std::stri
 
 void ParameterServer::ScaleOutlier(const Message& request, uint32_t exponent,
                                    std::vector<std::pair<std::string, Tensor>>* grads) {
-  const uint32_t bound = magnitude_.Bound();
-  const float scale = magnitude_.Scale(exponent);
+  const std::string who = Who(request);
+  const uint32_t bound = magnitude_.Bound(who);
+  const float scale = magnitude_.Scale(who, exponent);
   if (scale == 1.0f) return;
   ++stats_.scaled_outliers;
   for (auto& [name, grad] : *grads) {
@@ -574,7 +575,7 @@ void ParameterServer::ScaleOutlier(const Message& request, uint32_t exponent,
           std::to_string(static_cast<int>(exponent) - 127) + ", " +
           std::to_string(static_cast<int>(exponent - bound)) + " binades above the bound (" +
           std::to_string(options_.outlier_binades) +
-          " above the median of the last pushes): scaled down by 2^" +
+          " above its sender's recent median or the senders' median): scaled down by 2^" +
           std::to_string(static_cast<int>(bound) - static_cast<int>(exponent)) +
           " (--gradient_outlier_binades)");
 }

@@ -87,9 +87,9 @@ struct ServerOptions {
   // A worker's new push must follow a pull from this server (ps/peer_state.h). The server
   // role turns it on; in-process tests that drive pushes alone leave it off.
   bool one_push_per_pull = false;
-  // A push whose largest gradient element lies more than this many binades above the median of
-  // the last pushes is scaled down to that bound (ps/magnitude_guard.h); 0: off. The server role
-  // sets --gradient_outlier_binades.
+  // A push whose largest gradient element lies more than this many binades above its sender's
+  // recent median (or the senders' median, if lower) is scaled down to that bound
+  // (ps/magnitude_guard.h); 0: off. The server role sets --gradient_outlier_binades.
   int outlier_binades = 0;
   // A peer silent for this long (workers heartbeat every second) is logged as missing.
   std::chrono::milliseconds peer_timeout{5000};
@@ -179,6 +179,13 @@ class ParameterServer {
   // per sender of the cluster, whatever a sender sends.
   size_t pending_requests() const;
   const VariableStore& store() const { return *store_; }
+  // The link this shard's next replication record must carry (common/wire/chain_link.h).
+  const std::string& chain_link() const { return chain_.link(); }
+  // For tests whose replicas all took the chief's initial values by register: in a cluster a
+  // backup takes the head's copy, and the head's link with it.
+  void TakeChainLinkForTest(const ParameterServer& head) {
+    chain_.Reset(chain_.records(), global_step_, head.chain_link());
+  }
   std::string ShardDir() const;
   // Shard 0's data ledger; null when elastic data is off (ServerOptions::data).
   const DataLedger* data_ledger() const { return ledger_.get(); }
@@ -302,7 +309,7 @@ class ParameterServer {
   };
   std::vector<Waiting> waiting_pushes_;     // sync mode
   std::vector<Waiting> waiting_pulls_;      // sync mode, behind their push
-  Barriers barriers_{{}, false};            // set in the constructor, from the cluster's size
+  Barriers barriers_;                       // by the cluster's size
   std::map<std::string, PeerState> peers_;  // by Who(): "worker 1"
   ServerStats stats_;
   ServerHighs highs_;
@@ -320,7 +327,7 @@ class ParameterServer {
   std::vector<Waiting> future_;  // replication requests of an epoch this task has not yet seen
   // Whether each variable pushed so far came as a value to assign (true) or a gradient.
   std::map<std::string, bool> assigned_;
-  MagnitudeGuard magnitude_{0};  // the pushes' largest elements, for outliers
+  MagnitudeGuard magnitude_;  // the pushes' largest elements, for outliers
 };
 
 }  // namespace ps

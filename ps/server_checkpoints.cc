@@ -165,6 +165,7 @@ Message ParameterServer::Snapshot() {
   copy.request_id = copy.sequence;
   copy.value = global_step_;
   copy.text = Fingerprint();
+  copy.link = chain_.link();
   for (const auto& [name, t] : store_->StateTensors()) copy.tensors.push_back({name, t});
   for (const auto& [who, p] : peers_) {
     // A push of the open accumulate window is in no record yet: its entry comes with its window's.
@@ -224,6 +225,10 @@ Status ParameterServer::InstallSnapshot(const Message& copy) {
     return InvalidArgument("a copy at record " + std::to_string(copy.sequence) + " and step " +
                            std::to_string(copy.value) + "; both are from 0 to 2^53");
   }
+  if (copy.link.size() != wire::kChainLinkBytes) {
+    return InvalidArgument("a copy with a chain link of " + std::to_string(copy.link.size()) +
+                           " bytes (expected " + std::to_string(wire::kChainLinkBytes) + ")");
+  }
   RETURN_IF_ERROR(CheckPushEntries(copy.pushes).WithContext("the copy"));
   // Everything checked: in place after whatever shares the old bytes has its own, as a restore.
   for (const auto& [name, value] : values) {
@@ -251,7 +256,7 @@ Status ParameterServer::InstallSnapshot(const Message& copy) {
   for (const wire::PushEntry& e : copy.pushes) {
     InstallPush(e, static_cast<int64_t>(copy.sequence));
   }
-  chain_.Reset(static_cast<int64_t>(copy.sequence), global_step_);
+  chain_.Reset(static_cast<int64_t>(copy.sequence), global_step_, copy.link);
   return Status::OK();
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <set>
 
+#include "common/wire/pair_tag.h"
 #include "common/wire/refusal_log.h"
 #include "ps/server.h"
 
@@ -165,6 +166,7 @@ int64_t ParameterServer::Replicate(int64_t step, NamedTensors prepared, NamedTen
   record.request_id = record.sequence;
   record.step = step;
   record.value = global_step_;  // the shard's step after the record
+  record.link = chain_.link();
   for (auto& [name, t] : prepared) record.tensors.push_back({name, std::move(t)});
   for (auto& [name, t] : assigns) {
     record.tensors.push_back({name, std::move(t)});
@@ -290,6 +292,12 @@ Status ParameterServer::CheckRecord(const Message& record) const {
                            std::to_string(options_.shard) + " holds records up to " +
                            std::to_string(chain_.records()) + " (expected record " +
                            std::to_string(chain_.records() + 1) + ")");
+  }
+  if (!wire::SameTag(record.link, chain_.link())) {
+    // Another sender's records, or a forger's who guessed the sequence: nothing of it is taken.
+    return InvalidArgument("record " + std::to_string(sequence) + " does not follow the records " +
+                           "this replica of shard " + std::to_string(options_.shard) +
+                           " holds (its chain link differs): refused, nothing applied");
   }
   if (record.value != global_step_ && record.value != global_step_ + 1) {
     return InvalidArgument("record " + std::to_string(sequence) + " takes the shard to step " +

@@ -38,7 +38,8 @@ DEFINE_int64(max_staleness, 0,
 DEFINE_int32(backup_workers, 0, "sync mode: update with the first (workers - backup) pushes");
 DEFINE_int32(gradient_outlier_binades, 10,
              "servers scale down a push whose largest gradient element lies more than this many "
-             "binades (powers of two) above the median of the last 256 pushes; 0: off");
+             "binades (powers of two) above its sender's recent median (or the senders' median, if "
+             "lower); 0: off");
 DEFINE_int32(min_workers, 0,
              "workers may join and leave a running job: the servers count the live workers "
              "(accumulate and sync N follows them) and apply nothing while fewer than this many "

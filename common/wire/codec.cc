@@ -230,6 +230,8 @@ Result<Message> DecodeHeader(schema::Header::Reader header, const std::vector<Fr
     for (int32_t t : chain.getTasks()) c.tasks.push_back(t);
     m.caught_up.push_back(std::move(c));
   }
+  const auto link = header.getLink();
+  m.link.assign(reinterpret_cast<const char*>(link.begin()), link.size());
 
   const auto metas = header.getTensors();
   if (frames.size() != size_t{metas.size()} + 1) {
@@ -352,6 +354,10 @@ Result<EncodedMessage> Encode(const Message& message) {
     for (size_t t = 0; t < message.caught_up[i].tasks.size(); ++t) {
       tasks.set(t, message.caught_up[i].tasks[t]);
     }
+  }
+  if (!message.link.empty()) {
+    header.setLink(
+        kj::arrayPtr(reinterpret_cast<const kj::byte*>(message.link.data()), message.link.size()));
   }
   auto uses = header.initUses(message.uses.size());
   for (size_t i = 0; i < message.uses.size(); ++i) {

@@ -14,6 +14,8 @@
 #include <regex>
 #include <sstream>
 
+#include "common/wire/z85.h"
+
 namespace pstrain {
 namespace wire {
 namespace {
@@ -23,11 +25,7 @@ namespace fs = std::filesystem;
 constexpr size_t kZ85KeyLength = 40;
 constexpr const char* kSecretSuffix = "_secret";
 
-bool IsZ85Key(const std::string& key) {
-  if (key.size() != kZ85KeyLength) return false;
-  uint8_t decoded[32];
-  return zmq_z85_decode(decoded, key.c_str()) != nullptr;
-}
+bool IsZ85Key(const std::string& key) { return BytesOfZ85Key(key).has_value(); }
 
 std::string Certificate(const CurveKeyPair& keys, bool secret) {
   std::string text = secret ? "#   ZeroMQ CURVE **Secret** Certificate\n"

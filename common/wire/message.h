@@ -14,8 +14,9 @@ namespace pstrain {
 namespace wire {
 
 // Bumped on any incompatible change; a peer speaking another version is refused by name.
-// 3: replication (docs/replication.md); 4: the chief proves shard maps (map_proof.h)
-constexpr uint32_t kProtocolVersion = 4;
+// 3: replication (docs/replication.md); 4: the chief proves shard maps (map_proof.h);
+// 5: replication records and copies carry the chain's link (chain_link.h)
+constexpr uint32_t kProtocolVersion = 5;
 
 // Each request type has its own fields (besides the envelope every message carries: role,
 // task_index, incarnation, request_id, shard, map_epoch); a request carrying a field of another
@@ -132,6 +133,9 @@ struct Message {
   std::vector<ChunkUse> uses;        // push, replicate, replica copy: data-ledger changes
   std::vector<MapProof> map_proofs;  // shard map set and get reply: the chief's proofs
   std::vector<Chain> caught_up;      // shard map get reply: joiners found caught up, by shard
+  // Replicate: the chain's link before this record; replica copy: after the copied records
+  // (chain_link.h). 32 bytes.
+  std::string link;
 };
 
 // A non-zero id for this process, drawn once, that grows with the process's start time: of two

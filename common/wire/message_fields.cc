@@ -24,6 +24,7 @@ enum Field : unsigned {
   kUses = 1 << 12,
   kMapProofs = 1 << 13,
   kCaughtUp = 1 << 14,  // a reply's alone
+  kLink = 1 << 15,
 };
 
 // The fields a request of `type` may carry; false for the reply types.
@@ -66,10 +67,10 @@ bool FieldsOf(MessageType type, unsigned* fields) {
     // records are numbered apart from steps, since a stale drop, or one part of an async step,
     // is a record that is no step (docs/replication.md section 2).
     case MessageType::kReplicate:
-      *fields = kStep | kSequence | kTensors | kAssigns | kValue | kPushes | kUses;
+      *fields = kStep | kSequence | kTensors | kAssigns | kValue | kPushes | kUses | kLink;
       return true;
     case MessageType::kReplicaCopy:
-      *fields = kSequence | kTensors | kValue | kPushes | kUses | kText;
+      *fields = kSequence | kTensors | kValue | kPushes | kUses | kText | kLink;
       return true;
     case MessageType::kShardMap:  // a get carries none
       *fields = kChains | kMapProofs;
@@ -104,10 +105,11 @@ Status CheckRequestFields(const Message& m) {
                                             {kChains, !m.chains.empty()},
                                             {kUses, !m.uses.empty()},
                                             {kMapProofs, !m.map_proofs.empty()},
-                                            {kCaughtUp, !m.caught_up.empty()}};
-  const char* names[] = {"step",     "value",   "text", "names",     "tensors",
-                         "sequence", "assigns", "root", "steps",     "errorCode",
-                         "pushes",   "chains",  "uses", "mapProofs", "caughtUp"};
+                                            {kCaughtUp, !m.caught_up.empty()},
+                                            {kLink, !m.link.empty()}};
+  const char* names[] = {"step",    "value",     "text",     "names",     "tensors", "sequence",
+                         "assigns", "root",      "steps",    "errorCode", "pushes",  "chains",
+                         "uses",    "mapProofs", "caughtUp", "link"};
   static_assert(sizeof(names) / sizeof(names[0]) == sizeof(carried) / sizeof(carried[0]));
   for (size_t i = 0; i < sizeof(carried) / sizeof(carried[0]); ++i) {
     if (carried[i].second && !(allowed & carried[i].first)) {

@@ -1,16 +1,22 @@
 #include "common/wire/pair_tag.h"
 
 #include <sodium.h>
-#include <zmq.h>
+
+#include <algorithm>
+
+#include "common/wire/z85.h"
 
 namespace pstrain {
 namespace wire {
 namespace {
 
 Status Decode(const std::string& z85, const char* what, unsigned char out[32]) {
-  if (z85.size() != 40 || zmq_z85_decode(out, z85.c_str()) == nullptr) {
+  std::optional<std::string> binary = BytesOfZ85Key(z85);
+  if (!binary) {
     return InvalidArgument(std::string(what) + " is not a CURVE key (expected 40 Z85 characters)");
   }
+  std::copy(binary->begin(), binary->end(), out);
+  sodium_memzero(binary->data(), binary->size());
   return Status::OK();
 }
 

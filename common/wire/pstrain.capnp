@@ -112,4 +112,5 @@ struct Header {
   mapProofs @21 :List(MapProof);
   # ShardMap get reply: per shard, the joiners its tail found caught up (for the chief).
   caughtUp @22 :List(Chain);
+  link @23 :Data;
 }

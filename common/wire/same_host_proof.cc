@@ -1,8 +1,7 @@
 #include "common/wire/same_host_proof.h"
 
-#include <zmq.h>
-
 #include "common/wire/pair_tag.h"
+#include "common/wire/z85.h"
 
 namespace pstrain {
 namespace wire {
@@ -11,11 +10,9 @@ Result<std::string> SameHostProof(const std::string& own_secret, const std::stri
                                   const std::string& client_name) {
   ASSIGN_OR_RETURN(std::string tag,
                    PairTag(own_secret, peer_public, "pstrain same-host proof v1", client_name));
-  char text[41] = {0};
-  if (zmq_z85_encode(text, reinterpret_cast<const uint8_t*>(tag.data()), tag.size()) == nullptr) {
-    return Internal("Z85 encoding of the same-host proof failed");
-  }
-  return std::string(text, 40);
+  std::optional<std::string> text = Z85Of32(tag);
+  if (!text) return Internal("Z85 encoding of the same-host proof failed");
+  return *text;
 }
 
 bool SameProof(const std::string& a, const std::string& b) { return SameTag(a, b); }

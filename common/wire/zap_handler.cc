@@ -11,6 +11,7 @@
 
 #include "common/wire/refusal_log.h"
 #include "common/wire/same_host_proof.h"
+#include "common/wire/z85.h"
 #include "common/wire/zmq_context.h"
 
 namespace pstrain {
@@ -43,12 +44,7 @@ Registry& Domains() {
 }
 
 std::string Z85(const std::string& binary_key) {
-  char text[41] = {0};
-  if (binary_key.size() != 32 ||
-      zmq_z85_encode(text, reinterpret_cast<const uint8_t*>(binary_key.data()), 32) == nullptr) {
-    return "(" + std::to_string(binary_key.size()) + "-byte key)";
-  }
-  return text;
+  return Z85Of32(binary_key).value_or("(" + std::to_string(binary_key.size()) + "-byte key)");
 }
 
 // Reads every frame of the next request; false if the context is going away.
@@ -189,13 +185,12 @@ Result<std::unique_ptr<ZapDomain>> ZapDomain::Register(
   state->proof = proof;
   state->server_secret = server_secret;
   for (const auto& [z85, name] : client_keys) {
-    std::string binary(32, '\0');
-    if (z85.size() != 40 ||
-        zmq_z85_decode(reinterpret_cast<uint8_t*>(binary.data()), z85.c_str()) == nullptr) {
+    std::optional<std::string> binary = BytesOfZ85Key(z85);
+    if (!binary) {
       return InvalidArgument("the public key of " + name + " is not a CURVE key (expected 40 " +
                              "Z85 characters, got '" + z85 + "')");
     }
-    state->clients[binary] = name;
+    state->clients[*binary] = name;
   }
   std::lock_guard<std::mutex> lock(Domains().mu);
   state->name = "pstrain-" + std::to_string(Domains().next_id++);

@@ -20,16 +20,17 @@
 namespace pstrain {
 namespace testing {
 
-// `pstrain --job_name=ps` with its output in a log file.
+// `pstrain --job_name=ps` with its output in a log file. Keys are written for `servers` servers;
+// the process is ps 0 unless Start's flags say otherwise (the last of a repeated flag counts).
 class CurveServerProcess {
  public:
-  explicit CurveServerProcess(const std::string& name, int evaluators = 0) {
+  explicit CurveServerProcess(const std::string& name, int evaluators = 0, int servers = 1) {
     port_ = PickPort();
     dir_ = ::testing::TempDir() + "/curve_ps_" + name + "_" + std::to_string(port_);
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
     keys_ = dir_ + "/keys";
-    Status written = wire::WriteClusterKeys(keys_, 1, 2, evaluators);
+    Status written = wire::WriteClusterKeys(keys_, servers, 2, evaluators);
     CHECK(written.ok()) << written.ToString();
   }
   ~CurveServerProcess() { KillProcess(&pid_); }
@@ -54,6 +55,7 @@ class CurveServerProcess {
   }
   pid_t pid() const { return pid_; }
   bool Alive() { return pid_ > 0 && waitpid(pid_, nullptr, WNOHANG) == 0; }
+  int port() const { return port_; }
   std::string endpoint() const { return "tcp://127.0.0.1:" + std::to_string(port_); }
   const std::string& keys() const { return keys_; }
   std::string log_path() const { return dir_ + "/ps.log"; }

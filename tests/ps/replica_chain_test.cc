@@ -77,6 +77,7 @@ class Cluster {
       init.tensors.push_back({"b", Tensor::Filled(Shape{8}, -1.0f)});
       init.tensors.push_back({"bn", Tensor::Filled(Shape{4}, 0.0f)});
       Take(t, at(t).Handle("chief", init));
+      if (t != tasks[0]) at(t).TakeChainLinkForTest(at(tasks[0]));
     }
     replies.clear();
   }
@@ -285,6 +286,39 @@ TEST(ReplicaChainTest, APushIsAcknowledgedOnlyOnceTheTailHasItsUpdate) {
   EXPECT_EQ(c.replies[0].message.type, MessageType::kOk);
   EXPECT_EQ(c.replies[0].message.step, 1);
   EXPECT_EQ(c.replies[0].message.map_epoch, 1u);
+}
+
+// A predecessor's key used from elsewhere (issue 26): a record with the next sequence number and
+// the right sender, but not made from this chain's records (its link differs, or it has none), is
+// refused and changes nothing; the real record is taken after it, and the replicas stay equal.
+TEST(ReplicaChainTest, ARecordThatDoesNotFollowTheChainsRecordsIsRefusedAndChangesNothing) {
+  Cluster c(2, Options{});
+  c.Initialize({0, 1});
+  c.SetChain(1, {0, 1});
+  for (int round = 0; round < 2; ++round) {
+    c.Push(0, 0, round, 1.0f);
+    ASSERT_EQ(c.wire.size(), 1u);
+    Message forged = c.wire.front().message;  // its sequence and sender are right
+    for (auto& t : forged.tensors) t.tensor = Tensor::Filled(t.tensor.shape(), 1000.0f);
+    for (const std::string& link : {wire::NewChainLink(), std::string()}) {
+      forged.link = link;
+      auto out = c.at(1).Handle("ps-0", forged, "ps-0");
+      ASSERT_EQ(out.size(), 1u);
+      EXPECT_EQ(out[0].message.type, MessageType::kError);
+      EXPECT_NE(out[0].message.text.find("does not follow the records this replica of shard 0 "
+                                         "holds"),
+                std::string::npos)
+          << out[0].message.text;
+      EXPECT_EQ(c.at(1).global_step(), round) << "a forged record moved the backup";
+    }
+    c.Run();  // the real record, its acknowledgement and the worker's reply
+    EXPECT_EQ(c.at(1).global_step(), round + 1);
+    ExpectBitwiseEqual(c.at(0), c.at(1));
+    ASSERT_EQ(c.replies.size(), 1u);
+    EXPECT_EQ(c.replies[0].message.type, MessageType::kOk) << c.replies[0].message.text;
+    c.replies.clear();
+  }
+  EXPECT_EQ(c.at(1).stats().rejected, 4);
 }
 
 TEST(ReplicaChainTest, AnAccumulatePushWaitsForItsWindowsReplicatedUpdate) {

@@ -43,7 +43,9 @@ inline std::unique_ptr<ParameterServer> InitializedSgdServer(const ServerOptions
   std::unique_ptr<ParameterServer> server = SgdServer(o);
   auto out = server->Handle(peer, ChiefRegister(std::move(tensors), incarnation));
   EXPECT_EQ(out.size(), 1u);
-  if (!out.empty()) EXPECT_EQ(out[0].message.type, wire::MessageType::kOk) << out[0].message.text;
+  if (!out.empty()) {
+    EXPECT_EQ(out[0].message.type, wire::MessageType::kOk) << out[0].message.text;
+  }
   return server;
 }
 

@@ -179,6 +179,7 @@ TEST(CodecTest, EveryReplicationFieldSurvivesARoundTrip) {
               {"", -1, 0, 0, 0, 0, ""}};
   m.chains = {{0, {0, 1, 2}, {3}}, {1, {1}, {}}, {-1, {}, {0, 1}}};
   m.uses = {{0, 58, 1024}, {-1, int64_t{1} << 40, -7}};
+  m.link = std::string("\0link\xff", 6) + std::string(26, 'x');
   Result<EncodedMessage> encoded = Encode(m);
   ASSERT_TRUE(encoded.ok()) << encoded.status().ToString();
   Result<Message> decoded = Decode(FramesOf(*encoded));
@@ -190,6 +191,7 @@ TEST(CodecTest, EveryReplicationFieldSurvivesARoundTrip) {
   EXPECT_EQ(decoded->pushes[1].reply_text.size(), 3u) << "a NUL byte must not cut the text";
   EXPECT_EQ(decoded->chains, m.chains);
   EXPECT_EQ(decoded->uses, m.uses);
+  EXPECT_EQ(decoded->link, m.link) << "binary, NUL bytes included";
   for (MessageType type :
        {MessageType::kReplicate, MessageType::kShardMap, MessageType::kDataLease}) {
     Message plain;

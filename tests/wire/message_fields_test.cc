@@ -132,6 +132,7 @@ TEST(MessageFieldsTest, AReplicateCarryingAPushFieldIsRefused) {
        "a replicate carries no 'chains'"},
       {MessageType::kReplicate, [](Message* m) { m->names = {"w"}; },
        "a replicate carries no 'names'"},
+      {MessageType::kPush, [](Message* m) { m->link = "l"; }, "a push carries no 'link'"},
       {MessageType::kPush,
        [](Message* m) {
          m->chains = {{0, {0}, {}}};
