@@ -321,6 +321,9 @@ Message ParameterServer::PullReply(const Message& request) {
   return m;
 }
 
+// A push's life on the server: not before initialisation; its fields; a retry is answered,
+// not applied; its contents checked whole (PushKinds); its data uses; the outlier guard; the
+// values it assigns; then the update mode's part: applied now (async) or added to the window.
 std::vector<ParameterServer::Outgoing> ParameterServer::HandlePush(const std::string& peer,
                                                                    const Message& request) {
   if (!initialized_) {
@@ -333,76 +336,62 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandlePush(const std::st
   }
   std::vector<Outgoing> out;
   if (IsRetriedPush(peer, request, &out)) return out;
-  // `assigns` lists the pushed tensors that are values to assign (batch-norm moving statistics),
-  // not gradients. Everything is checked before anything changes.
-  std::vector<std::pair<std::string, Tensor>> grads, assigns;
-  std::set<std::string> named;
-  uint32_t largest = 0;  // the gradients' largest float exponent
-  for (const auto& t : request.tensors) {
-    uint32_t exponent = 0;
-    Status s = store_->CheckGradient(t.name, t.tensor, &exponent);
-    const bool assign =
-        std::find(request.assigns.begin(), request.assigns.end(), t.name) != request.assigns.end();
-    if (s.ok() && !named.insert(t.name).second) {
-      s = InvalidArgument("the push names variable '" + t.name + "' twice");
-    }
-    // A variable is a gradient's or an assigned value's (batch-norm statistics), never both: a
-    // record tells its backups which by name.
-    if (auto kind = assigned_.find(t.name);
-        s.ok() && kind != assigned_.end() && kind->second != assign) {
-      s = InvalidArgument("variable '" + t.name + "' was pushed as " +
-                          (kind->second ? "a value to assign" : "a gradient") +
-                          " before; this push sends it as " +
-                          (assign ? "a value to assign" : "a gradient"));
-    }
-    if (!s.ok()) {
-      ++stats_.rejected;
-      // Who sent it and from which step (Error logs it too): a worker whose GPU produced a
-      // wild gradient, or a key in the wrong hands, shows in the reply and the server's log.
-      return {
-          {peer, Error(request, Who(request) + "'s push of step " + std::to_string(request.step) +
-                                    " refused: " + s.message())}};
-    }
-    (assign ? assigns : grads).emplace_back(t.name, t.tensor);
-    if (!assign) largest = std::max(largest, exponent);
+  Result<PushContents> push = push_kinds_.Check(*store_, request);
+  if (!push.ok()) {
+    ++stats_.rejected;
+    // Who sent it and from which step (Error logs it too): a worker whose GPU produced a wild
+    // gradient, or a key in the wrong hands, shows in the reply and the server's log.
+    return {{peer, Error(request, Who(request) + "'s push of step " + std::to_string(request.step) +
+                                      " refused: " + push.status().message())}};
   }
-  for (const auto& [name, t] : grads) assigned_.emplace(name, false);
-  for (const auto& [name, t] : assigns) assigned_.emplace(name, true);
   if (Status s = RecordDataUses(request); !s.ok()) {
     return {{peer, Error(request, s.message(), s.code())}};  // a revoked lease: kAborted
   }
   ++stats_.pushes;
-  ScaleOutlier(request, largest, &grads);
-  for (const auto& [name, value] : assigns) store_->Assign(name, value);
-  const bool chain = chain_.active();
+  ScaleOutlier(request, push->largest_exponent, &push->gradients);
+  for (const auto& [name, value] : push->assigns) store_->Assign(name, value);
   if (options_.mode == UpdateMode::kAsync) {
-    NamedTensors prepared;
-    Status s = Apply(request.step, grads, VariableStore::Checked::kYes, &prepared);
-    if (!s.ok()) {
-      // The assigns were made: a backup makes them too.
-      if (chain && !assigns.empty()) Replicate(request.step, {}, assigns, {}, &out);
-      out.push_back({peer, Error(request, s.message())});
-      return out;
-    }
-    // A step pushed in parts (PsClient's overlapped push) counts once, with its last part.
-    if (request.value == 0) {
-      NoteStaleness(request.step);
-      ++global_step_;
-      ++stats_.updates;
-    }
-    const Message reply = Reply(request, MessageType::kOk);
-    RememberPush(request, reply);
-    if (!chain) {
-      out.push_back({peer, reply});
-      return out;
-    }
-    const int64_t record =
-        Replicate(request.step, std::move(prepared), assigns, {EntryOf(request, reply)}, &out);
-    peers_[Who(request)].last_push_record = record;
-    HoldUntil(record, peer, reply, &out);
-    return out;
+    ApplyNow(peer, request, *push, &out);
+  } else {
+    AddToWindow(peer, request, *push, &out);
   }
-  if (chain) window_assigns_.insert(window_assigns_.end(), assigns.begin(), assigns.end());
+  return out;
+}
+
+void ParameterServer::ApplyNow(const std::string& peer, const Message& request,
+                               const PushContents& push, std::vector<Outgoing>* out) {
+  const bool chain = chain_.active();
+  NamedTensors prepared;
+  Status s = Apply(request.step, push.gradients, VariableStore::Checked::kYes, &prepared);
+  if (!s.ok()) {
+    // The assigns were made: a backup makes them too.
+    if (chain && !push.assigns.empty()) Replicate(request.step, {}, push.assigns, {}, out);
+    out->push_back({peer, Error(request, s.message())});
+    return;
+  }
+  // A step pushed in parts (PsClient's overlapped push) counts once, with its last part.
+  if (request.value == 0) {
+    NoteStaleness(request.step);
+    ++global_step_;
+    ++stats_.updates;
+  }
+  const Message reply = Reply(request, MessageType::kOk);
+  RememberPush(request, reply);
+  if (!chain) {
+    out->push_back({peer, reply});
+    return;
+  }
+  const int64_t record =
+      Replicate(request.step, std::move(prepared), push.assigns, {EntryOf(request, reply)}, out);
+  peers_[Who(request)].last_push_record = record;
+  HoldUntil(record, peer, reply, out);
+}
+
+void ParameterServer::AddToWindow(const std::string& peer, const Message& request,
+                                  const PushContents& push, std::vector<Outgoing>* out) {
+  const bool chain = chain_.active();
+  if (chain)
+    window_assigns_.insert(window_assigns_.end(), push.assigns.begin(), push.assigns.end());
   if (request.step < global_step_ - options_.max_staleness) {
     ++stats_.dropped_stale;
     Message m = Reply(request, MessageType::kOk);
@@ -413,16 +402,19 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandlePush(const std::st
     VLOG(1) << "ps " << options_.task_index << ": dropped a " << m.text << " push from "
             << Who(request);
     RememberPush(request, m);
-    if (!chain) return {{peer, m}};
+    if (!chain) {
+      out->push_back({peer, m});
+      return;
+    }
     // A record of its own, so that the sender's next push does not skip ahead after a failover.
-    const int64_t record = Replicate(global_step_, {}, std::exchange(window_assigns_, {}),
-                                     {EntryOf(request, m)}, &out);
+    const int64_t record =
+        Replicate(global_step_, {}, std::exchange(window_assigns_, {}), {EntryOf(request, m)}, out);
     peers_[Who(request)].last_push_record = record;
-    HoldUntil(record, peer, m, &out);
-    return out;
+    HoldUntil(record, peer, m, out);
+    return;
   }
   NoteStaleness(request.step);
-  for (const auto& g : grads) {
+  for (const auto& g : push.gradients) {
     accumulators_.at(g.first).Add(g.second, request.step, global_step_);
   }
   RememberPush(request, Reply(request, MessageType::kOk));
@@ -436,10 +428,9 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandlePush(const std::st
   } else if (chain) {
     window_replies_.push_back({peer, Reply(request, MessageType::kOk)});
   } else {
-    out.push_back({peer, Reply(request, MessageType::kOk)});
+    out->push_back({peer, Reply(request, MessageType::kOk)});
   }
-  if (++pushes_in_window_ >= required_pushes()) CloseWindow(&out);
-  return out;
+  if (++pushes_in_window_ >= required_pushes()) CloseWindow(out);
 }
 
 void ParameterServer::CloseWindow(std::vector<Outgoing>* out) {

@@ -47,6 +47,7 @@
 #include "ps/magnitude_guard.h"
 #include "ps/peer_state.h"
 #include "ps/permissions.h"
+#include "ps/push_contents.h"
 #include "ps/replica_chain.h"
 #include "ps/server_stats.h"
 #include "ps/server_summary.h"
@@ -233,6 +234,12 @@ class ParameterServer {
   std::vector<Outgoing> HandlePull(const std::string& peer, const wire::Message& request);
   wire::Message PullReply(const wire::Message& request);
   std::vector<Outgoing> HandlePush(const std::string& peer, const wire::Message& request);
+  // The update mode's part of a push taken: async applies it now; accumulate and sync add it to
+  // the open window (or drop it as stale).
+  void ApplyNow(const std::string& peer, const wire::Message& request, const PushContents& push,
+                std::vector<Outgoing>* out);
+  void AddToWindow(const std::string& peer, const wire::Message& request, const PushContents& push,
+                   std::vector<Outgoing>* out);
   std::vector<Outgoing> HandleBarrier(const std::string& peer, const wire::Message& request);
   // Whether a barrier's waiting participants are all it waits for (the cluster's count, or with
   // --min_workers every live worker; ps/server_membership.cc).
@@ -325,8 +332,7 @@ class ParameterServer {
   std::vector<HeldReply> window_replies_;  // accumulate: pushes in the open window
   std::vector<wire::PushEntry> window_pushes_;
   std::vector<Waiting> future_;  // replication requests of an epoch this task has not yet seen
-  // Whether each variable pushed so far came as a value to assign (true) or a gradient.
-  std::map<std::string, bool> assigned_;
+  PushKinds push_kinds_;      // checks a push's contents; each variable's kind (value or gradient)
   MagnitudeGuard magnitude_;  // the pushes' largest elements, for outliers
 };
 
