@@ -26,7 +26,7 @@
 #include "bench/raw_tcp.h"
 #include "common/config.h"
 #include "common/wire/transport.h"
-#include "ps/server.h"
+#include "ps/server_task.h"
 
 DEFINE_int32(mib, 64, "size of the large variable in MiB");
 DEFINE_int32(iters, 10, "push+pull rounds of the large variable (and raw socket rounds) a trial");
@@ -52,24 +52,39 @@ using wire::Message;
 using wire::MessageType;
 constexpr std::chrono::milliseconds kTimeout(60000);
 
-// The real server loop: ps::ParameterServer in async mode with SGD, so every push is applied
-// to the variable (a streaming update over its bytes) before the reply, as in training.
-// With `checks`, as the server role runs it: one push per pull and the outlier guard at the
-// flags' defaults (the NaN/Inf and overflow checks run either way).
-void ServeVariables(wire::ServerSocket* server, bool checks) {
-  auto config = ConfigNode::Parse(
-      "{optimizer: {type: sgd}, learning_rate: {schedule: constant, initial: 0.001}}", "bench");
-  CHECK(config.ok()) << config.status().ToString();
-  auto store = ps::VariableStore::FromConfig(config.value());
-  CHECK(store.ok()) << store.status().ToString();
-  ps::ServerOptions options;
-  options.mode = ps::UpdateMode::kAsync;
-  options.one_push_per_pull = checks;
-  options.outlier_binades = checks ? 10 : 0;
-  ps::ParameterServer ps(options, std::move(store).value());
-  Status s = ps.Serve(server);
-  CHECK(s.ok()) << s.ToString();
-}
+// The real server loop, as the server role runs it (ps::ServerTask), on its own thread: async
+// SGD, so every push is applied to the variable (a streaming update over its bytes) before the
+// reply, as in training. With `checks`, the role's hostile-peer checks too: one push per pull
+// and the outlier guard at the flags' defaults (the NaN/Inf and overflow checks run either way).
+class ServingTask {
+ public:
+  ServingTask(std::unique_ptr<wire::ServerSocket> socket, bool checks) {
+    ps::ServerTaskOptions t;
+    t.server.mode = ps::UpdateMode::kAsync;
+    t.server.num_ps = 1;
+    t.server.one_push_per_pull = checks;
+    t.server.outlier_binades = checks ? 10 : 0;
+    t.new_store = [] {
+      auto config = ConfigNode::Parse(
+          "{optimizer: {type: sgd}, learning_rate: {schedule: constant, initial: 0.001}}", "bench");
+      CHECK(config.ok()) << config.status().ToString();
+      return ps::VariableStore::FromConfig(config.value());
+    };
+    auto created = ps::ServerTask::Create(std::move(t), std::move(socket));
+    CHECK(created.ok()) << created.status().ToString();
+    task_ = std::move(created).value();
+    thread_ = std::thread([this] {
+      Status s = task_->Serve();
+      CHECK(s.ok()) << s.ToString();
+    });
+  }
+  // After the chief's shutdown.
+  ~ServingTask() { thread_.join(); }
+
+ private:
+  std::unique_ptr<ps::ServerTask> task_;
+  std::thread thread_;
+};
 
 // A request from the chief (worker 0) to the server of `conn`, as a real one is sent: pushes
 // numbered in order per server.
@@ -130,18 +145,19 @@ double PushRate(wire::Connection* conn, int vars, int floats, int iters) {
   return static_cast<double>(vars) * iters / SecondsSince(start);
 }
 
-// Round trips per second of a pull then a push of one small variable, as a worker makes them.
+// Rounds per second of a push then a pull of one small variable, as a worker makes them.
 double PullPushRate(wire::Connection* conn, int floats, int iters) {
   Message pull = FromChief(MessageType::kPull, conn);
   pull.names = {"layer0/w"};
   Message push = FromChief(MessageType::kPush, conn);
   push.tensors.push_back({"layer0/w", Tensor::Filled({floats}, 1.0f)});
+  CHECK(conn->Call(pull, kTimeout).ok());  // a worker's first pull, before its first push
   Clock::time_point start = Clock::now();
   for (int i = 0; i < iters; ++i) {
     if (i > 0) push.sequence = FromChief(MessageType::kPush, conn).sequence;
-    CHECK(conn->Call(pull, kTimeout).ok());
     Result<Message> r = conn->Call(push, kTimeout);
     CHECK(r.ok()) << r.status().ToString();
+    CHECK(conn->Call(pull, kTimeout).ok());
   }
   return iters / SecondsSince(start);
 }
@@ -161,22 +177,21 @@ class BenchServer {
     }
     auto bound = wire::ServerSocket::Bind("tcp://127.0.0.1:0", {}, server_side);
     CHECK(bound.ok()) << bound.status().ToString();
-    server_ = std::move(bound).value();
-    thread_ = std::thread(ServeVariables, server_.get(), checks);
-    auto connected = wire::Connection::Connect(server_->endpoint(), {}, client_side);
+    const std::string endpoint = (*bound)->endpoint();
+    serving_ = std::make_unique<ServingTask>(std::move(bound).value(), checks);
+    auto connected = wire::Connection::Connect(endpoint, {}, client_side);
     CHECK(connected.ok()) << connected.status().ToString();
     conn_ = std::move(connected).value();
     InitializeVariables(conn_.get(), bytes);
   }
   ~BenchServer() {
     CHECK(conn_->Call(FromChief(MessageType::kShutdown, conn_.get()), kTimeout).ok());
-    thread_.join();
+    serving_.reset();
   }
   wire::Connection* conn() { return conn_.get(); }
 
  private:
-  std::unique_ptr<wire::ServerSocket> server_;
-  std::thread thread_;
+  std::unique_ptr<ServingTask> serving_;
   std::unique_ptr<wire::Connection> conn_;
 };
 
@@ -247,9 +262,9 @@ int Main() {
   if (FLAGS_checks) return CompareChecks(bytes);
   auto bound = wire::ServerSocket::Bind("tcp://127.0.0.1:0");
   CHECK(bound.ok()) << bound.status().ToString();
-  std::unique_ptr<wire::ServerSocket> server = std::move(bound).value();
-  std::thread server_thread(ServeVariables, server.get(), false);
-  auto connected = wire::Connection::Connect(server->endpoint());
+  const std::string endpoint = (*bound)->endpoint();
+  auto serving = std::make_unique<ServingTask>(std::move(bound).value(), false);
+  auto connected = wire::Connection::Connect(endpoint);
   CHECK(connected.ok()) << connected.status().ToString();
   std::unique_ptr<wire::Connection> conn = std::move(connected).value();
   InitializeVariables(conn.get(), bytes);
@@ -279,7 +294,7 @@ int Main() {
               single);
 
   CHECK(conn->Call(FromChief(MessageType::kShutdown, conn.get()), kTimeout).ok());
-  server_thread.join();
+  serving.reset();
   std::printf("ratio: %.2f\n", ours / raw);
   return 0;
 }

@@ -147,7 +147,7 @@ class ParameterServer {
   // replacing the values it holds; its checkpoints of later steps are deleted.
   Status RestoreStep(int64_t step);
   // Replies to checkpoint requests whose files have become durable since the last call; with
-  // `wait`, after every save in progress has finished. Serve sends them as they come.
+  // `wait`, after every save in progress has finished. ServerTask::Serve sends them as they come.
   std::vector<Outgoing> TakeFinishedCheckpoints(bool wait);
 
   // Handles one request from the connection `peer`, authenticated as `identity` (the name of
@@ -158,16 +158,12 @@ class ParameterServer {
                                const std::string& identity = "");
 
   // Logs every peer that has been silent for longer than the peer timeout (once per silence).
-  // Serve calls it between requests; returns how many were newly found missing.
+  // ServerTask::Serve calls it between requests; returns how many were newly found missing.
   int CheckPeers(std::chrono::steady_clock::time_point now);
   // CheckPeers, then, with --min_workers, what the live workers now release: a sync window or
-  // barrier that waited for a worker gone, pushes held while too few were live. Serve calls it
+  // barrier that waited for a worker gone, pushes held while too few were live. ServerTask calls it
   // between requests and sends what it returns (ps/server_membership.cc).
   std::vector<Outgoing> CheckMembership(std::chrono::steady_clock::time_point now);
-
-  // Serves on `socket` until the chief's shutdown; writes `summary` (if any) on its interval
-  // and once more at the end.
-  Status Serve(wire::ServerSocket* socket, ServerSummary* summary = nullptr);
 
   bool initialized() const { return initialized_; }
   bool shutdown_requested() const { return shutdown_; }
@@ -250,7 +246,6 @@ class ParameterServer {
   // Defined in ps/server_checkpoints.cc, with the checkpoint requests.
   wire::Message HandleRestore(const wire::Message& request);
   std::string RestoreSlots(int64_t step);  // after the chief's values: says where slots came from
-  void SendFinishedCheckpoints(wire::ServerSocket* socket);
   int required_pushes() const;
   // Applies the open window's mean and releases what waited for it.
   void CloseWindow(std::vector<Outgoing>* out);

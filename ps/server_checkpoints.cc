@@ -260,12 +260,5 @@ Status ParameterServer::InstallSnapshot(const Message& copy) {
   return Status::OK();
 }
 
-void ParameterServer::SendFinishedCheckpoints(wire::ServerSocket* socket) {
-  for (const Outgoing& o : TakeFinishedCheckpoints(false)) {
-    Status s = socket->Reply(o.peer, o.message);
-    if (!s.ok()) LOG(WARNING) << "ps " << options_.task_index << ": reply failed: " << s.ToString();
-  }
-}
-
 }  // namespace ps
 }  // namespace pstrain

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "ps/server.h"
+#include "ps/server_task.h"
 #include "tests/distributed/sgd_variables.h"
 #include "worker/distributed/ps_client.h"
 
@@ -22,12 +23,17 @@ TEST(DataLeaseClientTest, AWorkerLeasesAChunkAndItsPushCarriesTheBatchsUses) {
   o.data.chunk_size = 10;
   o.data.epochs = 1;
   o.data.seed = 9;
-  ps::ParameterServer server(o, ps::VariableStore::FromConfig(*config).value());
   auto socket = wire::ServerSocket::Bind("tcp://127.0.0.1:0");
   ASSERT_TRUE(socket.ok()) << socket.status().ToString();
   const std::string endpoint = (*socket)->endpoint();
   const std::string host_port = endpoint.substr(endpoint.find("//") + 2);
-  std::thread serving([&] { EXPECT_TRUE(server.Serve(socket->get()).ok()); });
+  ps::ServerTaskOptions t;  // the server role's serving loop
+  t.server = o;
+  t.new_store = [&config] { return ps::VariableStore::FromConfig(*config); };
+  auto task = ps::ServerTask::Create(std::move(t), std::move(socket).value());
+  ASSERT_TRUE(task.ok()) << task.status().ToString();
+  const ps::ParameterServer& server = *(*task)->shard(0);
+  std::thread serving([&] { EXPECT_TRUE((*task)->Serve().ok()); });
 
   testing::SgdVariables vars;
   auto client = worker::PsClient::Connect({host_port}, "chief", 0, vars.all(), 8 << 20);

@@ -14,6 +14,7 @@
 #include "common/checkpoint/checkpoint_manager.h"
 #include "common/checkpoint/cluster_checkpoint.h"
 #include "ps/server.h"
+#include "ps/server_task.h"
 #include "tests/captured_log.h"
 
 namespace pstrain {
@@ -36,17 +37,24 @@ class ServerCheckpointTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  // Task `task` of `num_ps` servers over train_dir dir_, holding nothing yet.
-  std::unique_ptr<ParameterServer> NewServer(int task = 0, int num_ps = 1,
-                                             std::function<void(int64_t)> before_write = {}) {
-    auto config = ConfigNode::Parse(kMomentum, "t");
+  ServerOptions OptionsOf(int task, int num_ps, std::function<void(int64_t)> before_write) {
     ServerOptions o;
     o.task_index = task;
     o.num_ps = num_ps;
     o.num_workers = 1;
     o.train_dir = dir_;
     o.before_checkpoint_write = std::move(before_write);
-    return std::make_unique<ParameterServer>(o, VariableStore::FromConfig(*config).value());
+    return o;
+  }
+  static Result<std::unique_ptr<VariableStore>> NewStore() {
+    auto config = ConfigNode::Parse(kMomentum, "t");
+    return VariableStore::FromConfig(*config);
+  }
+  // Task `task` of `num_ps` servers over train_dir dir_, holding nothing yet.
+  std::unique_ptr<ParameterServer> NewServer(int task = 0, int num_ps = 1,
+                                             std::function<void(int64_t)> before_write = {}) {
+    return std::make_unique<ParameterServer>(OptionsOf(task, num_ps, std::move(before_write)),
+                                             NewStore().value());
   }
 
   static Message Chief(MessageType type, int64_t step = 0) {
@@ -114,13 +122,18 @@ class ServerCheckpointTest : public ::testing::Test {
 TEST_F(ServerCheckpointTest, AHeartbeatAndAPullAreAnsweredWhileTheCheckpointIsBeingWritten) {
   std::promise<void> release;
   std::shared_future<void> gate = release.get_future().share();
-  auto server = NewServer(0, 1, [gate](int64_t) { gate.wait(); });
-  Ok(server.get(), Init(10.0f));
   auto socket = wire::ServerSocket::Bind("tcp://127.0.0.1:0");
   ASSERT_TRUE(socket.ok()) << socket.status().ToString();
-  std::thread serving([&] { EXPECT_TRUE(server->Serve(socket->get()).ok()); });
-  auto chief = wire::Connection::Connect((*socket)->endpoint());
+  const std::string endpoint = (*socket)->endpoint();
+  ServerTaskOptions t;  // the server role's serving loop
+  t.server = OptionsOf(0, 1, [gate](int64_t) { gate.wait(); });
+  t.new_store = NewStore;
+  auto task = ServerTask::Create(std::move(t), std::move(socket).value());
+  ASSERT_TRUE(task.ok()) << task.status().ToString();
+  std::thread serving([&] { EXPECT_TRUE((*task)->Serve().ok()); });
+  auto chief = wire::Connection::Connect(endpoint);
   ASSERT_TRUE(chief.ok());
+  ASSERT_TRUE((*chief)->Call(Init(10.0f), milliseconds(5000)).ok());
 
   const Message checkpoint = Chief(MessageType::kCheckpoint, 3);
   ASSERT_TRUE((*chief)->Send(checkpoint).ok());
