@@ -11,7 +11,8 @@ namespace pstrain {
 
 // gflags::ParseCommandLineFlags(argc, argv, true), except that --helpshort prints the usage
 // message and the flags defined in `flag_files` (paths relative to the repository,
-// "tools/train_main.cc"), then exits 1 as gflags' own help flags do.
+// "tools/train_main.cc"), then exits 1 as gflags' own help flags do; and that TensorFlow 1's
+// spellings are taken as pstrain's flags or refused naming what to use (tf1_flags.h).
 void ParseFlags(int* argc, char*** argv, const std::vector<std::string>& flag_files);
 
 }  // namespace pstrain

@@ -290,6 +290,18 @@ TEST(RoleFlagsTest, MissingOrContradictoryFlagsStopAtStartNamingTheFlag) {
   EXPECT_EQ(RunRole("--helpshort", &out), 1);  // gflags' own exit code for help
   EXPECT_NE(out.find("-job_name"), std::string::npos) << out;
   EXPECT_NE(out.find("-update_mode"), std::string::npos) << out;
+  EXPECT_NE(out.find("--model_dir (TensorFlow 1): --train_dir"), std::string::npos) << out;
+  // A TensorFlow 1 spelling pstrain has no flag for stops at start, naming what to use.
+  EXPECT_EQ(RunRole("--job_name=worker --batch_size=64 " + hosts, &out), 1) << out;
+  EXPECT_NE(out.find("--batch_size is TensorFlow 1's flag; pstrain has no flag for it: set "
+                     "`batch_size:` under `train:` in the config"),
+            std::string::npos)
+      << out;
+  // One it has is taken: --sync_replicas is --update_mode=sync, checked as such.
+  EXPECT_EQ(RunRole("--job_name=ps --sync_replicas --backup_workers=1 " + hosts, &out), 2) << out;
+  EXPECT_NE(out.find("--backup_workers must be below the number of pushing workers (1)"),
+            std::string::npos)
+      << out;
 }
 
 }  // namespace
