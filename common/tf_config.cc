@@ -40,17 +40,22 @@ Result<TfConfigRole> ParseTfConfig(const std::string& json) {
   }
   const nlohmann::json& cluster = config["cluster"];
   for (const auto& [job, unused] : cluster.items()) {
-    if (job != "chief" && job != "worker" && job != "ps" && job != "evaluator") {
-      return Bad("cluster." + job + " is not a job pstrain knows (chief, worker, ps, evaluator)");
+    if (job != "chief" && job != "master" && job != "worker" && job != "ps" && job != "evaluator") {
+      return Bad("cluster." + job +
+                 " is not a job pstrain knows (chief, worker, ps, evaluator; TF-1's master is the "
+                 "chief)");
     }
   }
   TfConfigRole role;
   ASSIGN_OR_RETURN(std::vector<std::string> chief, Hosts(cluster, "chief"));
+  ASSIGN_OR_RETURN(std::vector<std::string> master, Hosts(cluster, "master"));  // TF-1's chief
+  chief.insert(chief.end(), master.begin(), master.end());
   ASSIGN_OR_RETURN(std::vector<std::string> workers, Hosts(cluster, "worker"));
   ASSIGN_OR_RETURN(role.ps_hosts, Hosts(cluster, "ps"));
   ASSIGN_OR_RETURN(std::vector<std::string> evaluators, Hosts(cluster, "evaluator"));
   if (chief.size() > 1) {
-    return Bad("cluster.chief has " + std::to_string(chief.size()) + " entries; at most one");
+    return Bad("cluster.chief (with TF-1's cluster.master) has " + std::to_string(chief.size()) +
+               " entries; at most one");
   }
   if (role.ps_hosts.empty()) return Bad("cluster.ps is missing or empty (pstrain needs a ps)");
   role.worker_hosts = chief;
@@ -65,7 +70,8 @@ Result<TfConfigRole> ParseTfConfig(const std::string& json) {
   if (!task.contains("type") || !task["type"].is_string()) {
     return Bad("task.type is missing or not a string (chief, worker, ps or evaluator)");
   }
-  const std::string type = task["type"].get<std::string>();
+  std::string type = task["type"].get<std::string>();
+  if (type == "master") type = "chief";  // TF-1's name for it
   int index = 0;
   if (task.contains("index")) {
     if (!task["index"].is_number_integer()) return Bad("task.index must be an integer");
@@ -85,7 +91,7 @@ Result<TfConfigRole> ParseTfConfig(const std::string& json) {
     list = &evaluators;
     role.job_name = "evaluator";
   } else {
-    return Bad("task.type '" + type + "' is not chief, worker, ps or evaluator");
+    return Bad("task.type '" + type + "' is not chief, worker, ps or evaluator (or TF-1's master)");
   }
   // An evaluator needs no address of its own: TF lists it at most once.
   const size_t count = type == "evaluator" ? std::max<size_t>(1, list->size()) : list->size();

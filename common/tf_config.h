@@ -3,9 +3,10 @@
 //   {"cluster": {"chief": ["h0:2222"], "worker": ["h1:2222", "h2:2222"], "ps": ["h3:2222"],
 //                "evaluator": ["h4:2222"]},
 //    "task": {"type": "worker", "index": 1}, "environment": "cloud"}
-// pstrain's workers are TF's chief followed by its workers: the chief is worker 0 and TF's
-// worker i is pstrain's worker i+1 when there is a chief. Evaluators are counted, not addressed
-// (they only connect). The role's explicit flags win over what TF_CONFIG says (pstrain_main.cc).
+// TF-1's `master` job is the chief. pstrain's workers are TF's chief followed by its workers: the
+// chief is worker 0 and TF's worker i is pstrain's worker i+1 when there is a chief. Evaluators are
+// counted, not addressed (they only connect). The role's explicit flags win over what TF_CONFIG
+// says (pstrain_main.cc).
 #pragma once
 
 #include <string>

@@ -45,13 +45,29 @@ TEST(TfConfigTest, WithoutAChiefTfsWorkerZeroIsTheChief) {
   EXPECT_EQ(r->evaluators, 0);
 }
 
+TEST(TfConfigTest, TfOnesMasterIsTheChief) {
+  const std::string cluster = R"({"cluster": {"master": ["m:1"], "worker": ["a:1", "b:2"],
+                                               "ps": ["p:3"]}, "task": )";
+  auto master = ParseTfConfig(cluster + R"({"type": "master", "index": 0}})");
+  ASSERT_TRUE(master.ok()) << master.status().ToString();
+  EXPECT_EQ(master->job_name, "worker");
+  EXPECT_EQ(master->task_index, 0);
+  EXPECT_EQ(master->worker_hosts, (std::vector<std::string>{"m:1", "a:1", "b:2"}));
+  auto worker = ParseTfConfig(cluster + R"({"type": "worker", "index": 0}})");
+  ASSERT_TRUE(worker.ok()) << worker.status().ToString();
+  EXPECT_EQ(worker->task_index, 1) << "TF's worker 0 follows the master";
+}
+
 TEST(TfConfigTest, MalformedOrContradictoryFieldsAreNamed) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"not json", "not a JSON object"},
       {R"({"task": {"type": "ps"}})", "cluster is missing"},
-      {R"({"cluster": {"ps": ["p:1"], "worker": ["w:1"], "master": ["m:1"]},
+      {R"({"cluster": {"ps": ["p:1"], "worker": ["w:1"], "boss": ["m:1"]},
            "task": {"type": "ps"}})",
-       "cluster.master is not a job pstrain knows"},
+       "cluster.boss is not a job pstrain knows"},
+      {R"({"cluster": {"ps": ["p:1"], "chief": ["c:1"], "master": ["m:1"]},
+           "task": {"type": "ps"}})",
+       "cluster.chief (with TF-1's cluster.master) has 2 entries; at most one"},
       {R"({"cluster": {"ps": ["p:1"], "worker": ["w"]}, "task": {"type": "ps"}})",
        "cluster.worker[0] 'w' is not host:port"},
       {R"({"cluster": {"ps": "p:1", "worker": ["w:1"]}, "task": {"type": "ps"}})",
@@ -59,7 +75,7 @@ TEST(TfConfigTest, MalformedOrContradictoryFieldsAreNamed) {
       {R"({"cluster": {"worker": ["w:1"]}, "task": {"type": "worker"}})",
        "cluster.ps is missing or empty"},
       {R"({"cluster": {"chief": ["a:1", "b:1"], "ps": ["p:1"]}, "task": {"type": "ps"}})",
-       "cluster.chief has 2 entries; at most one"},
+       "cluster.chief (with TF-1's cluster.master) has 2 entries; at most one"},
       {R"({"cluster": {"ps": ["p:1"], "worker": ["w:1"]}})", "task is missing"},
       {R"({"cluster": {"ps": ["p:1"], "worker": ["w:1"]}, "task": {"type": "boss"}})",
        "task.type 'boss' is not chief, worker, ps or evaluator"},
