@@ -78,40 +78,32 @@ Status RecordWriter::Close() {
   return s;
 }
 
-Result<RecordReader> RecordReader::Open(const std::string& path) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) return NotFound("cannot open '" + path + "': " + Errno());
-  return RecordReader(f, path);
+Result<RecordReader> RecordReader::Open(const std::string& path, Compression compression) {
+  ASSIGN_OR_RETURN(std::unique_ptr<RecordSource> source, RecordSource::Open(path, compression));
+  return RecordReader(std::move(source), path);
 }
 
-RecordReader::RecordReader(RecordReader&& o) noexcept
-    : file_(o.file_), path_(std::move(o.path_)), offset_(o.offset_) {
-  o.file_ = nullptr;
-}
-
-RecordReader& RecordReader::operator=(RecordReader&& o) noexcept {
-  if (this != &o) {
-    if (file_) std::fclose(file_);
-    file_ = o.file_;
-    path_ = std::move(o.path_);
-    offset_ = o.offset_;
-    o.file_ = nullptr;
-  }
-  return *this;
-}
-
-RecordReader::~RecordReader() {
-  if (file_) std::fclose(file_);
+std::string RecordReader::CompressionHint() const {
+  if (offset_ != 0 || source_->compression() != Compression::kNone) return "";
+  Result<Compression> looks = SniffCompression(path_);
+  if (!looks.ok() || *looks == Compression::kNone) return "";
+  return "; the file looks " + std::string(CompressionName(*looks)) +
+         "-compressed: set `compression: " + CompressionName(*looks) +
+         "` in the input config, or leave it out (auto)";
 }
 
 Status RecordReader::Next(std::string* record) {
-  const std::string where = path_ + " at byte offset " + std::to_string(offset_);
+  const std::string where =
+      path_ + " at byte offset " + std::to_string(offset_) +
+      (source_->compression() == Compression::kNone
+           ? ""
+           : std::string(" of its ") + CompressionName(source_->compression()) + " data");
   char header[12];
-  size_t got = std::fread(header, 1, 12, file_);
-  if (got == 0 && std::feof(file_)) return OutOfRange("end of " + path_);
-  if (got != 12) return DataLoss("truncated record header in " + where);
+  ASSIGN_OR_RETURN(size_t got, source_->Read(header, 12));
+  if (got == 0) return OutOfRange("end of " + path_);
+  if (got != 12) return DataLoss("truncated record header in " + where + CompressionHint());
   if (crc32c::Unmask(little_endian::Get32(header + 8)) != crc32c::Value(header, 8)) {
-    return DataLoss("corrupt record length (CRC mismatch) in " + where);
+    return DataLoss("corrupt record length (CRC mismatch) in " + where + CompressionHint());
   }
   uint64_t length = little_endian::Get64(header);
   if (length > kMaxRecordBytes) {
@@ -124,14 +116,18 @@ Status RecordReader::Next(std::string* record) {
     const size_t done = record->size();
     const size_t want = std::min<uint64_t>(length - done, kReadChunkBytes);
     record->resize(done + want);
-    const size_t n = std::fread(record->data() + done, 1, want, file_);
+    ASSIGN_OR_RETURN(const size_t n, source_->Read(record->data() + done, want));
     if (n < want) {
       record->resize(done + n);
       break;
     }
   }
   char footer[4];
-  if (record->size() < length || std::fread(footer, 1, 4, file_) != 4) {
+  if (record->size() < length) {
+    return DataLoss("truncated record (expected " + std::to_string(length) + " bytes) in " + where);
+  }
+  ASSIGN_OR_RETURN(const size_t footer_bytes, source_->Read(footer, 4));
+  if (footer_bytes != 4) {
     return DataLoss("truncated record (expected " + std::to_string(length) + " bytes) in " + where);
   }
   if (crc32c::Unmask(little_endian::Get32(footer)) != crc32c::Value(record->data(), length)) {
@@ -141,7 +137,19 @@ Status RecordReader::Next(std::string* record) {
   return Status::OK();
 }
 
-Result<int64_t> CountRecords(const std::string& path) {
+Result<int64_t> CountRecords(const std::string& path, Compression compression) {
+  if (compression == Compression::kAuto) {
+    ASSIGN_OR_RETURN(compression, SniffCompression(path));
+  }
+  if (compression != Compression::kNone) {  // no seeking in a stream: read through it
+    ASSIGN_OR_RETURN(RecordReader reader, RecordReader::Open(path, compression));
+    int64_t count = 0;
+    std::string record;
+    for (Status s = reader.Next(&record);; s = reader.Next(&record), ++count) {
+      if (s.code() == StatusCode::kOutOfRange) return count;
+      RETURN_IF_ERROR(s);
+    }
+  }
   FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) return NotFound("cannot open '" + path + "': " + Errno());
   std::fseek(f, 0, SEEK_END);

@@ -161,8 +161,9 @@ Status DecodeImageExample(const std::string& record, const ImageShape& expected,
 
 Result<ImageExampleReader> ImageExampleReader::Open(const std::string& path,
                                                     const ImageShape& expected,
-                                                    const ExampleFeatures& features) {
-  ASSIGN_OR_RETURN(RecordReader reader, RecordReader::Open(path));
+                                                    const ExampleFeatures& features,
+                                                    Compression compression) {
+  ASSIGN_OR_RETURN(RecordReader reader, RecordReader::Open(path, compression));
   return ImageExampleReader(std::move(reader), expected, features);
 }
 

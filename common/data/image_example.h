@@ -76,7 +76,8 @@ Status DecodeImageExample(const std::string& record, const ImageShape& expected,
 class ImageExampleReader {
  public:
   static Result<ImageExampleReader> Open(const std::string& path, const ImageShape& expected,
-                                         const ExampleFeatures& features = {});
+                                         const ExampleFeatures& features = {},
+                                         Compression compression = Compression::kAuto);
   ImageExampleReader(ImageExampleReader&&) noexcept;
   ImageExampleReader& operator=(ImageExampleReader&&) noexcept;
   ~ImageExampleReader();

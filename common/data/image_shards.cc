@@ -4,6 +4,7 @@
 #include <glog/logging.h>
 
 #include <cstdio>
+#include <filesystem>
 
 #include "common/record_io.h"
 
@@ -16,7 +17,7 @@ std::string ShardPath(const std::string& prefix, int shard, int num_shards) {
 }
 
 Result<std::vector<std::string>> WriteImageShards(const ImageSet& set, const std::string& prefix,
-                                                  int num_shards) {
+                                                  int num_shards, Compression compression) {
   if (num_shards < 1) {
     return InvalidArgument("num_shards is " + std::to_string(num_shards) + ", expected >= 1");
   }
@@ -31,6 +32,13 @@ Result<std::vector<std::string>> WriteImageShards(const ImageSet& set, const std
       RETURN_IF_ERROR(writer.Write(EncodeImageExample(set.image(i), shape, set.labels[i])));
     }
     RETURN_IF_ERROR(writer.Close());
+    if (compression != Compression::kNone) {
+      const std::string plain = paths.back() + ".uncompressed";
+      std::filesystem::rename(paths.back(), plain);
+      Status s = CompressFile(plain, paths.back(), compression);
+      std::filesystem::remove(plain);
+      RETURN_IF_ERROR(s);
+    }
     LOG(INFO) << "wrote shard " << shard + 1 << "/" << num_shards << ": " << end - begin
               << " examples to " << paths.back();
   }

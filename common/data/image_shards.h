@@ -7,6 +7,7 @@
 
 #include "common/data/idx.h"
 #include "common/data/image_example.h"
+#include "common/record_source.h"
 #include "common/status.h"
 
 namespace pstrain {
@@ -16,9 +17,11 @@ std::string ShardPath(const std::string& prefix, int shard, int num_shards);
 
 // Writes `set` as `num_shards` files of contiguous ranges (shard i holds examples
 // [i*n/k, (i+1)*n/k)), so reading the shards in order gives back the original order.
-// Returns the paths written.
+// Returns the paths written. `compression` gzip or zlib: each file compressed whole, as
+// TFRecordWriter with that compression_type writes it.
 Result<std::vector<std::string>> WriteImageShards(const ImageSet& set, const std::string& prefix,
-                                                  int num_shards);
+                                                  int num_shards,
+                                                  Compression compression = Compression::kNone);
 
 // Reads whole files, in the order given, into memory.
 Result<ImageSet> ReadImageShards(const std::vector<std::string>& paths, const ImageShape& expected);

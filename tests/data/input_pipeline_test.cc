@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <future>
 #include <set>
 #include <thread>
@@ -128,6 +129,34 @@ TEST(InputPipelineTest, TfRecordShardsPartitionTheDataByFileOrByRecord) {
   Result<int64_t> all = ExamplesPerEpoch(o);
   ASSERT_TRUE(all.ok()) << all.status().ToString();
   EXPECT_EQ(*all, 101);
+}
+
+// The same shards GZIP- and ZLIB-compressed (pstrain-idx2tfrecord --compression): the same
+// examples, with the config's `compression` or detected (auto).
+TEST(InputPipelineTest, CompressedTfRecordShardsGiveTheSameExamples) {
+  for (Compression written : {Compression::kGzip, Compression::kZlib}) {
+    const std::string dir = TestDir() + "/" + CompressionName(written);
+    std::filesystem::create_directories(dir);
+    ASSERT_TRUE(WriteImageShards(MakeImageSet(101, 28, 28), dir + "/d", 4, written).ok());
+    for (Compression told : {written, Compression::kAuto}) {
+      InputOptions o;
+      o.source = InputSource::kTfRecord;
+      o.tfrecord_pattern = dir + "/d-*";
+      o.compression = told;
+      o.shuffle_capacity = 30;
+      o.min_after_dequeue = 10;
+      for (int count : {1, 3}) ExpectPartition(o, count, 101);
+      EXPECT_EQ(ExamplesPerEpoch(o).value(), 101);
+    }
+  }
+  auto config =
+      ConfigNode::Parse("{source: tfrecord, tfrecord_pattern: x, compression: snappy}", "input");
+  Result<InputOptions> refused = InputOptions::FromConfig(*config);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("compression 'snappy': expected auto, none, gzip or "
+                                            "zlib"),
+            std::string::npos)
+      << refused.status().message();
 }
 
 TEST(InputPipelineTest, SeedsChooseTheOrder) {

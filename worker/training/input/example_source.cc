@@ -65,8 +65,9 @@ class TfRecordSource : public ExampleSource {
       if (!reader_) {
         if (position_ >= order_.size()) return OutOfRange("end of epoch");
         const int i = order_[position_++];
-        ASSIGN_OR_RETURN(ImageExampleReader reader,
-                         ImageExampleReader::Open(shard_.files[i], shape_, features_));
+        ASSIGN_OR_RETURN(
+            ImageExampleReader reader,
+            ImageExampleReader::Open(shard_.files[i], shape_, features_, shard_.compression));
         reader_.emplace(std::move(reader));
         file_number_ = shard_.file_numbers[i];
         record_number_ = 0;
@@ -112,8 +113,10 @@ std::unique_ptr<ExampleSource> MakeImageSetSource(std::shared_ptr<const ImageSet
   return std::make_unique<ImageSetSource>(std::move(set), worker_index, worker_count);
 }
 
-FileShard ShardFiles(const std::vector<std::string>& files, int worker_index, int worker_count) {
+FileShard ShardFiles(const std::vector<std::string>& files, int worker_index, int worker_count,
+                     Compression compression) {
   FileShard shard;
+  shard.compression = compression;
   shard.worker_index = worker_index;
   shard.worker_count = worker_count;
   shard.by_record = static_cast<int>(files.size()) < worker_count;
@@ -129,7 +132,7 @@ FileShard ShardFiles(const std::vector<std::string>& files, int worker_index, in
 Result<int64_t> CountShardExamples(const FileShard& shard) {
   int64_t total = 0;
   for (size_t i = 0; i < shard.files.size(); ++i) {
-    ASSIGN_OR_RETURN(int64_t records, CountRecords(shard.files[i]));
+    ASSIGN_OR_RETURN(int64_t records, CountRecords(shard.files[i], shard.compression));
     if (!shard.by_record) {
       total += records;
       continue;

@@ -50,8 +50,10 @@ struct FileShard {
   bool by_record = false;
   int worker_index = 0;
   int worker_count = 1;
+  Compression compression = Compression::kAuto;  // the files' (common/record_source.h)
 };
-FileShard ShardFiles(const std::vector<std::string>& files, int worker_index, int worker_count);
+FileShard ShardFiles(const std::vector<std::string>& files, int worker_index, int worker_count,
+                     Compression compression = Compression::kAuto);
 
 // `shape`: what raw records hold (encoded records are decoded and fitted later).
 // The examples `shard` holds (every record of its files, or its share of them by record), from

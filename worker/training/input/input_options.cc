@@ -14,11 +14,11 @@ Result<std::vector<float>> GetFloatList(const ConfigNode& node, const std::strin
 }  // namespace
 
 Result<InputOptions> InputOptions::FromConfig(const ConfigNode& node) {
-  RETURN_IF_ERROR(
-      node.CheckKeys({"source", "data_dir", "tfrecord_pattern", "test_tfrecord_pattern",
-                      "image_feature", "raw_image_feature", "label_feature", "label_offset",
-                      "resize", "shuffle_capacity", "min_after_dequeue", "prefetch_batches",
-                      "threads", "augment", "random_flip", "random_crop_padding", "mean", "std"}));
+  RETURN_IF_ERROR(node.CheckKeys({"source", "data_dir", "tfrecord_pattern", "test_tfrecord_pattern",
+                                  "compression", "image_feature", "raw_image_feature",
+                                  "label_feature", "label_offset", "resize", "shuffle_capacity",
+                                  "min_after_dequeue", "prefetch_batches", "threads", "augment",
+                                  "random_flip", "random_crop_padding", "mean", "std"}));
   InputOptions o;
   ASSIGN_OR_RETURN(std::string source, node.GetString("source", "idx"));
   if (source == "idx") {
@@ -31,6 +31,10 @@ Result<InputOptions> InputOptions::FromConfig(const ConfigNode& node) {
   ASSIGN_OR_RETURN(o.data_dir, node.GetString("data_dir", o.data_dir));
   ASSIGN_OR_RETURN(o.tfrecord_pattern, node.GetString("tfrecord_pattern", ""));
   ASSIGN_OR_RETURN(o.test_tfrecord_pattern, node.GetString("test_tfrecord_pattern", ""));
+  ASSIGN_OR_RETURN(std::string compression, node.GetString("compression", "auto"));
+  Result<Compression> named = CompressionNamed(compression);
+  if (!named.ok()) return node.Error(named.status().message());
+  o.compression = *named;
   ASSIGN_OR_RETURN(o.shuffle_capacity, node.GetInt("shuffle_capacity", o.shuffle_capacity));
   ASSIGN_OR_RETURN(o.min_after_dequeue, node.GetInt("min_after_dequeue", o.min_after_dequeue));
   ASSIGN_OR_RETURN(int64_t prefetch, node.GetInt("prefetch_batches", o.prefetch_batches));

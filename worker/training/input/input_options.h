@@ -31,6 +31,8 @@ struct InputOptions {
   std::string tfrecord_pattern;
   std::string test_tfrecord_pattern;
   std::vector<std::string> tfrecord_files;
+  // The TFRecord files' compression (TF's compression_type): auto tells from each file.
+  Compression compression = Compression::kAuto;
   // The model's input (ReadInputOptions takes it from `model.input`). Raw records without
   // height/width/depth features are taken to be this shape; ones that have them must match.
   // Encoded images are decoded to its depth and fitted to it by `resize`.
@@ -74,9 +76,9 @@ struct InputOptions {
   uint64_t lease_seed = 0;
 
   // Reads the `input:` section of a config (source, data_dir, tfrecord_pattern,
-  // test_tfrecord_pattern, image_feature, raw_image_feature, label_feature, label_offset,
-  // resize, shuffle_capacity, min_after_dequeue, prefetch_batches, threads, augment: {flip,
-  // pad_crop}, mean, std; random_flip and random_crop_padding are the older spelling of
+  // test_tfrecord_pattern, compression, image_feature, raw_image_feature, label_feature,
+  // label_offset, resize, shuffle_capacity, min_after_dequeue, prefetch_batches, threads, augment:
+  // {flip, pad_crop}, mean, std; random_flip and random_crop_padding are the older spelling of
   // augment's fields); absent fields keep their defaults.
   static Result<InputOptions> FromConfig(const ConfigNode& node);
 

@@ -64,7 +64,7 @@ Result<std::unique_ptr<ExampleSource>> OpenSource(const InputOptions& o, int wor
     return source;
   }
   ASSIGN_OR_RETURN(std::vector<std::string> files, SplitFiles(o));
-  FileShard shard = ShardFiles(files, worker_index, worker_count);
+  FileShard shard = ShardFiles(files, worker_index, worker_count, o.compression);
   ASSIGN_OR_RETURN(int64_t examples, CountShardExamples(shard));
   if (examples == 0) {
     return FailedPrecondition("worker " + std::to_string(worker_index) + " of " +
@@ -84,7 +84,7 @@ Result<int64_t> ExamplesPerEpoch(const InputOptions& o) {
     return set.count;
   }
   ASSIGN_OR_RETURN(std::vector<std::string> files, SplitFiles(o));
-  return CountShardExamples(ShardFiles(files, 0, 1));
+  return CountShardExamples(ShardFiles(files, 0, 1, o.compression));
 }
 
 Result<std::unique_ptr<InputPipeline>> InputPipeline::Create(const InputOptions& options,
