@@ -31,6 +31,13 @@ DEFINE_string(worker_hosts, "", "comma-separated host:port of every worker task"
 DEFINE_string(config, "configs/refnet.yaml", "model and training config (YAML)");
 DEFINE_string(train_dir, "", "checkpoints (servers save their shards under it)");
 DEFINE_string(logdir, "", "TensorBoard logs (default <train_dir>/logs)");
+DEFINE_string(checkpoint_path, "",
+              "the chief's warm start: a fresh run's variables from this checkpoint (a file, or a "
+              "directory's latest); the step and optimizer slots start fresh; a resumed run "
+              "ignores it");
+DEFINE_string(restore_exclude, "",
+              "with --checkpoint_path: comma-separated variable names or globs left at their "
+              "initial values (a fine-tuning's new layers)");
 DEFINE_string(update_mode, "async", "how servers apply gradients: async, accumulate or sync");
 DEFINE_int32(accumulate_n, 0, "accumulate mode: gradients per update (0: number of workers)");
 DEFINE_int64(max_staleness, 0,
@@ -381,6 +388,8 @@ int main(int argc, char** argv) {
     o.train_dir = FLAGS_train_dir;
     o.logdir = logdir;
     o.data_dir = FLAGS_data_dir;
+    o.checkpoint_path = FLAGS_checkpoint_path;
+    o.restore_exclude = FLAGS_restore_exclude;
     const pstrain::worker::PushSizes sizes = ChosenPushSizes();
     o.partition_bytes = sizes.partition_bytes;
     o.max_steps = FLAGS_max_steps;

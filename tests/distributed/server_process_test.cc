@@ -297,6 +297,16 @@ TEST(RoleFlagsTest, MissingOrContradictoryFlagsStopAtStartNamingTheFlag) {
                      "`batch_size:` under `train:` in the config"),
             std::string::npos)
       << out;
+  // The chief's warm start reads its checkpoint before connecting: a missing one stops it at once.
+  EXPECT_EQ(
+      RunRole("--job_name=worker --config=" + testing::SourceDir() +
+                  "/configs/smallnet.yaml --checkpoint_path=/nonexistent/model.ckpt-5 " + hosts,
+              &out),
+      1)
+      << out;
+  EXPECT_NE(out.find("--checkpoint_path=/nonexistent/model.ckpt-5 (the warm start)"),
+            std::string::npos)
+      << out;
   // One it has is taken: --sync_replicas is --update_mode=sync, checked as such.
   EXPECT_EQ(RunRole("--job_name=ps --sync_replicas --backup_workers=1 " + hosts, &out), 2) << out;
   EXPECT_NE(out.find("--backup_workers must be below the number of pushing workers (1)"),

@@ -25,6 +25,7 @@
 #include "worker/training/progress_line.h"
 #include "worker/training/progress_window.h"
 #include "worker/training/train_config.h"
+#include "worker/training/warm_start.h"
 
 namespace pstrain {
 namespace worker {
@@ -119,6 +120,11 @@ Status InitializeOrWait(const RoleOptions& o, Model& model, PsClient* client,
                 : init.kept ? " (" + std::to_string(init.kept) +
                                   " kept the values they had, set before this chief started)"
                             : "");
+  if (!o.checkpoint_path.empty() && (init.restored || init.kept)) {
+    LOG(WARNING) << who << " (chief): the run resumes, so --checkpoint_path=" << o.checkpoint_path
+                 << " (a warm start) was not used: a run's own checkpoints come first, as "
+                 << "TensorFlow's warm_start_from";
+  }
   return Status::OK();
 }
 
@@ -231,6 +237,11 @@ Status RunWorker(const RoleOptions& o) {
   ASSIGN_OR_RETURN(ps::LearningRateSchedule schedule,
                    ps::LearningRateSchedule::FromConfig(lr_node));
   Model* model = s.model.get();
+  if (chief && !o.checkpoint_path.empty()) {  // before connecting: a bad checkpoint stops at once
+    ASSIGN_OR_RETURN(RestoreReport warm,
+                     WarmStart(o.checkpoint_path, SplitList(o.restore_exclude), model));
+    LOG(INFO) << who << " (chief): " << DescribeWarmStart(o.checkpoint_path, warm);
+  }
   ASSIGN_OR_RETURN(auto client,
                    PsClient::Connect(o.ps_hosts, chief ? "chief" : "worker", o.task_index,
                                      model->variables(), o.partition_bytes, o.curve, o.replicas));

@@ -19,6 +19,9 @@ struct RoleOptions {
   std::vector<std::string> ps_hosts, worker_hosts;
   int evaluators = 0;  // evaluators taking part in the final barrier
   std::string config_path, train_dir, logdir, data_dir;
+  // The chief's warm start (worker/training/warm_start.h): the variables from this checkpoint
+  // when the servers start fresh, except those restore_exclude names.
+  std::string checkpoint_path, restore_exclude;
   int64_t partition_bytes = 8 << 20;
   int64_t max_steps = 0, epochs = 0;
   int64_t log_every_n_steps = 100;

@@ -26,21 +26,13 @@
 #include "worker/training/progress_line.h"
 #include "worker/training/progress_window.h"
 #include "worker/training/train_config.h"
+#include "worker/training/warm_start.h"
 
 namespace pstrain {
 namespace worker {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::vector<std::string> SplitList(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, ',');) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
 
 std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop = true; }

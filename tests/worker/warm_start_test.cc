@@ -1,0 +1,106 @@
+// The chief's warm start (worker/training/warm_start.h): a fresh model takes a checkpoint's
+// values, file or directory, except what --restore_exclude names; a variable of another shape is
+// refused naming both; a missing checkpoint is named.
+#include "worker/training/warm_start.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "common/checkpoint/checkpoint.h"
+#include "common/checkpoint/checkpoint_manager.h"
+#include "common/config.h"
+
+namespace pstrain {
+namespace worker {
+namespace {
+
+constexpr char kModel[] = R"(
+input: [1, 4, 4]
+layers:
+  - {name: flat, type: flatten}
+  - {name: fc1, type: fully_connected, units: 3}
+  - {name: fc2, type: fully_connected, units: 2}
+  - {name: loss, type: softmax_cross_entropy}
+)";
+
+std::unique_ptr<Model> Fresh() {
+  auto node = ConfigNode::Parse(kModel, "model.yaml");
+  auto model = Model::FromConfig(*node);
+  EXPECT_TRUE(model.ok()) << model.status().ToString();
+  (*model)->InitVariables(7);
+  return std::move(model).value();
+}
+
+const Tensor& Value(Model* m, const std::string& name) {
+  for (Variable* v : m->variables()) {
+    if (v->name == name) return v->value;
+  }
+  ADD_FAILURE() << "no variable " << name;
+  static Tensor none;
+  return none;
+}
+
+// A checkpoint of a trained model: every value 0.5, at step 900.
+CheckpointData Trained() {
+  std::unique_ptr<Model> m = Fresh();
+  CheckpointData data;
+  data.global_step = 900;
+  for (Variable* v : m->variables()) data.tensors[v->name] = Tensor::Filled(v->value.shape(), 0.5f);
+  return data;
+}
+
+std::string Dir(const std::string& name) {
+  const std::string dir = ::testing::TempDir() + "/warm_start_" + name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+TEST(WarmStartTest, AFileGivesEveryVariableButTheExcludedOnes) {
+  const std::string path = Dir("file") + "/model.ckpt-900";
+  ASSERT_TRUE(WriteCheckpoint(path, Trained()).ok());
+  std::unique_ptr<Model> m = Fresh();
+  const std::vector<float> fc2_initial = Value(m.get(), "fc2/weights").ToVector();
+  Result<RestoreReport> r = WarmStart(path, SplitList("fc2/*,"), m.get());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  for (float x : Value(m.get(), "fc1/weights").ToVector()) EXPECT_EQ(x, 0.5f);
+  EXPECT_EQ(Value(m.get(), "fc2/weights").ToVector(), fc2_initial) << "excluded: a new head";
+  EXPECT_EQ(r->filtered.size(), 2u);
+  const std::string said = DescribeWarmStart(path, *r);
+  EXPECT_NE(said.find("2 left at their initial values by --restore_exclude"), std::string::npos)
+      << said;
+}
+
+TEST(WarmStartTest, ADirectoryGivesItsLatestCheckpoint) {
+  const std::string dir = Dir("dir");
+  CheckpointManager manager(dir, 0);
+  CheckpointData older = Trained();
+  for (auto& [name, t] : older.tensors) t = Tensor::Filled(t.shape(), -1.0f);
+  older.global_step = 100;
+  ASSERT_TRUE(manager.Save(older).ok());
+  ASSERT_TRUE(manager.Save(Trained()).ok());
+  std::unique_ptr<Model> m = Fresh();
+  ASSERT_TRUE(WarmStart(dir, {}, m.get()).ok());
+  for (float x : Value(m.get(), "fc2/weights").ToVector()) EXPECT_EQ(x, 0.5f) << "the latest";
+}
+
+TEST(WarmStartTest, AnotherShapeOrAMissingFileIsNamed) {
+  const std::string path = Dir("shape") + "/model.ckpt-1";
+  CheckpointData other = Trained();
+  other.tensors["fc1/weights"] = Tensor::Filled(Shape{5, 3}, 0.5f);
+  ASSERT_TRUE(WriteCheckpoint(path, other).ok());
+  std::unique_ptr<Model> m = Fresh();
+  Result<RestoreReport> r = WarmStart(path, {}, m.get());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("fc1/weights"), std::string::npos) << r.status().message();
+  Result<RestoreReport> missing = WarmStart(path + ".nope", {}, m.get());
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("--checkpoint_path=" + path + ".nope"),
+            std::string::npos)
+      << missing.status().message();
+}
+
+}  // namespace
+}  // namespace worker
+}  // namespace pstrain

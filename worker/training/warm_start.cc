@@ -1,0 +1,59 @@
+#include "worker/training/warm_start.h"
+
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include "common/checkpoint/checkpoint.h"
+#include "common/checkpoint/checkpoint_manager.h"
+
+namespace pstrain {
+namespace worker {
+
+std::vector<std::string> SplitList(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+Result<RestoreReport> WarmStart(const std::string& checkpoint,
+                                const std::vector<std::string>& exclude, Model* model) {
+  Result<CheckpointData> data = FailedPrecondition("unread");
+  if (std::filesystem::is_directory(checkpoint)) {
+    data = CheckpointManager(checkpoint, 0).RestoreLatest();
+  } else {
+    data = ReadCheckpoint(checkpoint);
+  }
+  if (!data.ok()) {
+    return data.status().WithContext("--checkpoint_path=" + checkpoint + " (the warm start)");
+  }
+  std::map<std::string, Tensor> targets;  // sharing the variables' buffers: restored in place
+  for (Variable* v : model->variables()) targets[v->name] = v->value;
+  RestoreFilter filter;
+  filter.exclude = exclude;
+  return RestoreInto(*data, filter, &targets);
+}
+
+std::string DescribeWarmStart(const std::string& checkpoint, const RestoreReport& report) {
+  std::string s = "warm start from " + checkpoint + ": " + std::to_string(report.restored.size()) +
+                  " variable(s) restored";
+  if (!report.filtered.empty()) {
+    s += ", " + std::to_string(report.filtered.size()) +
+         " left at their initial values by --restore_exclude";
+  }
+  if (!report.missing.empty()) {
+    s += ", " + std::to_string(report.missing.size()) + " not in the checkpoint (initial values, " +
+         "e.g. " + report.missing[0] + ")";
+  }
+  if (!report.unused.empty()) {
+    s += ", " + std::to_string(report.unused.size()) + " of its tensors unused (e.g. " +
+         report.unused[0] + ")";
+  }
+  return s + "; the global step and the optimizer's slots start fresh";
+}
+
+}  // namespace worker
+}  // namespace pstrain
