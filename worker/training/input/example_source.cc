@@ -11,19 +11,27 @@ namespace {
 class ImageSetSource : public ExampleSource {
  public:
   ImageSetSource(std::shared_ptr<const ImageSet> set, int worker_index, int worker_count)
-      : set_(std::move(set)), first_(worker_index), stride_(worker_count) {}
+      : set_(std::move(set)), first_(worker_index), stride_(worker_count) {
+    for (int64_t i = first_; i < set_->count; i += stride_) order_.push_back(i);
+  }
 
-  Status StartEpoch(std::mt19937_64*) override {
-    next_ = first_;
+  // With `rng`, a fresh permutation of this worker's share every epoch (as TF's and PyTorch's
+  // reference jobs draw theirs: rng.permutation(shard)); without, the share in file order.
+  // Issue 28: a shuffle buffer over the same file order every epoch left the README's async
+  // job a third of a point lower (docs/performance.md).
+  Status StartEpoch(std::mt19937_64* rng) override {
+    std::sort(order_.begin(), order_.end());
+    if (rng) std::shuffle(order_.begin(), order_.end(), *rng);
+    next_ = 0;
     return Status::OK();
   }
 
   Status Next(RawExample* out) override {
-    if (next_ >= set_->count) return OutOfRange("end of epoch");
-    const uint8_t* p = set_->image(next_);
+    if (next_ >= order_.size()) return OutOfRange("end of epoch");
+    const int64_t i = order_[next_++];
+    const uint8_t* p = set_->image(i);
     out->pixels.assign(reinterpret_cast<const char*>(p), set_->example_bytes());
-    out->label = set_->labels[next_];
-    next_ += stride_;
+    out->label = set_->labels[i];
     return Status::OK();
   }
 
@@ -37,7 +45,8 @@ class ImageSetSource : public ExampleSource {
   std::shared_ptr<const ImageSet> set_;
   int64_t first_;
   int64_t stride_;
-  int64_t next_ = 0;
+  std::vector<int64_t> order_;  // this worker's examples in this epoch's order
+  size_t next_ = 0;
 };
 
 class TfRecordSource : public ExampleSource {

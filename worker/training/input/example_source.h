@@ -27,8 +27,9 @@ struct RawExample {
 class ExampleSource {
  public:
   virtual ~ExampleSource() = default;
-  // Rewinds to the start of an epoch. With `rng`, the file order of this epoch is drawn from
-  // it (TF's string_input_producer with shuffle); without, files are read in order.
+  // Rewinds to the start of an epoch. With `rng`, this epoch's order is drawn from it: a
+  // TFRecord source's file order (TF's string_input_producer with shuffle), an in-memory set's
+  // full permutation of the worker's examples; without, everything is read in order.
   virtual Status StartEpoch(std::mt19937_64* rng) = 0;
   // The next example of this epoch; OutOfRange at its end.
   virtual Status Next(RawExample* out) = 0;
@@ -37,7 +38,8 @@ class ExampleSource {
   virtual int64_t size() const = 0;
 };
 
-// Example i belongs to worker i % worker_count.
+// Example i belongs to worker i % worker_count; StartEpoch(rng) draws a fresh permutation of
+// them each epoch (the shuffle buffer then has nothing left to mix).
 std::unique_ptr<ExampleSource> MakeImageSetSource(std::shared_ptr<const ImageSet> set,
                                                   int worker_index, int worker_count);
 
