@@ -1,7 +1,8 @@
 // Real roles started as Kubeflow's TFJob operator starts them: no cluster flags, only
-// TF_CONFIG in the environment. A ps, a chief and a worker train a tiny model to the end; an
-// explicit flag wins over TF_CONFIG; a malformed TF_CONFIG stops the role at start naming the
-// field. (No Kubernetes cluster runs here: the operator's part is the environment it writes.)
+// TF_CONFIG in the environment. A ps, a chief and a worker train a tiny model to the end, with an
+// evaluator that TF_CONFIG's cluster leaves out (as the operator writes it); an explicit flag wins
+// over TF_CONFIG; a malformed TF_CONFIG stops the role at start naming the field. (No Kubernetes
+// cluster runs here: the operator's part is the environment it writes.)
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -50,19 +51,37 @@ TEST(TfConfigProcessTest, RolesStartedWithOnlyTfConfigTrainTogether) {
       PSTRAIN_BINARY, "--config=" + testing::SourceDir() + "/tests/worker/testdata/tiny.yaml",
       "--train_dir=" + dir, "--max_steps=20", "--log_every_n_steps=10"};
   std::vector<pid_t> pids;
+  // The evaluator first, absent from the cluster as the operator writes it, so the others count
+  // no evaluator: it must not hold up the end. The chief starts once it is connected.
   for (const auto& [type, index] : std::vector<std::pair<std::string, int>>{
-           {"ps", 0}, {"chief", 0}, {"worker", 0}}) {
+           {"evaluator", 0}, {"ps", 0}, {"chief", 0}, {"worker", 0}}) {
+    for (int i = 0; type == "chief" && i < 1200; ++i) {
+      if (ReadFile(dir + "/evaluator.log").find("the end does not wait") != std::string::npos) {
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
     pids.push_back(testing::SpawnProcess(common, dir + "/" + type + ".log",
                                          {{"TF_CONFIG", TfConfig(ps, chief, worker, type, index)},
                                           {"CUDA_VISIBLE_DEVICES", ""}}));
   }
-  const int chief_code = WaitFor(pids[1], 240);
-  const int worker_code = WaitFor(pids[2], 60);
-  const int ps_code = WaitFor(pids[0], 60);
+  const int chief_code = WaitFor(pids[2], 240);
+  const int worker_code = WaitFor(pids[3], 60);
+  const int ps_code = WaitFor(pids[1], 60);
+  const int evaluator_code = WaitFor(pids[0], 90);
   const std::string chief_log = ReadFile(dir + "/chief.log");
   EXPECT_EQ(chief_code, 0) << chief_log;
   EXPECT_EQ(worker_code, 0) << ReadFile(dir + "/worker.log");
   EXPECT_EQ(ps_code, 0) << ReadFile(dir + "/ps.log");
+  const std::string evaluator_log = ReadFile(dir + "/evaluator.log");
+  EXPECT_EQ(evaluator_code, 0) << evaluator_log;
+  EXPECT_NE(evaluator_log.find("this one evaluates while training runs, but the end does not wait "
+                               "for it"),
+            std::string::npos)
+      << evaluator_log;
+  EXPECT_TRUE(evaluator_log.find("test accuracy") != std::string::npos ||
+              evaluator_log.find("so has this uncounted evaluator") != std::string::npos)
+      << evaluator_log;
   EXPECT_NE(chief_log.find("TF_CONFIG: --job_name=worker --task_index=0 --ps_hosts=127.0.0.1:" +
                            std::to_string(ps)),
             std::string::npos)

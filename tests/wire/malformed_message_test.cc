@@ -103,17 +103,17 @@ TEST_F(MalformedMessageTest, WrongVersionNamesBothVersionsAndTheSender) {
       "protocol version 7 from worker 1, this server speaks " + std::to_string(kProtocolVersion));
 }
 
-TEST_F(MalformedMessageTest, AVersion3PeerIsRefusedNamingBothVersions) {
-  // A process of the release before proved shard maps (protocol 3) meets one of this release
-  // (4), whose CURVE clients would follow none of its maps.
+TEST_F(MalformedMessageTest, AVersion4PeerIsRefusedNamingBothVersions) {
+  // A process of the release before replication records carried the chain's link (protocol 4)
+  // meets one of this release (5), whose backups would refuse every record it sends.
   const std::string header = RawHeader([](schema::Header::Builder h) {
-    h.setVersion(3);
+    h.setVersion(4);
     h.setRole("chief");
     h.setTaskIndex(0);
     h.setType(schema::MessageType::REGISTER);
   });
   ExpectRefused({header}, StatusCode::kInvalidArgument,
-                "protocol version 3 from chief 0, this server speaks 4");
+                "protocol version 4 from chief 0, this server speaks 5");
 }
 
 TEST_F(MalformedMessageTest, UnknownMessageType) {

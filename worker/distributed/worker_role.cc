@@ -352,6 +352,10 @@ Status RunWorker(const RoleOptions& o) {
 
 Status RunEvaluator(const RoleOptions& o) {
   const std::string who = "evaluator " + std::to_string(o.task_index);
+  // Kubeflow's operator writes TF_CONFIG's cluster without the evaluator, so every other role
+  // counts none (--evaluators=0). Such an evaluator still evaluates while training runs, but the
+  // final barrier does not wait for it, and a run that ends first ends it too.
+  const bool counted = o.task_index < o.evaluators;
   ASSIGN_OR_RETURN(Setup s, Load(o));
   ASSIGN_OR_RETURN(std::unique_ptr<ComputeDevice> device, ComputeDevice::Open(o.device, who));
   Model* model = s.model.get();
@@ -359,6 +363,15 @@ Status RunEvaluator(const RoleOptions& o) {
                    PsClient::Connect(o.ps_hosts, "evaluator", o.task_index, model->variables(),
                                      o.partition_bytes, o.curve, o.replicas));
   client->set_unavailable_timeout(std::chrono::seconds(o.unavailable_timeout_secs));
+  if (!counted) {
+    // Servers gone for this long mean the run is over (or failed): nobody waits for this one.
+    client->set_unavailable_timeout(
+        std::min(std::chrono::seconds(o.unavailable_timeout_secs), std::chrono::seconds(30)));
+    LOG(WARNING) << who << ": the cluster counts " << o.evaluators << " evaluator(s) (--evaluators,"
+                 << " or TF_CONFIG's cluster, which Kubeflow's operator writes without the "
+                 << "evaluator): this one evaluates while training runs, but the end does not "
+                 << "wait for it (the chief evaluates the final model itself)";
+  }
   RETURN_IF_ERROR(client->WaitUntilInitialized(std::chrono::seconds(o.init_timeout_secs)));
   RETURN_IF_ERROR(device->Place(model));
   std::unique_ptr<SummaryWriter> log;
@@ -368,7 +381,16 @@ Status RunEvaluator(const RoleOptions& o) {
   int64_t last = -1;
   for (;;) {
     const auto start = Clock::now();
-    ASSIGN_OR_RETURN(int64_t step, client->Pull());
+    Result<int64_t> pulled = client->Pull();
+    if (!pulled.ok() && !counted &&
+        (pulled.status().code() == StatusCode::kOutOfRange ||
+         pulled.status().code() == StatusCode::kUnavailable)) {
+      LOG(INFO) << who << ": the servers have ended (" << pulled.status().ToString()
+                << "), so has this uncounted evaluator; the last step it heard of: "
+                << client->HeardStep();
+      return Status::OK();
+    }
+    ASSIGN_OR_RETURN(int64_t step, std::move(pulled));
     if (step != last) {
       model->UploadVariables();
       ASSIGN_OR_RETURN(Evaluation e, Evaluate(model, s.input, s.train.seed));
@@ -390,6 +412,7 @@ Status RunEvaluator(const RoleOptions& o) {
       std::this_thread::sleep_until(std::min(next, Clock::now() + std::chrono::milliseconds(200)));
     }
   }
+  if (!counted) return Status::OK();
   return client->Barrier("done", static_cast<int>(o.worker_hosts.size()) + o.evaluators);
 }
 
