@@ -156,6 +156,21 @@ class LayerRegistry {
   std::map<std::string, Factory> factories_;
 };
 
+// Declares what every layer defines in layers/<name>.cc and <name>_cpu.cc: its config, its
+// TensorFlow and ONNX ops, and its CPU kernels. Leaves the class in `protected:`.
+#define PSTRAIN_DECLARE_LAYER()                                                               \
+ public:                                                                                      \
+  Status Configure(const ConfigNode& node) override;                                          \
+  Result<GraphOp> TensorFlowOp() const override;                                              \
+  Result<GraphOp> OnnxOp() const override;                                                    \
+                                                                                              \
+ protected:                                                                                   \
+  void ForwardCpu(const std::vector<const Tensor*>& in, Tensor* out, const LayerContext& ctx) \
+      override;                                                                               \
+  void BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& out,                   \
+                   const Tensor& out_grad, const std::vector<Tensor*>& in_grads,              \
+                   const LayerContext& ctx) override;
+
 // Declares a layer's GPU kernels (defined in layers/<name>_cuda.cc|.cu) in builds with the GPU
 // backend; in other builds the layer keeps the base class's refusing defaults.
 #if PSTRAIN_HAVE_GPU_BACKEND

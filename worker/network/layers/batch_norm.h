@@ -15,17 +15,10 @@ namespace worker {
 class BatchNorm : public Layer {
  public:
   explicit BatchNorm(const std::string& name) : Layer(name, "batch_norm") {}
-  Status Configure(const ConfigNode& node) override;
-  Result<GraphOp> TensorFlowOp() const override;
-  Result<GraphOp> OnnxOp() const override;
   Result<Shape> Setup(const std::vector<Shape>& inputs) override;
   void InitVariables(std::mt19937_64* rng) override;
 
- protected:
-  void ForwardCpu(const std::vector<const Tensor*>& in, Tensor* out,
-                  const LayerContext& ctx) override;
-  void BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& out_grad,
-                   const std::vector<Tensor*>& in_grads, const LayerContext& ctx) override;
+  PSTRAIN_DECLARE_LAYER()
   PSTRAIN_DECLARE_GPU_KERNELS()
 
  private:

@@ -14,17 +14,10 @@ namespace worker {
 class Dropout : public Layer {
  public:
   explicit Dropout(const std::string& name) : Layer(name, "dropout") {}
-  Status Configure(const ConfigNode& node) override;
-  Result<GraphOp> TensorFlowOp() const override;
-  Result<GraphOp> OnnxOp() const override;
   Result<Shape> Setup(const std::vector<Shape>& inputs) override { return inputs[0]; }
   float keep_prob() const { return keep_prob_; }
 
- protected:
-  void ForwardCpu(const std::vector<const Tensor*>& in, Tensor* out,
-                  const LayerContext& ctx) override;
-  void BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& out_grad,
-                   const std::vector<Tensor*>& in_grads, const LayerContext& ctx) override;
+  PSTRAIN_DECLARE_LAYER()
   PSTRAIN_DECLARE_GPU_KERNELS()
 
  private:

@@ -13,16 +13,9 @@ namespace worker {
 class LeakyRelu : public Layer {
  public:
   explicit LeakyRelu(const std::string& name) : Layer(name, "leaky_relu") {}
-  Status Configure(const ConfigNode& node) override;
-  Result<GraphOp> TensorFlowOp() const override;
-  Result<GraphOp> OnnxOp() const override;
   Result<Shape> Setup(const std::vector<Shape>& inputs) override { return inputs[0]; }
 
- protected:
-  void ForwardCpu(const std::vector<const Tensor*>& in, Tensor* out,
-                  const LayerContext& ctx) override;
-  void BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& out_grad,
-                   const std::vector<Tensor*>& in_grads, const LayerContext& ctx) override;
+  PSTRAIN_DECLARE_LAYER()
   PSTRAIN_DECLARE_GPU_KERNELS()
 
  private:

@@ -16,16 +16,9 @@ class Pool2D : public Layer {
   enum class Kind { kMax, kAvg };
   Pool2D(const std::string& name, Kind kind)
       : Layer(name, kind == Kind::kMax ? "max_pool" : "avg_pool"), kind_(kind) {}
-  Status Configure(const ConfigNode& node) override;
-  Result<GraphOp> TensorFlowOp() const override;
-  Result<GraphOp> OnnxOp() const override;
   Result<Shape> Setup(const std::vector<Shape>& inputs) override;
 
- protected:
-  void ForwardCpu(const std::vector<const Tensor*>& in, Tensor* out,
-                  const LayerContext& ctx) override;
-  void BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& out_grad,
-                   const std::vector<Tensor*>& in_grads, const LayerContext& ctx) override;
+  PSTRAIN_DECLARE_LAYER()
   PSTRAIN_DECLARE_GPU_KERNELS()
 
  private:

@@ -14,18 +14,11 @@ namespace worker {
 class SoftmaxCrossEntropy : public Layer {
  public:
   explicit SoftmaxCrossEntropy(const std::string& name) : Layer(name, "softmax_cross_entropy") {}
-  Status Configure(const ConfigNode& node) override;
-  Result<GraphOp> TensorFlowOp() const override;
-  Result<GraphOp> OnnxOp() const override;
   Result<Shape> Setup(const std::vector<Shape>& inputs) override;
   // Softmax probabilities of the last forward pass, [N, classes].
   const std::vector<float>& probabilities() const { return probs_; }
 
- protected:
-  void ForwardCpu(const std::vector<const Tensor*>& in, Tensor* out,
-                  const LayerContext& ctx) override;
-  void BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& out_grad,
-                   const std::vector<Tensor*>& in_grads, const LayerContext& ctx) override;
+  PSTRAIN_DECLARE_LAYER()
   PSTRAIN_DECLARE_GPU_KERNELS()
 
  private:
