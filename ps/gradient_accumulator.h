@@ -23,6 +23,7 @@ class GradientAccumulator {
   Tensor TakeAverage();
 
   int count() const { return count_; }
+  const Shape& shape() const { return sum_.shape(); }
   int64_t dropped() const { return dropped_; }
 
  private:

@@ -33,6 +33,8 @@ ParameterServer::ParameterServer(ServerOptions options, std::unique_ptr<Variable
                                                       "ps " + std::to_string(options_.task_index),
                                                       options_.before_checkpoint_write)),
       magnitude_(options_.outlier_binades) {
+  policy_ = UpdatePolicy::For(options_.mode, this, options_.max_staleness,
+                              "ps " + std::to_string(options_.task_index));
   membership_ = std::make_unique<Membership>(MembershipOptions{
       options_.mode, options_.num_workers, options_.backup_workers, options_.accumulate_n,
       options_.min_workers, options_.cluster.evaluators,
@@ -54,7 +56,7 @@ std::string ParameterServer::Who(const Message& m) const {
 int ParameterServer::required_pushes() const {
   std::vector<std::string> pushed;  // elastic sync: the window's pushers, whose replies wait
   if (membership_->elastic()) {
-    for (const Waiting& w : waiting_pushes_) pushed.push_back(WorkerName(Who(w.request)));
+    for (const std::string& who : policy_->waiting_pushers()) pushed.push_back(WorkerName(who));
   }
   return membership_->RequiredPushes(peers_, pushed);
 }
@@ -265,9 +267,8 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandleInit(const std::st
     // A copy: the received tensor lives in a network frame that is released after this call.
     Status s = store_->AddVariable(t.name, t.tensor.Clone());
     if (!s.ok()) return {{peer, Error(request, s.message())}};
-    accumulators_.emplace(
-        t.name, GradientAccumulator(t.tensor.shape(), required_pushes(), options_.max_staleness));
   }
+  policy_->Reset(*store_);
   global_step_ = request.step;
   initialized_ = true;
   chain_.Reset(0, global_step_);
@@ -292,20 +293,7 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandlePull(const std::st
                          StatusCode::kFailedPrecondition)}};
   }
   if (auto it = peers_.find(Who(request)); it != peers_.end()) NotePull(&it->second);
-  if (options_.mode == UpdateMode::kSync) {
-    // In lockstep a pull that follows its sender's own push waits for that update.
-    for (const Waiting& w : waiting_pushes_) {
-      if (w.peer == peer) {
-        // One pull waits per sender (a worker pulls once per step): a newer one replaces it.
-        waiting_pulls_.erase(
-            std::remove_if(waiting_pulls_.begin(), waiting_pulls_.end(),
-                           [&](const Waiting& p) { return Who(p.request) == Who(request); }),
-            waiting_pulls_.end());
-        waiting_pulls_.push_back({peer, request});
-        return {};
-      }
-    }
-  }
+  if (policy_->HoldPull(peer, request)) return {};
   return {{peer, PullReply(request)}};
 }
 
@@ -323,7 +311,7 @@ Message ParameterServer::PullReply(const Message& request) {
 
 // A push's life on the server: not before initialisation; its fields; a retry is answered,
 // not applied; its contents checked whole (PushKinds); its data uses; the outlier guard; the
-// values it assigns; then the update mode's part: applied now (async) or added to the window.
+// values it assigns; then the update policy's part: applied now (async) or added to the window.
 std::vector<ParameterServer::Outgoing> ParameterServer::HandlePush(const std::string& peer,
                                                                    const Message& request) {
   if (!initialized_) {
@@ -350,127 +338,23 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandlePush(const std::st
   ++stats_.pushes;
   ScaleOutlier(request, push->largest_exponent, &push->gradients);
   for (const auto& [name, value] : push->assigns) store_->Assign(name, value);
-  if (options_.mode == UpdateMode::kAsync) {
-    ApplyNow(peer, request, *push, &out);
-  } else {
-    AddToWindow(peer, request, *push, &out);
-  }
+  policy_->Take(peer, request, *push, &out);
   return out;
 }
 
-void ParameterServer::ApplyNow(const std::string& peer, const Message& request,
-                               const PushContents& push, std::vector<Outgoing>* out) {
-  const bool chain = chain_.active();
-  NamedTensors prepared;
-  Status s = Apply(request.step, push.gradients, VariableStore::Checked::kYes, &prepared);
-  if (!s.ok()) {
-    // The assigns were made: a backup makes them too.
-    if (chain && !push.assigns.empty()) Replicate(request.step, {}, push.assigns, {}, out);
-    out->push_back({peer, Error(request, s.message())});
-    return;
-  }
-  // A step pushed in parts (PsClient's overlapped push) counts once, with its last part.
-  if (request.value == 0) {
-    NoteStaleness(request.step);
-    ++global_step_;
-    ++stats_.updates;
-  }
-  const Message reply = Reply(request, MessageType::kOk);
-  RememberPush(request, reply);
-  if (!chain) {
-    out->push_back({peer, reply});
-    return;
-  }
-  const int64_t record =
-      Replicate(request.step, std::move(prepared), push.assigns, {EntryOf(request, reply)}, out);
-  peers_[Who(request)].last_push_record = record;
-  HoldUntil(record, peer, reply, out);
-}
-
-void ParameterServer::AddToWindow(const std::string& peer, const Message& request,
-                                  const PushContents& push, std::vector<Outgoing>* out) {
-  const bool chain = chain_.active();
-  if (chain)
-    window_assigns_.insert(window_assigns_.end(), push.assigns.begin(), push.assigns.end());
-  if (request.step < global_step_ - options_.max_staleness) {
-    ++stats_.dropped_stale;
-    Message m = Reply(request, MessageType::kOk);
-    m.value = -1;  // dropped
-    m.text = "stale: computed from step " + std::to_string(request.step) + ", now at " +
-             std::to_string(global_step_) + " (max_staleness " +
-             std::to_string(options_.max_staleness) + ")";
-    VLOG(1) << "ps " << options_.task_index << ": dropped a " << m.text << " push from "
-            << Who(request);
-    RememberPush(request, m);
-    if (!chain) {
-      out->push_back({peer, m});
-      return;
-    }
-    // A record of its own, so that the sender's next push does not skip ahead after a failover.
-    const int64_t record =
-        Replicate(global_step_, {}, std::exchange(window_assigns_, {}), {EntryOf(request, m)}, out);
-    peers_[Who(request)].last_push_record = record;
-    HoldUntil(record, peer, m, out);
-    return;
-  }
-  NoteStaleness(request.step);
-  for (const auto& g : push.gradients) {
-    accumulators_.at(g.first).Add(g.second, request.step, global_step_);
-  }
-  RememberPush(request, Reply(request, MessageType::kOk));
-  if (chain) {
-    // Answered with the window's record (OSDI'14: aggregate, replicate, then acknowledge).
-    window_pushes_.push_back(EntryOf(request, Reply(request, MessageType::kOk)));
-    peers_[Who(request)].last_push_record = -1;
-  }
-  if (options_.mode == UpdateMode::kSync) {
-    waiting_pushes_.push_back({peer, request});
-  } else if (chain) {
-    window_replies_.push_back({peer, Reply(request, MessageType::kOk)});
-  } else {
-    out->push_back({peer, Reply(request, MessageType::kOk)});
-  }
-  if (++pushes_in_window_ >= required_pushes()) CloseWindow(out);
-}
-
-void ParameterServer::CloseWindow(std::vector<Outgoing>* out) {
-  std::vector<std::pair<std::string, Tensor>> means;
-  for (auto& [name, acc] : accumulators_) {
-    if (acc.count() > 0) means.emplace_back(name, acc.TakeAverage());
-  }
-  const int64_t applied_at = global_step_;
-  NamedTensors prepared;
-  Status s = Apply(global_step_, means, VariableStore::Checked::kNo, &prepared);
-  if (!s.ok()) {
-    LOG(ERROR) << "ps " << options_.task_index << ": " << s.ToString();
-    prepared.clear();  // nothing was applied: the record carries no gradients
-  }
-  pushes_in_window_ = 0;
-  ++global_step_;
-  ++stats_.updates;
-  std::vector<HeldReply> released;
-  for (Waiting& w : waiting_pushes_)
-    released.push_back({w.peer, Reply(w.request, MessageType::kOk)});
-  for (Waiting& w : waiting_pulls_) released.push_back({w.peer, PullReply(w.request)});
-  for (HeldReply& h : window_replies_) released.push_back(std::move(h));
-  waiting_pushes_.clear();
-  waiting_pulls_.clear();
-  window_replies_.clear();
+void ParameterServer::Commit(Update update, std::vector<HeldReply> replies,
+                             const std::vector<std::string>& pushers, std::vector<Outgoing>* out) {
   if (!chain_.active()) {
-    for (HeldReply& h : released) out->push_back({h.peer, std::move(h.message)});
+    for (HeldReply& h : replies) out->push_back({h.peer, std::move(h.message)});
     return;
   }
-  const int64_t record =
-      Replicate(applied_at, std::move(prepared), std::exchange(window_assigns_, {}),
-                std::exchange(window_pushes_, {}), out);
-  for (auto& [who, p] : peers_) {
-    if (p.last_push_record == -1) p.last_push_record = record;
-  }
-  for (HeldReply& h : released) HoldUntil(record, h.peer, h.message, out);
+  const int64_t record = Replicate(update.step, std::move(update.prepared),
+                                   std::move(update.assigns), std::move(update.pushes), out);
+  for (const std::string& who : pushers) peers_[who].last_push_record = record;
+  for (HeldReply& h : replies) HoldUntil(record, h.peer, h.message, out);
 }
 
-Status ParameterServer::Apply(int64_t step,
-                              const std::vector<std::pair<std::string, Tensor>>& grads,
+Status ParameterServer::Apply(int64_t step, const NamedTensors& grads,
                               VariableStore::Checked checked, NamedTensors* prepared) {
   const auto start = std::chrono::steady_clock::now();
   // A pull reply still being sent, or a checkpoint being written, keeps the values it was given.
@@ -486,6 +370,11 @@ Status ParameterServer::Apply(int64_t step,
   stats_.apply_nanos += nanos;
   highs_.apply_nanos = std::max(highs_.apply_nanos, nanos);
   return s;
+}
+
+void ParameterServer::CountUpdate() {
+  ++global_step_;
+  ++stats_.updates;
 }
 
 void ParameterServer::NoteStaleness(int64_t computed_at) {
@@ -512,11 +401,10 @@ Status ParameterServer::CheckPushFields(const Message& request) const {
                            " parts of its step are still to come; expected 0 to " +
                            std::to_string(kMaxPushParts));
   }
-  if (request.value > 0 && options_.mode != UpdateMode::kAsync) {
+  if (request.value > 0 && !policy_->TakesParts()) {
     return InvalidArgument(
         "a push in parts (" + std::to_string(request.value) +
-        " more to come) needs --update_mode=async, and this server runs " +
-        (options_.mode == UpdateMode::kSync ? "sync" : "accumulate") +
+        " more to come) needs --update_mode=async, and this server runs " + policy_->name() +
         ": give workers the servers' --update_mode (they then push whole steps) or "
         "--overlap_push=false");
   }
@@ -540,7 +428,7 @@ std::vector<ParameterServer::Outgoing> ParameterServer::TakePush(const std::stri
   const int64_t taken = stats_.pushes;
   std::vector<Outgoing> out;
   if (!HoldPush(peer, request, &out)) {
-    membership_->NotePush(pushes_in_window_ == 0, peers_);
+    membership_->NotePush(policy_->window_empty(), peers_);
     out = HandlePush(peer, request);
   }
   if (held_pushes_.size() > held || stats_.pushes > taken) NotePushTaken(&peers_[Who(request)]);
@@ -599,20 +487,13 @@ bool ParameterServer::IsRetriedPush(const std::string& peer, const Message& requ
   LOG(WARNING) << "ps " << options_.task_index << ": push " << request.sequence << " from "
                << Who(request) << " (step " << request.step
                << ") is a retry of one already applied; not applied again";
-  if (options_.mode == UpdateMode::kSync) {
-    for (const Waiting& w : waiting_pushes_) {
-      if (Who(w.request) == Who(request) && w.request.sequence == request.sequence) {
-        waiting_pushes_.push_back({peer, request});  // answered with the original
-        return true;
-      }
-    }
-  }
+  if (policy_->HoldRetry(peer, request)) return true;  // sync: answered with the original
   Message m = p.last_push_reply;
   m.request_id = request.request_id;
   m.step = reply_step();
   m.map_epoch = chain_.epoch();
   if (chain_.active() && p.last_push_record == -1) {  // in the open accumulate window
-    window_replies_.push_back({peer, m});
+    policy_->AnswerWithWindow(peer, m);
   } else if (chain_.active() && p.last_push_record > chain_.committed()) {
     HoldUntil(p.last_push_record, peer, m, out);  // answered once its record is acknowledged
   } else {
@@ -621,16 +502,16 @@ bool ParameterServer::IsRetriedPush(const std::string& peer, const Message& requ
   return true;
 }
 
-void ParameterServer::RememberPush(const Message& request, const Message& reply) {
+void ParameterServer::RememberPush(const Message& request, const Message& reply, bool in_window) {
   auto it = peers_.find(Who(request));
   if (it == peers_.end()) return;
   it->second.last_push_sequence = request.sequence;
   it->second.last_push_reply = reply;
+  if (in_window && chain_.active()) it->second.last_push_record = -1;
 }
 
 size_t ParameterServer::pending_requests() const {
-  size_t n = waiting_pushes_.size() + waiting_pulls_.size() + held_pushes_.size() + chain_.held() +
-             window_replies_.size() + future_.size();
+  size_t n = policy_->pending() + held_pushes_.size() + chain_.held() + future_.size();
   return n + barriers_.waiting();
 }
 

@@ -1,15 +1,8 @@
 // A parameter server task: holds its shard of the variables (given by the chief, or restored
 // from the shard's checkpoint of the step the chief picks), answers pulls, applies pushed
-// gradients in one of three update modes, keeps the global step (authoritative on task 0), saves
-// checkpoints on request in the background (ps/shard_checkpoints.h).
-//
-//   async       every push is applied on arrival; a worker may push one step in several parts
-//               (`value`: parts still to come, so that its push overlaps backward), each applied
-//               on arrival, and the global step counts the step once, at its last part (0);
-//   accumulate  pushes are summed until N have arrived, then their mean is applied once; a push
-//               computed from a version older than max_staleness updates is dropped and counted;
-//   sync        accumulate with N = workers - backup_workers, and each push's reply waits until
-//               the update it took part in is applied (workers move in lockstep).
+// gradients by its update policy (async, accumulate or sync: ps/update_policy.h), keeps the global
+// step (authoritative on task 0), saves checkpoints on request in the background
+// (ps/shard_checkpoints.h).
 //
 // Requests are handled one at a time on the server's thread, so a pull never sees a partly
 // applied update; optimizer loops use every core for large variables.
@@ -43,8 +36,8 @@
 #include "common/wire/transport.h"
 #include "ps/barriers.h"
 #include "ps/data_ledger.h"
-#include "ps/gradient_accumulator.h"
 #include "ps/magnitude_guard.h"
+#include "ps/outgoing.h"
 #include "ps/peer_state.h"
 #include "ps/permissions.h"
 #include "ps/push_contents.h"
@@ -53,6 +46,7 @@
 #include "ps/server_summary.h"
 #include "ps/shard_checkpoints.h"
 #include "ps/update_mode.h"
+#include "ps/update_policy.h"
 #include "ps/variable_store.h"
 
 namespace pstrain {
@@ -102,19 +96,13 @@ struct ServerOptions {
   DataLedgerOptions data;
 };
 
-class ParameterServer {
+// The shard's update policy works on it through UpdateShard, which it implements privately.
+class ParameterServer : private UpdateShard {
  public:
   ParameterServer(ServerOptions options, std::unique_ptr<VariableStore> store);
-  ~ParameterServer();
+  ~ParameterServer() override;
 
-  struct Outgoing {
-    std::string peer;  // a reply to the connection that sent the request
-    wire::Message message;
-    // >= 0: not a reply but a request to server task `task` (a record to this shard's successor,
-    // a snapshot to a joiner), sent over the owning ServerTask's connection to that task; its
-    // reply comes back through HandleServerReply.
-    int task = -1;
-  };
+  using Outgoing = ps::Outgoing;
 
   // This shard's chain in the map of `epoch` (common/replication/shard_map.h), as the owning
   // ServerTask sees it: `tasks` head first, `joining` copying behind the tail, `self` this task.
@@ -167,7 +155,7 @@ class ParameterServer {
 
   bool initialized() const { return initialized_; }
   bool shutdown_requested() const { return shutdown_; }
-  int64_t global_step() const { return global_step_; }
+  int64_t global_step() const override { return global_step_; }
   const ServerStats& stats() const { return stats_; }
   // The highs since the last call, which starts a new interval.
   ServerHighs TakeHighs();
@@ -191,14 +179,27 @@ class ParameterServer {
   // Handle without the traffic counts.
   std::vector<Outgoing> Dispatch(const std::string& peer, const wire::Message& request,
                                  const std::string& identity);
-  // Applies `grads` as the update of `step`, timed.
-  // `checked`: a push's own tensors, each through CheckGradient as the push was taken;
-  // accumulated means are checked again (a sum of finite floats can overflow).
-  // `prepared` (if given) receives the gradients as the optimizer consumed them.
-  Status Apply(int64_t step, const std::vector<std::pair<std::string, Tensor>>& grads,
-               VariableStore::Checked checked = VariableStore::Checked::kNo,
-               VariableStore::NamedTensors* prepared = nullptr);
-  void NoteStaleness(int64_t computed_at);
+  // UpdateShard, for the update policy (ps/update_policy.h). Accumulated means are checked
+  // again by Apply (a sum of finite floats can overflow).
+  Status Apply(int64_t step, const NamedTensors& grads, VariableStore::Checked checked,
+               NamedTensors* prepared) override;
+  void NoteStaleness(int64_t computed_at) override;
+  void CountUpdate() override;
+  bool replicated() const override { return chain_.active(); }
+  ServerStats& mutable_stats() override { return stats_; }
+  wire::Message Ok(const wire::Message& request) const override {
+    return Reply(request, wire::MessageType::kOk);
+  }
+  wire::Message Refusal(const wire::Message& request, const std::string& what) override {
+    return Error(request, what);
+  }
+  wire::PushEntry RetryEntry(const wire::Message& request, const wire::Message& reply) override {
+    return EntryOf(request, reply);
+  }
+  void RememberPush(const wire::Message& request, const wire::Message& reply,
+                    bool in_window) override;
+  void Commit(Update update, std::vector<HeldReply> replies,
+              const std::vector<std::string>& pushers, std::vector<Outgoing>* out) override;
   wire::Message Reply(const wire::Message& request, wire::MessageType type) const;
   // The step replies report: the committed one (the applied one without a chain).
   int64_t reply_step() const { return chain_.active() ? chain_.committed_step() : global_step_; }
@@ -225,17 +226,10 @@ class ParameterServer {
   // A push already applied (a retry of the sender's last push): the reply to send, if any.
   bool IsRetriedPush(const std::string& peer, const wire::Message& request,
                      std::vector<Outgoing>* out);
-  void RememberPush(const wire::Message& request, const wire::Message& reply);
   std::vector<Outgoing> HandleInit(const std::string& peer, const wire::Message& request);
   std::vector<Outgoing> HandlePull(const std::string& peer, const wire::Message& request);
-  wire::Message PullReply(const wire::Message& request);
+  wire::Message PullReply(const wire::Message& request) override;
   std::vector<Outgoing> HandlePush(const std::string& peer, const wire::Message& request);
-  // The update mode's part of a push taken: async applies it now; accumulate and sync add it to
-  // the open window (or drop it as stale).
-  void ApplyNow(const std::string& peer, const wire::Message& request, const PushContents& push,
-                std::vector<Outgoing>* out);
-  void AddToWindow(const std::string& peer, const wire::Message& request, const PushContents& push,
-                   std::vector<Outgoing>* out);
   std::vector<Outgoing> HandleBarrier(const std::string& peer, const wire::Message& request);
   // Whether a barrier's waiting participants are all it waits for (the cluster's count, or with
   // --min_workers every live worker; ps/server_membership.cc).
@@ -246,13 +240,11 @@ class ParameterServer {
   // Defined in ps/server_checkpoints.cc, with the checkpoint requests.
   wire::Message HandleRestore(const wire::Message& request);
   std::string RestoreSlots(int64_t step);  // after the chief's values: says where slots came from
-  int required_pushes() const;
-  // Applies the open window's mean and releases what waited for it.
-  void CloseWindow(std::vector<Outgoing>* out);
+  int required_pushes() const override;
   // Defined in ps/server_membership.cc. While fewer than --min_workers are live, holds an async
   // push (or refuses it into `out`); whether it took the push.
   bool HoldPush(const std::string& peer, const wire::Message& request, std::vector<Outgoing>* out);
-  std::string Who(const wire::Message& m) const;
+  std::string Who(const wire::Message& m) const override;
   // Defined in ps/server_data_lease.cc, with the data ledger's requests.
   void StartDataLedger();
   std::vector<Outgoing> HandleDataLease(const std::string& peer, const wire::Message& request);
@@ -263,7 +255,6 @@ class ParameterServer {
   void ReleaseDataLeases(const std::string& who, bool restarted = false);
 
   // Replication (ps/server_replication.cc, docs/replication.md sections 3-5).
-  using NamedTensors = VariableStore::NamedTensors;
   // The retry-cache entry of `request`'s push answered by `reply`.
   static wire::PushEntry EntryOf(const wire::Message& request, const wire::Message& reply);
   // Makes the record of an update this head applied at `step` (the global step already
@@ -303,14 +294,11 @@ class ParameterServer {
   bool initialized_ = false;
   bool shutdown_ = false;
   int64_t global_step_ = 0;  // updates applied here; task 0's is the cluster's global step
-  std::map<std::string, GradientAccumulator> accumulators_;
-  int pushes_in_window_ = 0;  // accepted pushes towards the next accumulated update
+  std::unique_ptr<UpdatePolicy> policy_;  // when a push is applied, and whom to answer when
   struct Waiting {
     std::string peer;
     wire::Message request;
   };
-  std::vector<Waiting> waiting_pushes_;     // sync mode
-  std::vector<Waiting> waiting_pulls_;      // sync mode, behind their push
   Barriers barriers_;                       // by the cluster's size
   std::map<std::string, PeerState> peers_;  // by Who(): "worker 1"
   ServerStats stats_;
@@ -323,9 +311,6 @@ class ParameterServer {
   std::unique_ptr<DataLedger> ledger_;  // elastic data: shard 0 only, when given the data size
   // Replication: this shard's chain (inactive before a map: today's server).
   ReplicaChain chain_;
-  NamedTensors window_assigns_;            // accumulate/sync: assigned since the last record
-  std::vector<HeldReply> window_replies_;  // accumulate: pushes in the open window
-  std::vector<wire::PushEntry> window_pushes_;
   std::vector<Waiting> future_;  // replication requests of an epoch this task has not yet seen
   PushKinds push_kinds_;      // checks a push's contents; each variable's kind (value or gradient)
   MagnitudeGuard magnitude_;  // the pushes' largest elements, for outliers

@@ -60,12 +60,7 @@ Status ParameterServer::RestoreStep(int64_t step) {
   std::map<std::string, Tensor> state = store_->StateTensors();
   ASSIGN_OR_RETURN(RestoreReport report, RestoreInto(data, RestoreFilter{}, &state));
   // Gradients summed towards an update of the abandoned state are dropped with it.
-  accumulators_.clear();
-  for (const std::string& name : names) {
-    accumulators_.emplace(name, GradientAccumulator(store_->Value(name).shape(), required_pushes(),
-                                                    options_.max_staleness));
-  }
-  pushes_in_window_ = 0;
+  policy_->Reset(*store_);
   global_step_ = data.global_step;
   initialized_ = true;
   if (chain_.successor() >= 0) {
@@ -243,14 +238,7 @@ Status ParameterServer::InstallSnapshot(const Message& copy) {
     auto it = state.find(t.name);
     if (it != state.end()) it->second.CopyFrom(t.tensor);
   }
-  accumulators_.clear();
-  for (const auto& [name, value] : values) {
-    accumulators_.emplace(
-        name, GradientAccumulator(value.shape(), required_pushes(), options_.max_staleness));
-  }
-  pushes_in_window_ = 0;
-  window_assigns_.clear();
-  window_pushes_.clear();
+  policy_->Reset(*store_);
   global_step_ = copy.value;
   initialized_ = true;
   for (const wire::PushEntry& e : copy.pushes) {

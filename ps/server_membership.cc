@@ -81,12 +81,7 @@ std::vector<ParameterServer::Outgoing> ParameterServer::CheckMembership(
     for (Outgoing& o : HandlePush(w.peer, w.request)) out.push_back(std::move(o));
   }
   // A window that waited for a worker now gone closes without it.
-  if (initialized_ && pushes_in_window_ > 0 && pushes_in_window_ >= required_pushes()) {
-    LOG(INFO) << "ps " << options_.task_index << ": closing the update window of step "
-              << global_step_ << " with " << pushes_in_window_
-              << " push(es): the live workers changed";
-    CloseWindow(&out);
-  }
+  if (initialized_) policy_->CloseIfComplete(&out);
   AnswerReleased(barriers_.ReleaseComplete(
                      [this](const std::vector<Barriers::Wait>& w) { return BarrierComplete(w); }),
                  &out);

@@ -58,23 +58,11 @@ std::vector<ParameterServer::Outgoing> ParameterServer::SetChain(const ChainView
   if (change.lost_head) {
     // Workers send these again to the new head, whose retry cache holds the committed ones.
     std::vector<HeldReply> held = chain_.TakeAllHeld();
-    for (HeldReply& h : window_replies_) held.push_back(std::move(h));
-    window_replies_.clear();
-    for (Waiting& w : waiting_pushes_) held.push_back({w.peer, w.request});
-    for (Waiting& w : waiting_pulls_) held.push_back({w.peer, w.request});
+    // The open window's pushes are answered aborted: their senders push them to the new head.
+    for (HeldReply& h : policy_->TakeHeld()) held.push_back(std::move(h));
     for (Waiting& w : held_pushes_) held.push_back({w.peer, w.request});  // below --min_workers
     for (Barriers::Wait& w : barriers_.TakeAll()) held.push_back({w.peer, w.request});
-    waiting_pushes_.clear();
-    waiting_pulls_.clear();
     held_pushes_.clear();
-    // The open window's pushes are answered aborted: their senders push them to the new head.
-    for (auto& [name, acc] : accumulators_) {
-      acc = GradientAccumulator(store_->Value(name).shape(), required_pushes(),
-                                options_.max_staleness);
-    }
-    pushes_in_window_ = 0;
-    window_assigns_.clear();
-    window_pushes_.clear();
     for (auto& [who, p] : peers_) {
       if (p.last_push_record < 0) p.last_push_record = 0;
     }
