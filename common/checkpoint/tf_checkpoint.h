@@ -1,6 +1,6 @@
 // pstrain's checkpoints as TensorFlow 1 names and lays out the same model's variables (the graph
-// of bench/tf1_ps_refnet.py: get_variable("conv1/weights"), AdamOptimizer), written to and read
-// from TensorFlow's tensor bundle (tf_bundle.h):
+// of ../shared/bench/tf1_ps_refnet.py: get_variable("conv1/weights"), AdamOptimizer), written to
+// and read from TensorFlow's tensor bundle (tf_bundle.h):
 //   variables      the same names: "conv1/weights", "fc1/bias", "bn1/moving_mean"
 //   layouts        a rank-4 kernel, pstrain's [out, in, kh, kw] (conv2d_transpose: [in, out, kh,
 //                  kw]), is TF's HWIO [kh, kw, in, out] ([kh, kw, out, in]); a rank-2 dense

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <string>
 
@@ -247,8 +248,10 @@ TEST_F(TfBundleTest, TensorFlowNamesAndLayoutsAreWrittenAndReadBack) {
   for (int u = 0; u < 3; ++u)
     for (int f = 0; f < 2; ++f)
       EXPECT_EQ(FloatAt(fc, f * 3 + u), d.tensors.at("fc1/weights")[u * 2 + f]);
-  EXPECT_FLOAT_EQ(FloatAt(bundle->tensors.at("beta1_power"), 0), std::pow(0.5f, 42.0f));
-  EXPECT_FLOAT_EQ(FloatAt(bundle->tensors.at("beta2_power"), 0), std::pow(0.999f, 42.0f));
+  EXPECT_FLOAT_EQ(FloatAt(bundle->tensors.at("beta1_power"), 0),
+                  static_cast<float>(std::pow(0.5, 42.0)));
+  EXPECT_FLOAT_EQ(FloatAt(bundle->tensors.at("beta2_power"), 0),
+                  static_cast<float>(std::pow(0.999, 42.0)));
   int64_t step = 0;
   std::memcpy(&step, bundle->tensors.at("global_step").data.data(), 8);
   EXPECT_EQ(step, 41);
