@@ -6,22 +6,37 @@
 //   pstrain-checkpoint list PATH...     the same, printing each tensor's name and shape
 //   pstrain-checkpoint print PATH NAME  one variable's shape, statistics (min, max, mean, NaN
 //                                       count, ...) and values (variable_summary.h)
+//   pstrain-checkpoint to_tf PATH OUT_DIR [--adam_beta1=0.9 --adam_beta2=0.999]
+//                                       PATH's model (a cluster train_dir: its newest committed
+//                                       step, split variables joined; joined_checkpoint.h) as a
+//                                       TensorFlow checkpoint OUT_DIR/model.ckpt-<step>.index +
+//                                       .data-00000-of-00001, listed in OUT_DIR/checkpoint, so
+//                                       tf.train.latest_checkpoint(OUT_DIR) finds it
+//                                       (names and layouts: tf_checkpoint.h)
 //
 // A checkpoint file is one whose name contains ".ckpt-" and that is not a temporary file of an
 // interrupted save (".tmp" suffix); the TF-style `checkpoint` index must name existing files.
 // Files a server set aside as damaged ("<file>.damaged", out of its index and never restored)
-// are listed, not counted as problems. A train_dir's commit record (committed_checkpoints,
+// are listed, not counted as problems. A TensorFlow bundle (model.ckpt-<step>.index and its
+// .data files) is verified as one checkpoint. A train_dir's commit record (committed_checkpoints,
 // common/checkpoint/cluster_checkpoint.h) must be readable; the newest committed step every
 // shard holds is printed as the one a restarted cluster would restore.
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "common/checkpoint/atomic_file.h"
 #include "common/checkpoint/checkpoint.h"
+#include "common/checkpoint/checkpoint_index.h"
 #include "common/checkpoint/checkpoint_manager.h"
 #include "common/checkpoint/cluster_checkpoint.h"
+#include "common/checkpoint/joined_checkpoint.h"
+#include "common/checkpoint/tf_bundle.h"
+#include "common/checkpoint/tf_checkpoint.h"
 #include "common/checkpoint/variable_summary.h"
 
 namespace fs = std::filesystem;
@@ -31,7 +46,13 @@ namespace {
 bool IsCheckpointFile(const fs::path& p) {
   const std::string name = p.filename().string();
   return name.find(".ckpt-") != std::string::npos && p.extension() != ".tmp" &&
-         name.find(".tmp") == std::string::npos;
+         name.find(".tmp") == std::string::npos && p.extension() != ".index" &&
+         name.find(".data-") == std::string::npos;
+}
+
+// A TensorFlow bundle's .index stands for the bundle, verified through its prefix.
+bool IsBundleIndex(const fs::path& p) {
+  return p.filename().string().find(".ckpt-") != std::string::npos && p.extension() == ".index";
 }
 
 bool IsSetAside(const fs::path& p) { return p.extension() == ".damaged"; }
@@ -71,13 +92,16 @@ bool CheckCommitRecord(const fs::path& train_dir) {
 
 // Checkpoint files at or under `path`, sorted; the directories holding an index.
 void Collect(const fs::path& path, std::vector<fs::path>* files, std::vector<fs::path>* dirs) {
-  if (fs::is_regular_file(path)) {
+  if (fs::is_regular_file(path) || pstrain::IsTfBundle(path)) {
     files->push_back(path);
     return;
   }
   for (const auto& entry : fs::recursive_directory_iterator(path)) {
     if (entry.is_regular_file() && IsCheckpointFile(entry.path()) && !IsSetAside(entry.path())) {
       files->push_back(entry.path());
+    }
+    if (entry.is_regular_file() && IsBundleIndex(entry.path())) {
+      files->push_back(fs::path(entry.path()).replace_extension());
     }
     if (entry.is_regular_file() && entry.path().filename() == "checkpoint") {
       dirs->push_back(entry.path().parent_path());
@@ -87,11 +111,86 @@ void Collect(const fs::path& path, std::vector<fs::path>* files, std::vector<fs:
   std::sort(dirs->begin(), dirs->end());
 }
 
+// `to_tf PATH OUT_DIR [--adam_beta1=B --adam_beta2=B]`: exit status.
+int ToTf(const std::vector<std::string>& args) {
+  pstrain::TfExportOptions options;
+  std::vector<std::string> positional;
+  for (const std::string& a : args) {
+    double* beta = a.rfind("--adam_beta1=", 0) == 0   ? &options.adam_beta1
+                   : a.rfind("--adam_beta2=", 0) == 0 ? &options.adam_beta2
+                                                      : nullptr;
+    if (beta == nullptr) {
+      positional.push_back(a);
+      continue;
+    }
+    char* end = nullptr;
+    *beta = std::strtod(a.c_str() + 13, &end);
+    if (end == a.c_str() + 13 || *end != '\0' || !(*beta > 0 && *beta < 1)) {
+      std::fprintf(stderr, "pstrain-checkpoint to_tf: %s: expected a number in (0, 1)\n",
+                   a.c_str());
+      return 2;
+    }
+  }
+  if (positional.size() != 2) {
+    std::fprintf(stderr,
+                 "usage: pstrain-checkpoint to_tf PATH OUT_DIR [--adam_beta1=0.9 "
+                 "--adam_beta2=0.999]\n");
+    return 2;
+  }
+  auto fail = [](const pstrain::Status& st) {
+    std::fprintf(stderr, "pstrain-checkpoint to_tf: %s\n", st.ToString().c_str());
+    return 1;
+  };
+  const std::string& out_dir = positional[1];
+  auto joined = pstrain::ReadJoinedCheckpoint(positional[0]);
+  if (!joined.ok()) return fail(joined.status());
+  // OUT_DIR's `checkpoint` will list this bundle; one that lists pstrain's own files is a
+  // pstrain train_dir, which TensorFlow's tools would then misread.
+  const std::string state_path = (fs::path(out_dir) / "checkpoint").string();
+  pstrain::CheckpointState state;
+  if (fs::exists(state_path)) {
+    auto listed = pstrain::CheckpointManager(out_dir, 0).AllPaths();
+    if (!listed.ok()) return fail(listed.status());
+    for (const std::string& p : listed.value()) {
+      if (!pstrain::IsTfBundle(p)) {
+        return fail(pstrain::InvalidArgument(state_path + " lists " + p +
+                                             ", which is no TensorFlow checkpoint: give to_tf an " +
+                                             "OUT_DIR of its own, not a pstrain train_dir"));
+      }
+    }
+    state = pstrain::ParseCheckpointState(pstrain::ReadFileToString(state_path).value(), state_path)
+                .value();
+  }
+  const std::string name = pstrain::CheckpointName(joined->data.global_step);
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  const std::string prefix = (fs::path(out_dir) / name).string();
+  pstrain::Status st = pstrain::WriteTfCheckpoint(prefix, joined->data, options);
+  if (!st.ok()) return fail(st);
+  auto& all = state.all_model_checkpoint_paths;
+  all.erase(std::remove(all.begin(), all.end(), name), all.end());
+  all.push_back(name);
+  state.model_checkpoint_path = name;
+  st = pstrain::WriteFileAtomically(state_path, pstrain::FormatCheckpointState(state));
+  if (!st.ok()) return fail(st);
+  std::set<std::string> sources;
+  for (const auto& [tensor, files] : joined->files) sources.insert(files.begin(), files.end());
+  std::printf("wrote %s (.index, %s) from %zu file(s) at global step %ld: %zu tensors\n",
+              prefix.c_str(), fs::path(pstrain::BundleDataPath(prefix, 0, 1)).filename().c_str(),
+              sources.size(), static_cast<long>(joined->data.global_step),
+              joined->data.tensors.size());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::string usage =
-      "usage: pstrain-checkpoint verify|list PATH...\n       pstrain-checkpoint print PATH NAME";
+      "usage: pstrain-checkpoint verify|list PATH...\n       pstrain-checkpoint print PATH NAME\n"
+      "       pstrain-checkpoint to_tf PATH OUT_DIR [--adam_beta1=0.9 --adam_beta2=0.999]";
+  if (argc >= 2 && std::string(argv[1]) == "to_tf") {
+    return ToTf(std::vector<std::string>(argv + 2, argv + argc));
+  }
   if (argc >= 2 && std::string(argv[1]) == "print") {
     if (argc != 4) {
       std::fprintf(stderr, "%s\n", usage.c_str());
@@ -141,7 +240,7 @@ int main(int argc, char** argv) {
         continue;
       }
       for (const std::string& p : paths.value()) {
-        if (!fs::exists(p)) {
+        if (!fs::exists(p) && !pstrain::IsTfBundle(p)) {
           std::printf("BAD  %s/checkpoint names %s, which does not exist\n", dir.c_str(),
                       p.c_str());
           ++bad;
@@ -149,7 +248,7 @@ int main(int argc, char** argv) {
       }
     }
     for (const fs::path& file : files) {
-      auto data = pstrain::ReadCheckpoint(file.string());
+      auto data = pstrain::ReadCheckpointOrTfBundle(file.string());
       if (!data.ok()) {
         std::printf("BAD  %s\n", data.status().ToString().c_str());
         ++bad;

@@ -11,6 +11,7 @@
 
 #include "common/checkpoint/atomic_file.h"
 #include "common/checkpoint/checkpoint_index.h"
+#include "common/checkpoint/tf_checkpoint.h"
 
 namespace pstrain {
 namespace {
@@ -138,7 +139,7 @@ Result<CheckpointData> CheckpointManager::RestoreLatest() const {
   }
   Status newest_error;
   for (const std::string& path : candidates) {
-    Result<CheckpointData> data = ReadCheckpoint(path);
+    Result<CheckpointData> data = ReadCheckpointOrTfBundle(path);
     if (data.ok()) return data;
     const Status& st = data.status();
     if (st.code() != StatusCode::kDataLoss && st.code() != StatusCode::kNotFound) return st;
@@ -171,7 +172,7 @@ Status CheckpointManager::RemoveFromIndex(const std::vector<std::string>& paths)
 
 Result<CheckpointData> CheckpointManager::Restore(const std::string& name_or_path) const {
   ASSIGN_OR_RETURN(std::string path, ResolvePath(name_or_path));
-  return ReadCheckpoint(path);
+  return ReadCheckpointOrTfBundle(path);
 }
 
 }  // namespace pstrain

@@ -7,6 +7,9 @@
 // (a torn write, a bad disk) is skipped with a warning naming it and why, and the newest one
 // that does is restored, so that a restart after such a fault resumes instead of failing in a
 // loop. A checkpoint the user names (Restore, --checkpoint_path) is read strictly.
+//
+// What the index lists may also be TensorFlow bundles (a TF train_dir, whose `checkpoint` file
+// names model.ckpt-N prefixes): they are read through tf_checkpoint.h in pstrain's names.
 #pragma once
 
 #include <string>

@@ -9,7 +9,9 @@
 
 #include "common/checkpoint/checkpoint.h"
 #include "common/checkpoint/checkpoint_manager.h"
+#include "common/checkpoint/tf_checkpoint.h"
 #include "common/config.h"
+#include "tests/test_env.h"
 
 namespace pstrain {
 namespace worker {
@@ -99,6 +101,85 @@ TEST(WarmStartTest, AnotherShapeOrAMissingFileIsNamed) {
   EXPECT_NE(missing.status().message().find("--checkpoint_path=" + path + ".nope"),
             std::string::npos)
       << missing.status().message();
+}
+
+// Distinct values everywhere, so that a transposed layout cannot pass.
+CheckpointData TrainedDistinct() {
+  CheckpointData data = Trained();
+  float next = 0.25f;
+  for (auto& [name, t] : data.tensors) {
+    for (int64_t i = 0; i < t.size(); ++i) t[i] = next += 0.125f;
+  }
+  return data;
+}
+
+TEST(WarmStartTest, ATensorFlowBundleGivesItsVariablesInPstrainsLayout) {
+  const std::string prefix = Dir("tf_bundle") + "/model.ckpt-900";
+  const CheckpointData trained = TrainedDistinct();
+  ASSERT_TRUE(WriteTfCheckpoint(prefix, trained).ok());
+  std::unique_ptr<Model> m = Fresh();
+  const std::vector<float> fc2_initial = Value(m.get(), "fc2/bias").ToVector();
+  Result<RestoreReport> r = WarmStart(prefix, SplitList("fc2/bias"), m.get());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(Value(m.get(), "fc1/weights").ToVector(), trained.tensors.at("fc1/weights").ToVector());
+  EXPECT_EQ(Value(m.get(), "fc2/weights").ToVector(), trained.tensors.at("fc2/weights").ToVector());
+  EXPECT_EQ(Value(m.get(), "fc2/bias").ToVector(), fc2_initial) << "--restore_exclude honoured";
+}
+
+TEST(WarmStartTest, ATensorFlowBundleWithoutAVariableOrOfAnotherShapeIsNamedBothSides) {
+  const std::string dir = Dir("tf_mismatch");
+  CheckpointData lacking = TrainedDistinct();
+  lacking.tensors.erase("fc2/bias");
+  ASSERT_TRUE(WriteTfCheckpoint(dir + "/lacking", lacking).ok());
+  std::unique_ptr<Model> m = Fresh();
+  Result<RestoreReport> r = WarmStart(dir + "/lacking", {}, m.get());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("the model's variable 'fc2/bias' is not in TensorFlow "
+                                      "checkpoint " +
+                                      dir + "/lacking, which holds: fc1/bias, "),
+            std::string::npos)
+      << r.status().message();
+  EXPECT_TRUE(WarmStart(dir + "/lacking", {"fc2/bias"}, m.get()).ok()) << "unless excluded";
+
+  CheckpointData other = TrainedDistinct();
+  other.tensors["fc1/weights"] = Tensor::Filled(Shape{5, 16}, 0.5f);
+  ASSERT_TRUE(WriteTfCheckpoint(dir + "/other", other).ok());
+  r = WarmStart(dir + "/other", {}, m.get());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("'fc1/weights' has shape [16,3] in TensorFlow's layout, "
+                                      "but TensorFlow checkpoint " +
+                                      dir +
+                                      "/other holds it as "
+                                      "[16,5]"),
+            std::string::npos)
+      << r.status().message();
+}
+
+// TensorFlow's own Saver writes RefNet (tests/checkpoint/tf_write_bundle.py); configs/refnet.yaml's
+// model warm-starts from its train_dir, taking what pstrain's bundle reader gives.
+TEST(WarmStartTest, RefNetWarmStartsFromATrainDirTensorFlowsSaverWrote) {
+  const std::string python = pstrain::testing::TestPython();
+  if (std::system(("'" + python + "' -c 'import tensorflow' 2>/dev/null").c_str()) != 0) {
+    GTEST_SKIP() << python << " cannot import tensorflow (run scripts/test-venv.sh)";
+  }
+  const std::string dir = Dir("tf_saver");
+  const std::string script = pstrain::testing::SourceDir() + "/tests/checkpoint/tf_write_bundle.py";
+  ASSERT_EQ(std::system(("'" + python + "' '" + script + "' '" + dir + "' 77").c_str()), 0);
+  auto file = ConfigNode::LoadFile(pstrain::testing::SourceDir() + "/configs/refnet.yaml");
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  auto model = Model::FromConfig(file->Child("model").value());
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  (*model)->InitVariables(1);
+  const std::vector<float> fc2_initial = Value(model->get(), "fc2/weights").ToVector();
+  Result<RestoreReport> r = WarmStart(dir, SplitList("fc2/*"), model->get());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->restored.size(), 6u);
+  auto saved = ReadTfCheckpoint(dir + "/model.ckpt-77");
+  ASSERT_TRUE(saved.ok()) << saved.status().ToString();
+  for (const char* name : {"conv1/weights", "conv2/weights", "fc1/weights", "conv2/bias"}) {
+    EXPECT_EQ(Value(model->get(), name).ToVector(), saved->tensors.at(name).ToVector()) << name;
+  }
+  EXPECT_EQ(Value(model->get(), "fc2/weights").ToVector(), fc2_initial);
 }
 
 }  // namespace

@@ -6,9 +6,42 @@
 
 #include "common/checkpoint/checkpoint.h"
 #include "common/checkpoint/checkpoint_manager.h"
+#include "common/checkpoint/tf_checkpoint.h"
 
 namespace pstrain {
 namespace worker {
+namespace {
+
+// A TensorFlow checkpoint must hold every variable the filter accepts, in the model's shape: a
+// name or shape that differs means the graphs differ, which TF's own Saver refuses too.
+Status CheckTfVariables(const std::string& checkpoint, const CheckpointData& data,
+                        const RestoreFilter& filter, const std::map<std::string, Tensor>& targets) {
+  for (const auto& [name, target] : targets) {
+    if (!filter.Accepts(name)) continue;
+    auto it = data.tensors.find(name);
+    if (it == data.tensors.end()) {
+      std::string held;
+      size_t listed = 0;
+      for (auto e = data.tensors.begin(); e != data.tensors.end() && listed < 30; ++e, ++listed) {
+        held += (held.empty() ? "" : ", ") + e->first;
+      }
+      if (data.tensors.size() > listed) held += ", ...";
+      return InvalidArgument("the model's variable '" + name +
+                             "' is not in TensorFlow checkpoint " + checkpoint +
+                             ", which holds: " + held + " (--restore_exclude=" + name +
+                             " leaves it at its initial value)");
+    }
+    if (it->second.shape() != target.shape()) {
+      return InvalidArgument("the model's variable '" + name + "' has shape " +
+                             TfShape(target.shape()).ToString() +
+                             " in TensorFlow's layout, but TensorFlow checkpoint " + checkpoint +
+                             " holds it as " + TfShape(it->second.shape()).ToString());
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
 
 std::vector<std::string> SplitList(const std::string& s) {
   std::vector<std::string> out;
@@ -25,7 +58,7 @@ Result<RestoreReport> WarmStart(const std::string& checkpoint,
   if (std::filesystem::is_directory(checkpoint)) {
     data = CheckpointManager(checkpoint, 0).RestoreLatest();
   } else {
-    data = ReadCheckpoint(checkpoint);
+    data = ReadCheckpointOrTfBundle(checkpoint);
   }
   if (!data.ok()) {
     return data.status().WithContext("--checkpoint_path=" + checkpoint + " (the warm start)");
@@ -34,6 +67,7 @@ Result<RestoreReport> WarmStart(const std::string& checkpoint,
   for (Variable* v : model->variables()) targets[v->name] = v->value;
   RestoreFilter filter;
   filter.exclude = exclude;
+  if (IsFromTfBundle(*data)) RETURN_IF_ERROR(CheckTfVariables(checkpoint, *data, filter, targets));
   return RestoreInto(*data, filter, &targets);
 }
 

@@ -3,7 +3,9 @@
 // the global step and the optimizer's slots start fresh. The checkpoint is a file, or a
 // directory whose latest checkpoint is taken (its `checkpoint` index; an older valid one if the
 // latest is damaged). A variable of another shape is an error naming both; variables the
-// checkpoint lacks keep their initial values, said in the report.
+// checkpoint lacks keep their initial values, said in the report. A TensorFlow checkpoint (a
+// bundle's prefix, or a TF train_dir; tf_checkpoint.h maps its names and layouts) must hold every
+// variable not excluded: a missing name is an error naming it and the names the bundle holds.
 #pragma once
 
 #include <string>
