@@ -1,5 +1,5 @@
 // pstrain's checkpoints as TensorFlow 1 names and lays out the same model's variables (the graph
-// of ../shared/bench/tf1_ps_refnet.py: get_variable("conv1/weights"), AdamOptimizer), written to
+// of tests/checkpoint/tf_refnet.py: get_variable("conv1/weights"), AdamOptimizer), written to
 // and read from TensorFlow's tensor bundle (tf_bundle.h):
 //   variables      the same names: "conv1/weights", "fc1/bias", "bn1/moving_mean"
 //   layouts        a rank-4 kernel, pstrain's [out, in, kh, kw] (conv2d_transpose: [in, out, kh,
