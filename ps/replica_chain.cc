@@ -83,6 +83,26 @@ std::vector<int> ReplicaChain::Append(const wire::Message& record) {
   return to;
 }
 
+Status ReplicaChain::HoldResent(int64_t sequence, const std::string& link, HeldReply ack) {
+  auto logged = std::find_if(log_.begin(), log_.end(), [&](const wire::Message& r) {
+    return static_cast<int64_t>(r.sequence) == sequence;
+  });
+  if (logged != log_.end() && logged->link != link) {
+    return FailedPrecondition("record " + std::to_string(sequence) +
+                              ", sent again, is not the record this replica holds at that "
+                              "sequence (its link differs)");
+  }
+  auto [first, last] = held_.equal_range(sequence);
+  for (auto it = first; it != last; ++it) {
+    if (it->second.ack) {  // the acknowledgement owed for that sequence: answer the newest
+      it->second = std::move(ack);
+      return Status::OK();
+    }
+  }
+  held_.emplace(sequence, std::move(ack));
+  return Status::OK();
+}
+
 std::vector<HeldReply> ReplicaChain::TakeAllHeld() {
   std::vector<HeldReply> out;
   for (auto& [sequence, reply] : held_) out.push_back(std::move(reply));

@@ -90,6 +90,11 @@ class ReplicaChain {
   const std::deque<wire::Message>& unacknowledged() const { return log_; }
 
   void Hold(int64_t sequence, HeldReply reply) { held_.emplace(sequence, std::move(reply)); }
+  // A record sent again (a predecessor's new successor is this task; sequence <= records()):
+  // held as `ack` until the chain holds it, once per sequence however often it comes. One this
+  // replica still logs must carry the link of the record it holds there (FailedPrecondition
+  // otherwise, nothing held); an older one is acknowledged already and changes nothing.
+  Status HoldResent(int64_t sequence, const std::string& link, HeldReply ack);
   size_t held() const { return held_.size(); }
   // Every held reply, for an answer that is no longer this task's to give.
   std::vector<HeldReply> TakeAllHeld();

@@ -361,7 +361,11 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandleReplicate(const st
   if (sequence <= chain_.records()) {
     // Sent again to a new successor: held already (the prefix property); acknowledged as the
     // rest of the chain holds it.
-    chain_.Hold(sequence, {peer, ack, true});
+    if (Status s = chain_.HoldResent(sequence, record.link, {peer, ack, true}); !s.ok()) {
+      ++stats_.rejected;
+      out.push_back({peer, Error(record, s.message(), s.code())});
+      return out;
+    }
     Release(&out);
     return out;
   }

@@ -321,6 +321,39 @@ TEST(ReplicaChainTest, ARecordThatDoesNotFollowTheChainsRecordsIsRefusedAndChang
   EXPECT_EQ(c.at(1).stats().rejected, 4);
 }
 
+TEST(ReplicaChainTest, ARecordSentAgainIsHeldOnceAndMustBeTheRecordTheReplicaHolds) {
+  Cluster c(3, Options{});
+  c.Initialize({0, 1, 2});
+  c.SetChain(1, {0, 1, 2});
+  c.Push(0, 0, 0, 1.0f);
+  ASSERT_EQ(c.wire.size(), 1u);
+  const Message record = c.wire.front().message;
+  c.Step();  // the backup applies it and forwards it to the tail; its acknowledgement waits
+  ASSERT_EQ(c.wire.size(), 1u);
+  const size_t pending = c.at(1).pending_requests();
+  for (int i = 0; i < 100; ++i) {
+    auto out = c.at(1).Handle("ps-0", record, "ps-0");
+    EXPECT_TRUE(out.empty()) << "held until the tail has it: " << out[0].message.text;
+  }
+  EXPECT_LE(c.at(1).pending_requests(), pending + 1) << "one held acknowledgement per sequence";
+
+  Message forged = record;
+  forged.link = wire::NewChainLink();
+  for (auto& t : forged.tensors) t.tensor = Tensor::Filled(t.tensor.shape(), 1000.0f);
+  auto out = c.at(1).Handle("ps-0", forged, "ps-0");
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].message.type, MessageType::kError);
+  EXPECT_NE(out[0].message.text.find("is not the record this replica holds"), std::string::npos)
+      << out[0].message.text;
+
+  c.Run();
+  EXPECT_EQ(c.at(1).pending_requests(), 0u);
+  ExpectBitwiseEqual(c.at(0), c.at(1));
+  ExpectBitwiseEqual(c.at(0), c.at(2));
+  ASSERT_EQ(c.replies.size(), 1u);
+  EXPECT_EQ(c.replies[0].message.type, MessageType::kOk) << c.replies[0].message.text;
+}
+
 TEST(ReplicaChainTest, AnAccumulatePushWaitsForItsWindowsReplicatedUpdate) {
   Options o;
   o.mode = UpdateMode::kAccumulate;
