@@ -49,5 +49,23 @@ float MagnitudeGuard::Scale(const std::string& sender, uint32_t exponent) {
   return scale;
 }
 
+std::string MagnitudeGuard::ScaleDown(const std::string& sender, uint32_t exponent,
+                                      std::vector<std::pair<std::string, Tensor>>* grads) {
+  const uint32_t bound = Bound(sender);
+  const float scale = Scale(sender, exponent);
+  if (scale == 1.0f) return "";
+  for (auto& [name, grad] : *grads) {
+    Tensor scaled = grad.Clone();
+    for (int64_t i = 0; i < scaled.size(); ++i) scaled[i] *= scale;
+    grad = std::move(scaled);
+  }
+  return "has an element near 2^" + std::to_string(static_cast<int>(exponent) - 127) + ", " +
+         std::to_string(static_cast<int>(exponent - bound)) + " binades above the bound (" +
+         std::to_string(binades_) +
+         " above its sender's recent median or the senders' median): scaled down by 2^" +
+         std::to_string(static_cast<int>(bound) - static_cast<int>(exponent)) +
+         " (--gradient_outlier_binades)";
+}
+
 }  // namespace ps
 }  // namespace pstrain

@@ -20,6 +20,10 @@
 #include <deque>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
+
+#include "common/tensor.h"
 
 namespace pstrain {
 namespace ps {
@@ -39,6 +43,10 @@ class MagnitudeGuard {
   // `sender`'s bound now (a biased exponent), or 0 while no sender is warmed up, or off.
   uint32_t Bound(const std::string& sender) const;
   int64_t scaled() const { return scaled_; }
+  // Scale, applied: an outlier push's gradients are replaced by scaled copies (the received
+  // frames stay as they came). Returns why, to log, or empty when the push was within the bound.
+  std::string ScaleDown(const std::string& sender, uint32_t exponent,
+                        std::vector<std::pair<std::string, Tensor>>* grads);
 
  private:
   struct Window {

@@ -1,5 +1,7 @@
 #include "ps/peer_state.h"
 
+#include <glog/logging.h>
+
 namespace pstrain {
 namespace ps {
 
@@ -42,6 +44,50 @@ Status MayPush(const PeerState& p, const std::string& who, const wire::Message& 
 }
 
 void NotePushTaken(PeerState* p) { p->pulled = false; }
+
+Result<bool> AdmitPeer(Peers* peers, const std::string& who, const wire::Message& request,
+                       std::chrono::steady_clock::time_point now,
+                       std::chrono::milliseconds peer_timeout, const std::string& log_prefix) {
+  auto it = peers->find(who);
+  const bool is_new = it == peers->end();
+  RETURN_IF_ERROR(AdmitIncarnation(is_new ? PeerState{} : it->second, !is_new, who,
+                                   request.incarnation, now, peer_timeout, MicrosSinceEpoch()));
+  if (is_new) it = peers->emplace(who, PeerState{}).first;
+  PeerState& p = it->second;
+  if (!is_new && p.missing) {
+    const double silent = std::chrono::duration<double>(now - p.last_seen).count();
+    LOG(WARNING) << log_prefix << who << " is back after " << silent << " s of silence";
+  }
+  const bool another = !is_new && request.incarnation != 0 && p.incarnation != 0 &&
+                       request.incarnation != p.incarnation;
+  if (another) {
+    LOG(WARNING) << log_prefix << who
+                 << (request.incarnation > p.incarnation
+                         ? " restarted (a new process since its last request)"
+                         : ": an older process of it speaks again (the newer one fell silent)");
+    p.last_push_sequence = 0;
+  }
+  if (request.incarnation != 0) p.incarnation = request.incarnation;
+  p.last_seen = now;
+  p.missing = false;
+  p.left = false;
+  return another;
+}
+
+std::vector<std::string> FindSilentPeers(Peers* peers, std::chrono::steady_clock::time_point now,
+                                         std::chrono::milliseconds peer_timeout,
+                                         const std::string& log_prefix) {
+  std::vector<std::string> found;
+  for (auto& [who, p] : *peers) {
+    if (p.missing || p.left || now - p.last_seen <= peer_timeout) continue;
+    p.missing = true;
+    found.push_back(who);
+    LOG(WARNING) << log_prefix << who << " has sent nothing for "
+                 << std::chrono::duration<double>(now - p.last_seen).count()
+                 << " s (heartbeats are due every second): presumed dead";
+  }
+  return found;
+}
 
 }  // namespace ps
 }  // namespace pstrain

@@ -20,7 +20,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "common/wire/message.h"
@@ -55,6 +57,20 @@ Status AdmitIncarnation(const PeerState& p, bool known, const std::string& who,
                         uint64_t incarnation, std::chrono::steady_clock::time_point now,
                         std::chrono::milliseconds peer_timeout, uint64_t now_micros);
 uint64_t MicrosSinceEpoch();
+
+// The peers a server has heard from, by name ("worker 1").
+using Peers = std::map<std::string, PeerState>;
+// Admits `request`'s process as `who` (AdmitIncarnation) and records it alive, logging (after
+// `log_prefix`) its return from a silence or another process speaking. Returns whether it is
+// another process than the one heard last (its last push is then forgotten).
+Result<bool> AdmitPeer(Peers* peers, const std::string& who, const wire::Message& request,
+                       std::chrono::steady_clock::time_point now,
+                       std::chrono::milliseconds peer_timeout, const std::string& log_prefix);
+// Marks and logs every peer silent for longer than `peer_timeout` (once per silence); returns
+// the newly missing.
+std::vector<std::string> FindSilentPeers(Peers* peers, std::chrono::steady_clock::time_point now,
+                                         std::chrono::milliseconds peer_timeout,
+                                         const std::string& log_prefix);
 
 // One push per pull. `retry`: the push is one this server has taken already (its retry cache,
 // or pushes held below --min_workers, answer it); retries pass. A push refused for what it

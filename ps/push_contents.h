@@ -22,6 +22,17 @@ struct PushContents {
   uint32_t largest_exponent = 0;  // the gradients' largest float exponent (0: all zero)
 };
 
+// What a push must carry before its tensors are looked at: its sender's incarnation and
+// sequence, gradients, a step (0 to 2^53), parts to come (0 to kMaxPushParts; more than 0 only
+// when `takes_parts`, the update policy named `policy`), and a sequence that does not skip ahead of
+// `last_applied`, the sender's last push taken (0: none).
+Status CheckPushHeader(const wire::Message& request, uint64_t last_applied, bool takes_parts,
+                       const std::string& policy, const std::string& who);
+
+// The most parts one step's push to one server may come in (PsClient cuts a model into buckets
+// of a few MB; a 1 GiB model at 4 MB is 256).
+constexpr int64_t kMaxPushParts = 4096;
+
 class PushKinds {
  public:
   // The push's tensors split into gradients and values, or why it is refused (nothing noted).

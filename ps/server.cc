@@ -90,45 +90,16 @@ Message ParameterServer::Error(const Message& request, const std::string& what, 
 Status ParameterServer::NotePeer(const std::string& who, const Message& request,
                                  std::chrono::steady_clock::time_point now) {
   const std::string me = "ps " + std::to_string(options_.task_index) + ": ";
-  auto it = peers_.find(who);
-  const bool is_new = it == peers_.end();
-  RETURN_IF_ERROR(AdmitIncarnation(is_new ? PeerState{} : it->second, !is_new, who,
-                                   request.incarnation, now, options_.peer_timeout,
-                                   MicrosSinceEpoch()));
-  if (is_new) it = peers_.emplace(who, PeerState{}).first;
-  PeerState& p = it->second;
-  if (!is_new && p.missing) {
-    const double silent = std::chrono::duration<double>(now - p.last_seen).count();
-    LOG(WARNING) << me << who << " is back after " << silent << " s of silence";
-  }
-  if (!is_new && request.incarnation != 0 && p.incarnation != 0 &&
-      request.incarnation != p.incarnation) {
-    LOG(WARNING) << me << who
-                 << (request.incarnation > p.incarnation
-                         ? " restarted (a new process since its last request)"
-                         : ": an older process of it speaks again (the newer one fell silent)");
-    p.last_push_sequence = 0;
-    ReleaseDataLeases(who, /*restarted=*/true);
-  }
-  if (request.incarnation != 0) p.incarnation = request.incarnation;
-  p.last_seen = now;
-  p.missing = false;
-  p.left = false;
+  ASSIGN_OR_RETURN(bool another, AdmitPeer(&peers_, who, request, now, options_.peer_timeout, me));
+  if (another) ReleaseDataLeases(who, /*restarted=*/true);
   return Status::OK();
 }
 
 int ParameterServer::CheckPeers(std::chrono::steady_clock::time_point now) {
-  int found = 0;
-  for (auto& [who, p] : peers_) {
-    if (p.missing || p.left || now - p.last_seen <= options_.peer_timeout) continue;
-    p.missing = true;
-    ++found;
-    LOG(WARNING) << "ps " << options_.task_index << ": " << who << " has sent nothing for "
-                 << std::chrono::duration<double>(now - p.last_seen).count()
-                 << " s (heartbeats are due every second): presumed dead";
-    ReleaseDataLeases(who);
-  }
-  return found;
+  const std::vector<std::string> silent = FindSilentPeers(
+      &peers_, now, options_.peer_timeout, "ps " + std::to_string(options_.task_index) + ": ");
+  for (const std::string& who : silent) ReleaseDataLeases(who);
+  return static_cast<int>(silent.size());
 }
 
 Message ParameterServer::Refuse(const Message& request, const Status& why,
@@ -385,41 +356,9 @@ void ParameterServer::NoteStaleness(int64_t computed_at) {
 }
 
 Status ParameterServer::CheckPushFields(const Message& request) const {
-  // Steps beyond 2^53 are not exact in the learning-rate schedule's double arithmetic.
-  constexpr int64_t kMaxStep = int64_t{1} << 53;
-  if (request.incarnation == 0 || request.sequence == 0) {
-    return InvalidArgument(
-        "a push must carry its sender's incarnation and sequence number "
-        "(both > 0; got " +
-        std::to_string(request.incarnation) + " and " + std::to_string(request.sequence) + ")");
-  }
-  if (request.tensors.empty()) return InvalidArgument("a push without gradients");
-  // Parts of one step (value: parts still to come) are applied as they come: async only, since
-  // accumulation and sync count whole pushes.
-  if (request.value < 0 || request.value > kMaxPushParts) {
-    return InvalidArgument("a push says " + std::to_string(request.value) +
-                           " parts of its step are still to come; expected 0 to " +
-                           std::to_string(kMaxPushParts));
-  }
-  if (request.value > 0 && !policy_->TakesParts()) {
-    return InvalidArgument(
-        "a push in parts (" + std::to_string(request.value) +
-        " more to come) needs --update_mode=async, and this server runs " + policy_->name() +
-        ": give workers the servers' --update_mode (they then push whole steps) or "
-        "--overlap_push=false");
-  }
-  if (request.step < 0 || request.step > kMaxStep) {
-    return InvalidArgument("push computed from step " + std::to_string(request.step) +
-                           "; steps are from 0 to 2^53");
-  }
   auto it = peers_.find(Who(request));
-  if (it != peers_.end() && it->second.last_push_sequence != 0 &&
-      request.sequence > it->second.last_push_sequence + 1) {
-    // The last applied number is not told: a sender that is not that process would learn it.
-    return InvalidArgument("push " + std::to_string(request.sequence) + " from " + Who(request) +
-                           " skips ahead of the last one applied (expected the next, or a retry)");
-  }
-  return Status::OK();
+  return CheckPushHeader(request, it == peers_.end() ? 0 : it->second.last_push_sequence,
+                         policy_->TakesParts(), policy_->name(), Who(request));
 }
 
 std::vector<ParameterServer::Outgoing> ParameterServer::TakePush(const std::string& peer,
@@ -437,26 +376,12 @@ std::vector<ParameterServer::Outgoing> ParameterServer::TakePush(const std::stri
 
 void ParameterServer::ScaleOutlier(const Message& request, uint32_t exponent,
                                    std::vector<std::pair<std::string, Tensor>>* grads) {
-  const std::string who = Who(request);
-  const uint32_t bound = magnitude_.Bound(who);
-  const float scale = magnitude_.Scale(who, exponent);
-  if (scale == 1.0f) return;
+  const std::string why = magnitude_.ScaleDown(Who(request), exponent, grads);
+  if (why.empty()) return;
   ++stats_.scaled_outliers;
-  for (auto& [name, grad] : *grads) {
-    Tensor scaled = grad.Clone();  // the received frame stays as it came
-    for (int64_t i = 0; i < scaled.size(); ++i) scaled[i] *= scale;
-    grad = std::move(scaled);
-  }
-  PSTRAIN_REFUSAL_WARNING(
-      "ps-outlier:" + Who(request),
-      "ps " + std::to_string(options_.task_index) + ": " + Who(request) + "'s push of step " +
-          std::to_string(request.step) + " has an element near 2^" +
-          std::to_string(static_cast<int>(exponent) - 127) + ", " +
-          std::to_string(static_cast<int>(exponent - bound)) + " binades above the bound (" +
-          std::to_string(options_.outlier_binades) +
-          " above its sender's recent median or the senders' median): scaled down by 2^" +
-          std::to_string(static_cast<int>(bound) - static_cast<int>(exponent)) +
-          " (--gradient_outlier_binades)");
+  PSTRAIN_REFUSAL_WARNING("ps-outlier:" + Who(request),
+                          "ps " + std::to_string(options_.task_index) + ": " + Who(request) +
+                              "'s push of step " + std::to_string(request.step) + " " + why);
 }
 
 Status ParameterServer::PacePush(const Message& request) {

@@ -54,10 +54,6 @@ namespace ps {
 
 class Membership;
 
-// The most parts one step's push to one server may come in (PsClient cuts a model into buckets
-// of a few MB; a 1 GiB model at 4 MB is 256).
-constexpr int64_t kMaxPushParts = 4096;
-
 struct ServerOptions {
   int task_index = 0;
   int num_ps = 1;
@@ -300,7 +296,7 @@ class ParameterServer : private UpdateShard {
     wire::Message request;
   };
   Barriers barriers_;                       // by the cluster's size
-  std::map<std::string, PeerState> peers_;  // by Who(): "worker 1"
+  Peers peers_;                             // by Who(): "worker 1"
   ServerStats stats_;
   ServerHighs highs_;
   std::unique_ptr<ShardCheckpoints> checkpoints_;
