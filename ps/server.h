@@ -41,6 +41,7 @@
 #include "ps/peer_state.h"
 #include "ps/permissions.h"
 #include "ps/push_contents.h"
+#include "ps/record_checks.h"
 #include "ps/replica_chain.h"
 #include "ps/server_stats.h"
 #include "ps/server_summary.h"
@@ -266,7 +267,8 @@ class ParameterServer : private UpdateShard {
   bool NotTheHead(const std::string& peer, const wire::Message& request,
                   std::vector<Outgoing>* out);
   std::vector<Outgoing> HandleReplicate(const std::string& peer, const wire::Message& record);
-  // A record's fields and tensors, checked against this replica before anything changes.
+  // A record's fields and tensors, checked against this replica before anything changes
+  // (ps/record_checks.h).
   Status CheckRecord(const wire::Message& record) const;
   std::vector<Outgoing> HandleReplicaCopy(const std::string& peer, const wire::Message& copy);
   // Whether a replication request from another epoch or sender may be taken now: an error to
@@ -275,8 +277,6 @@ class ParameterServer : private UpdateShard {
                         std::vector<Outgoing>* out);
   // Tail: sends a copy of the shard to each joiner that has none.
   void CopyToJoiners(std::vector<Outgoing>* out);
-  // A record's or a copy's retry-cache entries: the cluster's workers, each at most once.
-  Status CheckPushEntries(const std::vector<wire::PushEntry>& entries) const;
   // A retry-cache entry installed from a record or a copy.
   void InstallPush(const wire::PushEntry& e, int64_t record);
   // Defined in ps/server_checkpoints.cc: the snapshot a tail sends a joiner, and its install.

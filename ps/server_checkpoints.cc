@@ -224,7 +224,7 @@ Status ParameterServer::InstallSnapshot(const Message& copy) {
     return InvalidArgument("a copy with a chain link of " + std::to_string(copy.link.size()) +
                            " bytes (expected " + std::to_string(wire::kChainLinkBytes) + ")");
   }
-  RETURN_IF_ERROR(CheckPushEntries(copy.pushes).WithContext("the copy"));
+  RETURN_IF_ERROR(CheckPushEntries(copy.pushes, options_.cluster.workers).WithContext("the copy"));
   // Everything checked: in place after whatever shares the old bytes has its own, as a restore.
   for (const auto& [name, value] : values) {
     if (initialized_) {

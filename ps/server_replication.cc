@@ -4,9 +4,7 @@
 // with the optimizer the head ran; a tail copies the shard to a joiner. The chain's state is
 // ps/replica_chain.h; the sockets are ps/server_task.h's.
 #include <algorithm>
-#include <set>
 
-#include "common/wire/pair_tag.h"
 #include "common/wire/refusal_log.h"
 #include "ps/server.h"
 
@@ -268,67 +266,13 @@ bool ParameterServer::CheckChainSender(const std::string& peer, const Message& r
 }
 
 Status ParameterServer::CheckRecord(const Message& record) const {
-  constexpr int64_t kMaxStep = int64_t{1} << 53;
-  const int64_t sequence = static_cast<int64_t>(record.sequence);
   if (!initialized_) {
     return FailedPrecondition("shard " + std::to_string(options_.shard) +
-                              " has no copy yet to apply record " + std::to_string(sequence) +
-                              " to");
+                              " has no copy yet to apply record " +
+                              std::to_string(record.sequence) + " to");
   }
-  if (sequence != chain_.records() + 1) {
-    return InvalidArgument("record " + std::to_string(sequence) + " skips ahead: shard " +
-                           std::to_string(options_.shard) + " holds records up to " +
-                           std::to_string(chain_.records()) + " (expected record " +
-                           std::to_string(chain_.records() + 1) + ")");
-  }
-  if (!wire::SameTag(record.link, chain_.link())) {
-    // Another sender's records, or a forger's who guessed the sequence: nothing of it is taken.
-    return InvalidArgument("record " + std::to_string(sequence) + " does not follow the records " +
-                           "this replica of shard " + std::to_string(options_.shard) +
-                           " holds (its chain link differs): refused, nothing applied");
-  }
-  if (record.value != global_step_ && record.value != global_step_ + 1) {
-    return InvalidArgument("record " + std::to_string(sequence) + " takes the shard to step " +
-                           std::to_string(record.value) + " from step " +
-                           std::to_string(global_step_) + " (expected the same or the next)");
-  }
-  if (record.step < 0 || record.step > kMaxStep) {
-    return InvalidArgument("record " + std::to_string(sequence) + " applied at step " +
-                           std::to_string(record.step) + "; steps are from 0 to 2^53");
-  }
-  std::set<std::string> gradients;
-  for (const auto& t : record.tensors) {
-    RETURN_IF_ERROR(store_->CheckGradient(t.name, t.tensor));
-    const bool assign =
-        std::find(record.assigns.begin(), record.assigns.end(), t.name) != record.assigns.end();
-    if (!assign && !gradients.insert(t.name).second) {
-      return InvalidArgument("record " + std::to_string(sequence) + " carries two gradients of '" +
-                             t.name + "'");
-    }
-  }
-  RETURN_IF_ERROR(
-      CheckPushEntries(record.pushes).WithContext("record " + std::to_string(sequence)));
-  return Status::OK();
-}
-
-Status ParameterServer::CheckPushEntries(const std::vector<wire::PushEntry>& entries) const {
-  // One per sender of the cluster at most: a record answers each push once, a copy holds one
-  // entry per sender; the entries become the peer table, which must stay the cluster's.
-  const int workers = options_.cluster.workers;
-  if (workers > 0 && entries.size() > static_cast<size_t>(workers)) {
-    return InvalidArgument(std::to_string(entries.size()) +
-                           " retry-cache entries for a cluster of " + std::to_string(workers) +
-                           " worker(s)");
-  }
-  for (const wire::PushEntry& e : entries) {
-    if ((e.role != "worker" && e.role != "chief") || e.task_index < 0 ||
-        (workers > 0 && e.task_index >= workers) || e.sequence == 0) {
-      return InvalidArgument("a retry-cache entry of '" + e.role + "' task " +
-                             std::to_string(e.task_index) + " push " + std::to_string(e.sequence) +
-                             ": expected a worker (or the chief) of the cluster and a push > 0");
-    }
-  }
-  return Status::OK();
+  return CheckRecordFollows(record, {options_.shard, chain_.records(), chain_.link(), global_step_,
+                                     *store_, options_.cluster.workers});
 }
 
 void ParameterServer::InstallPush(const wire::PushEntry& e, int64_t record) {
