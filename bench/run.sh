@@ -16,6 +16,9 @@
 #                         ratio is CURVE over plaintext (below 1: what authentication costs)
 #   bench/run.sh hub      intra-node sync of CPU workers: an all-reduce of 16 MiB per rank by 2 ranks
 #                         through the host hub vs the same bytes over raw loopback socket pairs
+#   bench/run.sh versus OLD_BUILD_DIR [-- flags]  the transport bench of this build against another
+#                         (an older commit's build with its bench target): large push+pull and small
+#                         pushes per second; the ratio is new over old for one small variable per push
 #   bench/run.sh scale    ResNet-50's exchange over 1-8 worker and 1-4 server netns hosts with
 #                         10/25 Gbit/s tbf links, synthetic compute: a table, no ratio (as root)
 set -euo pipefail
@@ -119,13 +122,22 @@ case "$name" in
     # The weaker of the two models is the one that counts.
     printf '%s\n' "${ratios[@]}" | sort -n | head -1 | sed 's/^/ratio: /'
     ;;
+  versus)
+    build
+    old=${1:?usage: bench/run.sh versus OLD_BUILD_DIR [-- flags for both]}
+    shift
+    [[ ${1:-} == -- ]] && shift
+    echo "== load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+    python3 bench/versus.py --old "$old/bench/pstrain-bench-ps-transport" \
+      --new "$bdir/bench/pstrain-bench-ps-transport" -- "$@"
+    ;;
   scale)
     # Not a ratio: a table of images/s, efficiency, server CPU and link use over namespace hosts
     # (docs/scaling.md); needs root. Builds only the pstrain binary.
     exec bash bench/scale.sh "$@"
     ;;
   *)
-    echo "usage: bench/run.sh refnet|tf1|ps|checks|curve|hub|gpu|scale [flags for the pstrain side]" >&2
+    echo "usage: bench/run.sh refnet|tf1|ps|checks|curve|hub|gpu|versus|scale [flags for the pstrain side]" >&2
     exit 2
     ;;
 esac
