@@ -108,7 +108,12 @@ Status RecordSource::Refill() {
 }
 
 Result<size_t> RecordSource::Read(char* out, size_t n) {
-  if (!inflater_) return std::fread(out, 1, n, file_);
+  if (!inflater_) {
+    const size_t got = std::fread(out, 1, n, file_);
+    // A read error is not the end of the file: said, not taken for a record cut short.
+    if (got < n && std::ferror(file_)) return DataLoss("cannot read " + path_ + ": " + Errno());
+    return got;
+  }
   z_stream& z = inflater_->z;
   size_t done = 0;
   while (done < n) {

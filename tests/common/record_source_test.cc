@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -123,6 +124,21 @@ TEST(RecordSourceTest, CompressionNamesAreTensorFlowsInAnyCase) {
   EXPECT_EQ(CompressionNamed("auto").value(), Compression::kAuto);
   EXPECT_NE(CompressionNamed("snappy").status().message().find("expected auto, none, gzip or zlib"),
             std::string::npos);
+}
+
+TEST(RecordSourceTest, AReadErrorIsDataLossNotAnEmptyFile) {
+  // A directory opens as a FILE on Linux and fails at its first read (EISDIR).
+  const std::string dir = TempPath("a_directory");
+  std::filesystem::create_directories(dir);
+  auto source = RecordSource::Open(dir, Compression::kNone);
+  if (!source.ok())
+    GTEST_SKIP() << "this libc does not open a directory: " << source.status().ToString();
+  char buffer[16];
+  Result<size_t> n = (*source)->Read(buffer, sizeof(buffer));
+  ASSERT_FALSE(n.ok()) << "read " << *n << " bytes of a directory";
+  EXPECT_EQ(n.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(n.status().message().find("cannot read " + dir), std::string::npos)
+      << n.status().ToString();
 }
 
 }  // namespace
