@@ -14,6 +14,7 @@
 #include "common/checkpoint/partial_restore.h"
 #include "common/checkpoint/safetensors.h"
 #include "common/checkpoint/save_trigger.h"
+#include "common/checkpoint/tf_checkpoint.h"
 #include "common/summary/summary_writer.h"
 #include "ps/variable_store.h"
 #include "worker/network/model.h"
@@ -78,7 +79,9 @@ Result<TrainResult> Train(const TrainerOptions& o) {
     ASSIGN_OR_RETURN(RestoreReport report, RestoreInto(restored.value(), filter, &state));
     store->set_global_step(restored->global_step);
     LOG(INFO) << "trainer: restored " << report.restored.size() << " tensors at global step "
-              << restored->global_step << " from " << o.train_dir
+              << restored->global_step << " from "
+              << (o.checkpoint_path.empty() ? o.train_dir : o.checkpoint_path)
+              << (IsFromTfBundle(restored.value()) ? " (a TensorFlow checkpoint)" : "")
               << (report.filtered.empty()
                       ? ""
                       : " (" + std::to_string(report.filtered.size()) +
