@@ -149,6 +149,7 @@ Result<TrainResult> Train(const TrainerOptions& o) {
   std::mt19937_64 rng(tc.seed * 7919 + store->global_step());
   const auto start = Clock::now();
   ProgressWindow window;
+  const ProgressSchedule schedule{o.log_every_n_steps, o.log_every_n_secs};
   int64_t last_saved = store->global_step();
   bool evaluated_at_end = false;
   while (store->global_step() < max_steps && !g_stop) {
@@ -173,7 +174,7 @@ Result<TrainResult> Train(const TrainerOptions& o) {
     const int64_t now_step = store->global_step();
     window.Add(loss, batch->images.dim(0));
 
-    if (now_step % o.log_every_n_steps == 0 || now_step == max_steps) {
+    if (schedule.Due(now_step, window.Elapsed()) || now_step == max_steps) {
       const ProgressWindow::Report r = window.Take();
       const float lr = store->learning_rate();
       ProgressLine line;
