@@ -23,6 +23,7 @@ import glob
 import json
 import os
 import re
+import shutil
 import socket
 import struct
 import subprocess
@@ -129,6 +130,10 @@ class SyntheticStepTest(unittest.TestCase):
             if server.poll() is None:
                 server.kill()
             server.wait()
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)  # RefNet's shard files and bundles: 200 MB
 
     def test_steps_take_the_synthetic_time_and_push_full_sized_gradients(self):
         worker = self.worker
