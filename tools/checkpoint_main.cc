@@ -6,13 +6,15 @@
 //   pstrain-checkpoint list PATH...     the same, printing each tensor's name and shape
 //   pstrain-checkpoint print PATH NAME  one variable's shape, statistics (min, max, mean, NaN
 //                                       count, ...) and values (variable_summary.h)
-//   pstrain-checkpoint to_tf PATH OUT_DIR [--adam_beta1=0.9 --adam_beta2=0.999]
+//   pstrain-checkpoint to_tf PATH OUT_DIR [--config=FILE] [--adam_beta1=0.9 --adam_beta2=0.999]
 //                                       PATH's model (a cluster train_dir: its newest committed
 //                                       step, split variables joined; joined_checkpoint.h) as a
 //                                       TensorFlow checkpoint OUT_DIR/model.ckpt-<step>.index +
 //                                       .data-00000-of-00001, listed in OUT_DIR/checkpoint, so
 //                                       tf.train.latest_checkpoint(OUT_DIR) finds it
-//                                       (names and layouts: tf_checkpoint.h)
+//                                       (names and layouts: tf_checkpoint.h); Adam's beta
+//                                       powers from --config's train.optimizer, else the flags
+//                                       or TensorFlow's defaults
 //
 // A checkpoint file is one whose name contains ".ckpt-" and that is not a temporary file of an
 // interrupted save (".tmp" suffix); the TF-style `checkpoint` index must name existing files.
@@ -29,14 +31,13 @@
 #include <string>
 #include <vector>
 
-#include "common/checkpoint/atomic_file.h"
 #include "common/checkpoint/checkpoint.h"
-#include "common/checkpoint/checkpoint_index.h"
 #include "common/checkpoint/checkpoint_manager.h"
 #include "common/checkpoint/cluster_checkpoint.h"
 #include "common/checkpoint/joined_checkpoint.h"
 #include "common/checkpoint/tf_bundle.h"
 #include "common/checkpoint/tf_checkpoint.h"
+#include "common/checkpoint/tf_checkpoint_dir.h"
 #include "common/checkpoint/variable_summary.h"
 
 namespace fs = std::filesystem;
@@ -111,18 +112,39 @@ void Collect(const fs::path& path, std::vector<fs::path>* files, std::vector<fs:
   std::sort(dirs->begin(), dirs->end());
 }
 
-// `to_tf PATH OUT_DIR [--adam_beta1=B --adam_beta2=B]`: exit status.
+// `to_tf PATH OUT_DIR [--config=FILE] [--adam_beta1=B --adam_beta2=B]`: exit status.
 int ToTf(const std::vector<std::string>& args) {
-  pstrain::TfExportOptions options;
+  pstrain::TfCheckpointDirOptions options;  // every bundle kept, as a run's to_tf calls add up
   std::vector<std::string> positional;
+  std::string config;
+  std::vector<std::pair<double*, std::string>> betas;
   for (const std::string& a : args) {
-    double* beta = a.rfind("--adam_beta1=", 0) == 0   ? &options.adam_beta1
-                   : a.rfind("--adam_beta2=", 0) == 0 ? &options.adam_beta2
-                                                      : nullptr;
-    if (beta == nullptr) {
+    if (a.rfind("--config=", 0) == 0) {
+      config = a.substr(9);
+    } else if (a.rfind("--adam_beta1=", 0) == 0) {
+      betas.emplace_back(&options.bundle.adam_beta1, a);
+    } else if (a.rfind("--adam_beta2=", 0) == 0) {
+      betas.emplace_back(&options.bundle.adam_beta2, a);
+    } else {
       positional.push_back(a);
-      continue;
     }
+  }
+  if (positional.size() != 2) {
+    std::fprintf(stderr,
+                 "usage: pstrain-checkpoint to_tf PATH OUT_DIR [--config=FILE] "
+                 "[--adam_beta1=0.9 --adam_beta2=0.999]\n");
+    return 2;
+  }
+  auto fail = [](const pstrain::Status& st) {
+    std::fprintf(stderr, "pstrain-checkpoint to_tf: %s\n", st.ToString().c_str());
+    return 1;
+  };
+  if (!config.empty()) {  // the betas the run trained with; explicit flags win
+    auto from_config = pstrain::TfExportOptionsFromConfig(config);
+    if (!from_config.ok()) return fail(from_config.status());
+    options.bundle = from_config.value();
+  }
+  for (auto& [beta, a] : betas) {
     char* end = nullptr;
     *beta = std::strtod(a.c_str() + 13, &end);
     if (end == a.c_str() + 13 || *end != '\0' || !(*beta > 0 && *beta < 1)) {
@@ -131,54 +153,18 @@ int ToTf(const std::vector<std::string>& args) {
       return 2;
     }
   }
-  if (positional.size() != 2) {
-    std::fprintf(stderr,
-                 "usage: pstrain-checkpoint to_tf PATH OUT_DIR [--adam_beta1=0.9 "
-                 "--adam_beta2=0.999]\n");
-    return 2;
-  }
-  auto fail = [](const pstrain::Status& st) {
-    std::fprintf(stderr, "pstrain-checkpoint to_tf: %s\n", st.ToString().c_str());
-    return 1;
-  };
-  const std::string& out_dir = positional[1];
   auto joined = pstrain::ReadJoinedCheckpoint(positional[0]);
   if (!joined.ok()) return fail(joined.status());
-  // OUT_DIR's `checkpoint` will list this bundle; one that lists pstrain's own files is a
-  // pstrain train_dir, which TensorFlow's tools would then misread.
-  const std::string state_path = (fs::path(out_dir) / "checkpoint").string();
-  pstrain::CheckpointState state;
-  if (fs::exists(state_path)) {
-    auto listed = pstrain::CheckpointManager(out_dir, 0).AllPaths();
-    if (!listed.ok()) return fail(listed.status());
-    for (const std::string& p : listed.value()) {
-      if (!pstrain::IsTfBundle(p)) {
-        return fail(pstrain::InvalidArgument(state_path + " lists " + p +
-                                             ", which is no TensorFlow checkpoint: give to_tf an " +
-                                             "OUT_DIR of its own, not a pstrain train_dir"));
-      }
-    }
-    state = pstrain::ParseCheckpointState(pstrain::ReadFileToString(state_path).value(), state_path)
-                .value();
-  }
-  const std::string name = pstrain::CheckpointName(joined->data.global_step);
-  std::error_code ec;
-  fs::create_directories(out_dir, ec);
-  const std::string prefix = (fs::path(out_dir) / name).string();
-  pstrain::Status st = pstrain::WriteTfCheckpoint(prefix, joined->data, options);
-  if (!st.ok()) return fail(st);
-  auto& all = state.all_model_checkpoint_paths;
-  all.erase(std::remove(all.begin(), all.end(), name), all.end());
-  all.push_back(name);
-  state.model_checkpoint_path = name;
-  st = pstrain::WriteFileAtomically(state_path, pstrain::FormatCheckpointState(state));
-  if (!st.ok()) return fail(st);
+  auto prefix = pstrain::SaveTfCheckpointInDir(positional[1], joined->data, options);
+  if (!prefix.ok()) return fail(prefix.status());
   std::set<std::string> sources;
   for (const auto& [tensor, files] : joined->files) sources.insert(files.begin(), files.end());
-  std::printf("wrote %s (.index, %s) from %zu file(s) at global step %ld: %zu tensors\n",
-              prefix.c_str(), fs::path(pstrain::BundleDataPath(prefix, 0, 1)).filename().c_str(),
-              sources.size(), static_cast<long>(joined->data.global_step),
-              joined->data.tensors.size());
+  std::printf(
+      "wrote %s (.index, %s) from %zu file(s) at global step %ld: %zu tensors "
+      "(Adam's beta1 %g, beta2 %g)\n",
+      prefix->c_str(), fs::path(pstrain::BundleDataPath(*prefix, 0, 1)).filename().c_str(),
+      sources.size(), static_cast<long>(joined->data.global_step), joined->data.tensors.size(),
+      options.bundle.adam_beta1, options.bundle.adam_beta2);
   return 0;
 }
 
@@ -187,7 +173,8 @@ int ToTf(const std::vector<std::string>& args) {
 int main(int argc, char** argv) {
   const std::string usage =
       "usage: pstrain-checkpoint verify|list PATH...\n       pstrain-checkpoint print PATH NAME\n"
-      "       pstrain-checkpoint to_tf PATH OUT_DIR [--adam_beta1=0.9 --adam_beta2=0.999]";
+      "       pstrain-checkpoint to_tf PATH OUT_DIR [--config=FILE] [--adam_beta1=0.9 "
+      "--adam_beta2=0.999]";
   if (argc >= 2 && std::string(argv[1]) == "to_tf") {
     return ToTf(std::vector<std::string>(argv + 2, argv + argc));
   }

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <sstream>
 
@@ -22,6 +23,7 @@
 #include "worker/distributed/intra_node.h"
 #include "worker/distributed/leave_signal.h"
 #include "worker/distributed/push_parts.h"
+#include "worker/distributed/tf_checkpoint_writer.h"
 #include "worker/distributed/worker_role.h"
 
 DEFINE_string(job_name, "", "this process's role: ps, worker or evaluator");
@@ -63,7 +65,11 @@ DEFINE_int64(log_every_n_steps, 100, "local steps between progress lines");
 DEFINE_int64(histogram_every_n_steps, 500, "chief: local steps between weight histograms");
 DEFINE_int64(save_checkpoints_steps, 0, "chief: checkpoint every N global steps");
 DEFINE_double(save_checkpoints_secs, 60, "chief: checkpoint every N seconds");
-DEFINE_int32(max_to_keep, 5, "checkpoints kept per server shard");
+DEFINE_int32(max_to_keep, 5, "checkpoints kept per server shard (and TensorFlow checkpoints)");
+DEFINE_bool(tf_checkpoints, false,
+            "chief: after each committed checkpoint, also write it as TensorFlow's checkpoint "
+            "<train_dir>/tf/model.ckpt-<step> (listed in <train_dir>/tf/checkpoint, the newest "
+            "--max_to_keep kept), when every server's shard is under the chief's --train_dir");
 DEFINE_int32(replicas, 0,
              "backups per shard (docs/replication.md): each shard's updates are also applied on "
              "this many other server tasks before a push is acknowledged, so a server's death "
@@ -411,6 +417,16 @@ int main(int argc, char** argv) {
     o.min_workers = FLAGS_min_workers;
     o.elastic_data = FLAGS_elastic_data;
     o.replicas = FLAGS_replicas;
+    if (FLAGS_tf_checkpoints && FLAGS_job_name == "worker" && FLAGS_task_index == 0) {
+      auto bundle = pstrain::TfExportOptionsFromConfig(FLAGS_config);  // Adam's betas
+      if (!bundle.ok()) {
+        LOG(ERROR) << "--tf_checkpoints: " << bundle.status().ToString();
+        return 2;
+      }
+      pstrain::worker::SetChiefTfCheckpointWriter(
+          std::make_unique<pstrain::worker::TfCheckpointWriter>(
+              pstrain::worker::TfCheckpointOptions{FLAGS_max_to_keep, bundle.value()}));
+    }
     status = FLAGS_job_name == "worker" ? pstrain::worker::RunWorker(o)
                                         : pstrain::worker::RunEvaluator(o);
   }

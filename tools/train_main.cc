@@ -20,6 +20,9 @@ DEFINE_string(logdir, "", "TensorBoard log directory (default: <train_dir>/logs)
 DEFINE_int64(max_steps, 0, "stop at this global step (0: the config's max_steps or epochs)");
 DEFINE_int64(epochs, 0, "epochs to train (0: the config's train.epochs)");
 DEFINE_int64(log_every_n_steps, 100, "steps between progress lines and scalar summaries");
+DEFINE_double(log_every_n_secs, 0,
+              "also a progress line (and its scalars) once this many seconds of training "
+              "passed since the last (0: by --log_every_n_steps only)");
 DEFINE_int64(eval_every_n_steps, 0, "steps between test-set evaluations (0: every epoch)");
 DEFINE_int64(histogram_every_n_steps, 500, "steps between variable/gradient histograms");
 DEFINE_int64(save_checkpoints_steps, 0, "save a checkpoint every N steps (0: by time only)");
@@ -108,6 +111,7 @@ int main(int argc, char** argv) {
   o.max_steps = FLAGS_max_steps;
   o.epochs = FLAGS_epochs;
   o.log_every_n_steps = std::max<int64_t>(1, FLAGS_log_every_n_steps);
+  o.log_every_n_secs = std::max(0.0, FLAGS_log_every_n_secs);
   o.eval_every_n_steps = FLAGS_eval_every_n_steps;
   o.histogram_every_n_steps = FLAGS_histogram_every_n_steps;
   o.save_checkpoints_steps = FLAGS_save_checkpoints_steps;

@@ -1,8 +1,10 @@
 #include "common/checkpoint/joined_checkpoint.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <set>
 
 #include "common/checkpoint/checkpoint_manager.h"
 #include "common/checkpoint/cluster_checkpoint.h"
@@ -13,6 +15,26 @@ namespace pstrain {
 namespace fs = std::filesystem;
 
 namespace {
+
+// NotFound naming the first ps-<k>-of-<n> directory missing beside `shards` (a server that keeps
+// its shard on another host's disk): a model joined without it would lack its variables.
+Status CheckEveryShardIsHere(const std::string& path, const std::vector<std::string>& shards) {
+  std::set<std::string> names;
+  for (const std::string& shard : shards) names.insert(fs::path(shard).filename().string());
+  for (const std::string& name : names) {
+    const size_t of = name.find("-of-");
+    if (of == std::string::npos) continue;
+    const int n = std::atoi(name.c_str() + of + 4);
+    for (int k = 0; k < n; ++k) {
+      const std::string want = "ps-" + std::to_string(k) + "-of-" + std::to_string(n);
+      if (names.count(want) == 0) {
+        return NotFound(path + " holds " + name + " but not " + want +
+                        ": every server's shard directory must be under it");
+      }
+    }
+  }
+  return Status::OK();
+}
 
 // The checkpoint files `path` stands for: itself, its index's latest, or one per shard of a
 // cluster's train_dir at the step a restart would restore.
@@ -33,6 +55,7 @@ Result<std::vector<std::string>> FilesOf(const std::string& path) {
                     " holds no checkpoint: no `checkpoint` index and no ps-<k>-of-<n> "
                     "shard directories");
   }
+  RETURN_IF_ERROR(CheckEveryShardIsHere(path, shards));
   std::vector<std::vector<int64_t>> steps;
   for (const std::string& shard : shards) {
     std::vector<int64_t> held;

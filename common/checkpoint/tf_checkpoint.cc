@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/checkpoint/tf_bundle.h"
+#include "common/config.h"
 
 namespace pstrain {
 namespace {
@@ -153,6 +154,27 @@ Result<CheckpointData> ReadTfCheckpoint(const std::string& prefix) {
   }
   data.metadata[kFormatKey] = kTfBundleFormat;
   return data;
+}
+
+Result<TfExportOptions> TfExportOptionsFromConfig(const std::string& config_path) {
+  TfExportOptions options;
+  ASSIGN_OR_RETURN(ConfigNode config, ConfigNode::LoadFile(config_path));
+  if (!config.Has("train")) return options;
+  ASSIGN_OR_RETURN(ConfigNode train, config.Child("train"));
+  if (!train.Has("optimizer")) return options;
+  ASSIGN_OR_RETURN(ConfigNode optimizer, train.Child("optimizer"));
+  ASSIGN_OR_RETURN(std::string type, optimizer.GetString("type", ""));
+  if (type != "adam") return options;
+  ASSIGN_OR_RETURN(options.adam_beta1, optimizer.GetDouble("beta1", options.adam_beta1));
+  ASSIGN_OR_RETURN(options.adam_beta2, optimizer.GetDouble("beta2", options.adam_beta2));
+  for (auto [field, beta] :
+       {std::pair{"beta1", options.adam_beta1}, {"beta2", options.adam_beta2}}) {
+    if (!(beta > 0 && beta < 1)) {
+      return optimizer.Error(std::string(field) + ": expected a number in (0, 1), got " +
+                             std::to_string(beta));
+    }
+  }
+  return options;
 }
 
 bool IsFromTfBundle(const CheckpointData& data) {

@@ -30,6 +30,10 @@ struct TfExportOptions {
   double adam_beta2 = 0.999;
 };
 
+// The betas of `config_path`'s train.optimizer when it is Adam (TF's defaults for what it leaves
+// out); TF's defaults for another optimizer. Errors name the file and the field.
+Result<TfExportOptions> TfExportOptionsFromConfig(const std::string& config_path);
+
 // Writes `data` as the bundle <prefix>.index + <prefix>.data-00000-of-00001.
 Status WriteTfCheckpoint(const std::string& prefix, const CheckpointData& data,
                          const TfExportOptions& options = {});

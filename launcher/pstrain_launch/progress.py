@@ -105,21 +105,28 @@ class RoleProgress:
 class ClusterProgress:
     """What a user asks first of a running cluster: how far (the chief's global step), how fast
     (the workers' examples/s summed), how good (the evaluator's latest accuracy, or the chief's)
-    and how long still (an ETA from the step rate over the last minutes)."""
+    and how long still (an ETA from the step rate over the last minute).
 
-    WINDOW_S = 120.0
+    The rate is taken between the times each new step was first seen, not between then and now:
+    a step that moves in strides (a line every N local steps, N x workers global steps apart)
+    would otherwise make the rate sag between lines and leap at each one. Between lines the ETA
+    counts down from the last one."""
+
+    WINDOW_S = 60.0
 
     def __init__(self):
-        self._history: List[tuple] = []  # (time, global step)
+        self._seen: List[tuple] = []  # (time a step was first seen, that global step)
 
     def line(self, now: float, chief: Optional[RoleProgress], workers: List[RoleProgress],
              evaluators: List[RoleProgress]) -> str:
         if chief is None or chief.global_step() is None:
             return ""
         step, total = chief.global_step(), chief.total_steps()
-        self._history.append((now, step))
-        while len(self._history) > 2 and now - self._history[0][0] > self.WINDOW_S:
-            self._history.pop(0)
+        if not self._seen or step != self._seen[-1][1]:
+            self._seen.append((now, step))
+        # The last minute's samples, and the one before them to measure from.
+        while len(self._seen) > 2 and now - self._seen[1][0] > self.WINDOW_S:
+            self._seen.pop(0)
         parts = [f"step {chief.step}"]
         rates = [w.examples_per_sec for w in workers if w.examples_per_sec is not None]
         if rates:
@@ -129,18 +136,19 @@ class ClusterProgress:
             (e.accuracy for e in reversed(evaluators) if e.accuracy), chief.accuracy)
         if accuracy:
             parts.append(f"accuracy {accuracy}")
-        eta = self.eta(step, total)
+        eta = self.eta(now, total)
         if eta is not None:
             parts.append(f"ETA {format_elapsed(eta)}")
         return ", ".join(parts)
 
-    def eta(self, step: int, total: Optional[int]) -> Optional[float]:
-        if not total or step >= total or len(self._history) < 2:
+    def eta(self, now: float, total: Optional[int]) -> Optional[float]:
+        """Seconds until `total`, at the step rate of the last minute; None before two steps."""
+        if not total or len(self._seen) < 2:
             return None
-        (t0, s0), (t1, s1) = self._history[0], self._history[-1]
-        if s1 <= s0 or t1 <= t0:
+        (t0, s0), (t1, s1) = self._seen[0], self._seen[-1]
+        if s1 >= total or s1 <= s0 or t1 <= t0:
             return None
-        return (total - step) * (t1 - t0) / (s1 - s0)
+        return max(0.0, (total - s1) * (t1 - t0) / (s1 - s0) - (now - t1))
 
 
 def format_elapsed(seconds: float) -> str:

@@ -319,5 +319,17 @@ TEST_F(TfBundleTest, AClusterCheckpointIsJoinedAtItsCommittedStepSlotsOfPartsToo
   EXPECT_EQ(joined->files.at("fc1/weights").size(), 2u);
 }
 
+TEST_F(TfBundleTest, AClusterTrainDirWithoutOneServersShardIsNotFoundNamingTheMissingOne) {
+  // ps 0's shard is here, ps 1 keeps its own on another host's disk.
+  ASSERT_TRUE(
+      CheckpointManager(ShardDirectory(dir_, 0, 2), 5).Save(testing_util::SmallModel(100)).ok());
+  ASSERT_TRUE(CommitStep(dir_, 100, 5).ok());
+  auto joined = ReadJoinedCheckpoint(dir_);
+  ASSERT_FALSE(joined.ok());
+  EXPECT_EQ(joined.status().code(), StatusCode::kNotFound);
+  EXPECT_TRUE(Contains(joined.status(), "holds ps-0-of-2 but not ps-1-of-2"))
+      << joined.status().ToString();
+}
+
 }  // namespace
 }  // namespace pstrain

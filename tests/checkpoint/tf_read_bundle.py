@@ -1,7 +1,8 @@
 """TensorFlow reads a bundle pstrain wrote: tf.train.list_variables, load_checkpoint().get_tensor
 and a TF-1 Saver restoring RefNet's graph, each value compared with the pstrain checkpoint's
-(safetensors, pstrain's names and layouts).
-  tf_read_bundle.py PREFIX EXPECTED.safetensors STEP   -> JSON {"checked": n, "problems": [...]}"""
+(safetensors, pstrain's names and layouts; or another bundle's prefix, taken into pstrain's
+names and layouts by tf_refnet.to_pstrain).
+  tf_read_bundle.py PREFIX EXPECTED STEP   -> JSON {"checked": n, "problems": [...]}"""
 import json, os, sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -11,7 +12,13 @@ import tensorflow as tf
 import tf_refnet
 
 prefix, expected_path, step = sys.argv[1], sys.argv[2], int(sys.argv[3])
-expected = load_file(expected_path)
+if expected_path.endswith(".safetensors"):
+    expected = load_file(expected_path)
+else:
+    ref = tf.train.load_checkpoint(expected_path)
+    expected = dict(tf_refnet.to_pstrain(n, ref.get_tensor(n))
+                    for n, _ in tf.train.list_variables(expected_path)
+                    if n not in ("global_step", "beta1_power", "beta2_power"))
 problems, checked = [], 0
 
 

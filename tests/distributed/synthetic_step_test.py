@@ -1,6 +1,7 @@
 """--synthetic_step_ms with real processes: one server and one RefNet worker on loopback.
 
-  synthetic_step_test.py --pstrain BUILD/pstrain
+  synthetic_step_test.py --pstrain BUILD/pstrain [--checkpoint_tool BUILD/pstrain-checkpoint
+                         --python VENV_PYTHON]
 
 A worker in synthetic compute sleeps N ms a step in place of forward and backward and pushes
 constant gradients of the model's real sizes (worker/distributed/training_step.h). Proved here:
@@ -8,13 +9,21 @@ every step takes at least N ms and not much more on loopback, the log says the m
 synthetic, the server receives every push at the model's full size (its tensor bytes in, the
 `ps/bytes_in_total` scalar it writes at shutdown, against pushes x 4 bytes x parameters), and a
 bad value stops the worker at start with an error naming the flag. A few seconds on 2 cores.
+
+The same run has the chief write TensorFlow checkpoints (--tf_checkpoints, a checkpoint every 5
+steps, --max_to_keep=2): <train_dir>/tf holds the newest two committed steps' bundles and a
+`checkpoint` file listing them, older ones deleted, and TensorFlow (the test venv's) reads the
+newest one whole, as a Saver restoring RefNet's graph, equal to the server's shard file of that
+step as `pstrain-checkpoint to_tf` converts it.
 """
 
 import argparse
 import datetime
 import glob
+import json
 import os
 import re
+import shutil
 import socket
 import struct
 import subprocess
@@ -23,9 +32,13 @@ import tempfile
 import unittest
 
 PSTRAIN = None
+CHECKPOINT_TOOL = None
+PYTHON = None
 SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STEP_MS = 100
 STEPS = 20
+SAVE_EVERY = 5
+KEEP = 2
 
 
 def free_port():
@@ -93,30 +106,37 @@ def last_scalar(events_glob, tag):
 
 
 class SyntheticStepTest(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.mkdtemp(prefix="pstrain-synthetic-")
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="pstrain-synthetic-")
         ps, worker = free_port(), free_port()
-        self.cluster = [f"--ps_hosts=127.0.0.1:{ps}", f"--worker_hosts=127.0.0.1:{worker}",
-                        f"--config={SOURCE}/configs/refnet.yaml", f"--train_dir={self.tmp}/td",
-                        "--ps_unavailable_timeout_secs=30", f"--logdir={self.tmp}/logs"]
-        self.env = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE")
-
-    def test_steps_take_the_synthetic_time_and_push_full_sized_gradients(self):
-        with open(f"{self.tmp}/ps.log", "w") as ps_log:
-            server = subprocess.Popen([PSTRAIN, "--job_name=ps", "--task_index=0"] + self.cluster,
-                                      stdout=ps_log, stderr=subprocess.STDOUT, env=self.env)
+        cls.cluster = [f"--ps_hosts=127.0.0.1:{ps}", f"--worker_hosts=127.0.0.1:{worker}",
+                       f"--config={SOURCE}/configs/refnet.yaml", f"--train_dir={cls.tmp}/td",
+                       "--ps_unavailable_timeout_secs=30", f"--logdir={cls.tmp}/logs"]
+        cls.env = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE")
+        with open(f"{cls.tmp}/ps.log", "w") as ps_log:
+            server = subprocess.Popen([PSTRAIN, "--job_name=ps", "--task_index=0"] + cls.cluster,
+                                      stdout=ps_log, stderr=subprocess.STDOUT, env=cls.env)
         try:
-            worker = subprocess.run(
+            cls.worker = subprocess.run(
                 [PSTRAIN, "--job_name=worker", "--task_index=0", "--device=cpu",
                  f"--synthetic_step_ms={STEP_MS}", f"--max_steps={STEPS}",
-                 "--log_every_n_steps=1", "--histogram_every_n_steps=0"] + self.cluster,
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=self.env,
+                 "--log_every_n_steps=1", "--histogram_every_n_steps=0", "--tf_checkpoints",
+                 f"--save_checkpoints_steps={SAVE_EVERY}", f"--max_to_keep={KEEP}"] + cls.cluster,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=cls.env,
                 timeout=120)
             server.wait(timeout=60)  # it ends once the chief is done, writing its last scalars
         finally:
             if server.poll() is None:
                 server.kill()
             server.wait()
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)  # RefNet's shard files and bundles: 200 MB
+
+    def test_steps_take_the_synthetic_time_and_push_full_sized_gradients(self):
+        worker = self.worker
         out = worker.stdout
         self.assertEqual(worker.returncode, 0, out)
         self.assertIn(f"done: global step {STEPS} (synthetic compute: no evaluation)", out)
@@ -126,7 +146,10 @@ class SyntheticStepTest(unittest.TestCase):
         for line in progress:
             self.assertIn(f"synthetic compute ({STEP_MS} ms a step, no forward/backward)", line)
         times = [glog_time(l) for l in progress]
-        gaps = [b - a for a, b in zip(times, times[1:])]
+        # The step after each checkpoint also waits for the servers' files and the TensorFlow
+        # bundle (the test below); the others are the synthetic time and the exchange.
+        gaps = [b - a for i, (a, b) in enumerate(zip(times, times[1:]), start=1)
+                if i % SAVE_EVERY != 0]
         print(f"step times: min {min(gaps) * 1000:.1f} ms, mean "
               f"{sum(gaps) / len(gaps) * 1000:.1f} ms, max {max(gaps) * 1000:.1f} ms "
               f"(--synthetic_step_ms={STEP_MS})")
@@ -150,6 +173,50 @@ class SyntheticStepTest(unittest.TestCase):
         self.assertGreaterEqual(bytes_in, (pushes + 1) * model_bytes * 0.98)
         self.assertLessEqual(bytes_in, (pushes + 1) * model_bytes * 1.02)
 
+    def test_the_chief_keeps_the_newest_committed_steps_as_tensorflow_checkpoints(self):
+        self.assertEqual(self.worker.returncode, 0, self.worker.stdout)
+        td, tf_dir = f"{self.tmp}/td", f"{self.tmp}/td/tf"
+        newest = [STEPS - SAVE_EVERY * i for i in reversed(range(KEEP))]  # 15, 20
+        state_path = f"{tf_dir}/checkpoint"
+        self.assertTrue(os.path.exists(state_path), f"{state_path}: missing\n{self.worker.stdout}")
+        with open(state_path) as f:
+            state = f.read()
+        expected = f'model_checkpoint_path: "model.ckpt-{STEPS}"\n' + "".join(
+            f'all_model_checkpoint_paths: "model.ckpt-{s}"\n' for s in newest)
+        self.assertEqual(state, expected, state_path)
+        with open(f"{td}/committed_checkpoints") as f:
+            committed = f.read()
+        for step in newest:
+            self.assertIn(f'"model.ckpt-{step}"', committed, f"{td}/committed_checkpoints")
+        files = sorted(os.listdir(tf_dir))
+        self.assertEqual(files, ["checkpoint"] + [
+            f"model.ckpt-{s}.{ext}" for s in newest for ext in ("data-00000-of-00001", "index")],
+                         f"{tf_dir}: older bundles must be deleted")
+        self.assertIn(f"wrote TensorFlow checkpoint {tf_dir}/model.ckpt-{SAVE_EVERY}",
+                      self.worker.stdout)
+        written = re.findall(r"wrote TensorFlow checkpoint \S+ of committed step \d+ in (\d+) ms",
+                             self.worker.stdout)
+        print(f"TensorFlow checkpoints: {len(written)} written, {', '.join(written)} ms each")
+        if not CHECKPOINT_TOOL or not PYTHON or subprocess.run(
+                [PYTHON, "-c", "import tensorflow, safetensors"], stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL).returncode != 0:
+            self.skipTest(f"no TensorFlow in {PYTHON!r} (scripts/test-venv.sh) or no "
+                          "--checkpoint_tool: the bundle is not read back")
+        shard = f"{td}/ps-0-of-1/model.ckpt-{STEPS}"
+        ref = subprocess.run([CHECKPOINT_TOOL, "to_tf", shard, f"{self.tmp}/ref"],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.assertEqual(ref.returncode, 0, ref.stdout)
+        read = subprocess.run(
+            [PYTHON, f"{SOURCE}/tests/checkpoint/tf_read_bundle.py", f"{tf_dir}/model.ckpt-{STEPS}",
+             f"{self.tmp}/ref/model.ckpt-{STEPS}", str(STEPS)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=dict(os.environ, PYTHONPATH=f"{SOURCE}/tests/checkpoint",
+                     TF_CPP_MIN_LOG_LEVEL="2"))
+        self.assertEqual(read.returncode, 0, read.stderr)
+        result = json.loads(read.stdout.strip().splitlines()[-1])
+        self.assertEqual(result["problems"], [], f"{tf_dir}/model.ckpt-{STEPS}")
+        self.assertGreater(result["checked"], 0)
+
     def test_a_bad_value_stops_the_worker_at_start_naming_the_flag(self):
         for bad in ("-5", "600001", "fast"):
             started = datetime.datetime.now()
@@ -165,6 +232,8 @@ class SyntheticStepTest(unittest.TestCase):
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--pstrain", required=True)
+    parser.add_argument("--checkpoint_tool", default="")
+    parser.add_argument("--python", default="")
     args, rest = parser.parse_known_args()
-    PSTRAIN = args.pstrain
+    PSTRAIN, CHECKPOINT_TOOL, PYTHON = args.pstrain, args.checkpoint_tool, args.python
     unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)

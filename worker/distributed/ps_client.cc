@@ -9,6 +9,7 @@
 #include "common/checkpoint/cluster_checkpoint.h"
 #include "common/wire/same_host.h"
 #include "worker/distributed/shard_master.h"
+#include "worker/distributed/tf_checkpoint_writer.h"
 
 namespace pstrain {
 namespace worker {
@@ -566,6 +567,7 @@ Status PsClient::Checkpoint(int64_t step, const std::string& train_dir) {
   RETURN_IF_ERROR(CommitStep(train_dir, step, kCommitsKept));
   LOG(INFO) << Who() << ": committed the checkpoint of step " << step << " (" << servers_.size()
             << " shards) in " << CommitRecordPath(train_dir);
+  AfterCheckpointCommitted(train_dir, step);  // --tf_checkpoints
   return Status::OK();
 }
 

@@ -14,6 +14,7 @@
 #include "common/checkpoint/partial_restore.h"
 #include "common/checkpoint/safetensors.h"
 #include "common/checkpoint/save_trigger.h"
+#include "common/checkpoint/tf_checkpoint.h"
 #include "common/summary/summary_writer.h"
 #include "ps/variable_store.h"
 #include "worker/network/model.h"
@@ -78,7 +79,9 @@ Result<TrainResult> Train(const TrainerOptions& o) {
     ASSIGN_OR_RETURN(RestoreReport report, RestoreInto(restored.value(), filter, &state));
     store->set_global_step(restored->global_step);
     LOG(INFO) << "trainer: restored " << report.restored.size() << " tensors at global step "
-              << restored->global_step << " from " << o.train_dir
+              << restored->global_step << " from "
+              << (o.checkpoint_path.empty() ? o.train_dir : o.checkpoint_path)
+              << (IsFromTfBundle(restored.value()) ? " (a TensorFlow checkpoint)" : "")
               << (report.filtered.empty()
                       ? ""
                       : " (" + std::to_string(report.filtered.size()) +
@@ -146,6 +149,7 @@ Result<TrainResult> Train(const TrainerOptions& o) {
   std::mt19937_64 rng(tc.seed * 7919 + store->global_step());
   const auto start = Clock::now();
   ProgressWindow window;
+  const ProgressSchedule schedule{o.log_every_n_steps, o.log_every_n_secs};
   int64_t last_saved = store->global_step();
   bool evaluated_at_end = false;
   while (store->global_step() < max_steps && !g_stop) {
@@ -170,7 +174,7 @@ Result<TrainResult> Train(const TrainerOptions& o) {
     const int64_t now_step = store->global_step();
     window.Add(loss, batch->images.dim(0));
 
-    if (now_step % o.log_every_n_steps == 0 || now_step == max_steps) {
+    if (schedule.Due(now_step, window.Elapsed()) || now_step == max_steps) {
       const ProgressWindow::Report r = window.Take();
       const float lr = store->learning_rate();
       ProgressLine line;

@@ -21,6 +21,7 @@ struct TrainerOptions {
   int64_t max_steps = 0;  // 0: the config's train.max_steps, else its epochs
   int64_t epochs = 0;     // 0: the config's train.epochs
   int64_t log_every_n_steps = 100;
+  double log_every_n_secs = 0;     // also a progress line once this long passed (0: steps only)
   int64_t eval_every_n_steps = 0;  // 0: at the end of every epoch
   int64_t summary_every_n_steps = 100;
   int64_t histogram_every_n_steps = 500;
