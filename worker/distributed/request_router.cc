@@ -374,7 +374,7 @@ Result<std::vector<Message>> RequestRouter::Await(
     }
     Result<Message> reply = servers_[server]->Receive(milliseconds(250));
     if (!reply.ok()) {
-      if (reply.status().code() == StatusCode::kUnavailable) continue;  // a slice went by
+      if (reply.status().code() == StatusCode::kUnavailable) continue;  // 250 ms went by
       return reply.status().WithContext(ServerName(server));
     }
     if (routes_->replicated()) routes_->Observe(reply->map_epoch);
