@@ -62,6 +62,9 @@ DEFINE_int64(partition_bytes, pstrain::worker::kDefaultPartitionBytes,
 DEFINE_int64(max_steps, 0, "stop at this global step (0: the config's max_steps or epochs)");
 DEFINE_int64(epochs, 0, "epochs to train (0: the config's train.epochs)");
 DEFINE_int64(log_every_n_steps, 100, "local steps between progress lines");
+DEFINE_double(log_every_n_secs, 10,
+              "also a progress line once this many seconds passed since the last (0: by "
+              "--log_every_n_steps only), so that the launcher's progress follows the global step");
 DEFINE_int64(histogram_every_n_steps, 500, "chief: local steps between weight histograms");
 DEFINE_int64(save_checkpoints_steps, 0, "chief: checkpoint every N global steps");
 DEFINE_double(save_checkpoints_secs, 60, "chief: checkpoint every N seconds");
@@ -401,6 +404,7 @@ int main(int argc, char** argv) {
     o.max_steps = FLAGS_max_steps;
     o.epochs = FLAGS_epochs;
     o.log_every_n_steps = std::max<int64_t>(1, FLAGS_log_every_n_steps);
+    o.log_every_n_secs = std::max(0.0, FLAGS_log_every_n_secs);
     o.histogram_every_n_steps = FLAGS_histogram_every_n_steps;
     o.save_checkpoints_steps = FLAGS_save_checkpoints_steps;
     o.save_checkpoints_secs = FLAGS_save_checkpoints_secs;

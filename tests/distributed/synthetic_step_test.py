@@ -217,6 +217,39 @@ class SyntheticStepTest(unittest.TestCase):
         self.assertEqual(result["problems"], [], f"{tf_dir}/model.ckpt-{STEPS}")
         self.assertGreater(result["checked"], 0)
 
+    def test_progress_lines_come_every_n_seconds_whatever_the_step_count(self):
+        # A second short run: a line every 0.5 s though --log_every_n_steps is never reached, so
+        # that the launcher's progress line follows the global step between step-count lines.
+        ps, worker = free_port(), free_port()
+        cluster = [f"--ps_hosts=127.0.0.1:{ps}", f"--worker_hosts=127.0.0.1:{worker}",
+                   f"--config={SOURCE}/configs/refnet.yaml", f"--train_dir={self.tmp}/timed",
+                   "--ps_unavailable_timeout_secs=30", "--save_checkpoints_secs=0"]
+        with open(f"{self.tmp}/timed_ps.log", "w") as ps_log:
+            server = subprocess.Popen([PSTRAIN, "--job_name=ps", "--task_index=0"] + cluster,
+                                      stdout=ps_log, stderr=subprocess.STDOUT, env=self.env)
+        try:
+            run = subprocess.run(
+                [PSTRAIN, "--job_name=worker", "--task_index=0", "--device=cpu",
+                 f"--synthetic_step_ms={STEP_MS}", "--max_steps=40", "--log_every_n_steps=1000",
+                 "--log_every_n_secs=0.5", "--histogram_every_n_steps=0"] + cluster,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=self.env,
+                timeout=120)
+            server.wait(timeout=60)
+        finally:
+            if server.poll() is None:
+                server.kill()
+            server.wait()
+        self.assertEqual(run.returncode, 0, run.stdout)
+        lines = [l for l in run.stdout.splitlines() if re.search(r": step \d+/\d+ ", l)]
+        times = [glog_time(l) for l in lines]
+        gaps = [b - a for a, b in zip(times, times[1:])]
+        print(f"timed progress lines: {len(lines)}, gaps {[round(g, 2) for g in gaps]} s")
+        # 40 steps of at least 100 ms: 4 s or more, so at least 4 timed lines and the last one.
+        self.assertGreaterEqual(len(lines), 5, run.stdout)
+        self.assertLessEqual(len(lines), 40 * STEP_MS / 1000 / 0.5 + 2, run.stdout)
+        for gap in gaps[:-1]:  # the last line is the final step's, whenever it comes
+            self.assertGreaterEqual(gap, 0.5 * 0.98, run.stdout)
+
     def test_a_bad_value_stops_the_worker_at_start_naming_the_flag(self):
         for bad in ("-5", "600001", "fast"):
             started = datetime.datetime.now()

@@ -3,11 +3,11 @@
 // go out as slices of the model's own buffers (no copies); pulled values are copied once, into
 // them.
 //
-// Faults: a heartbeat thread watches every server. A request to a server that restarts (or
-// comes back after a silence) is sent again; pushes carry a sequence number, so a retried push
-// is applied once. A server that restarted is initialised again by the chief from its current
-// values (servers never restore on their own); other roles wait for that. A server unreachable
-// for longer than the unavailable timeout fails the request, naming it.
+// Faults: a heartbeat thread watches every server, and RequestRouter (request_router.h) sends
+// each request where it must go, again if it must, until its reply comes; this class says what
+// the step sends. Pushes carry a sequence number, so a retried push is applied once. A server
+// that restarted is initialised again by the chief from its current values (servers never
+// restore on their own, and InitMessage is the chief's register); other roles wait for that.
 //
 // Overlapped push (async servers only; worker/distributed/push_parts.h): BeginStep, then
 // Ready(variable) as backward finishes each layer, then FinishStep. Each server's share of the
@@ -21,10 +21,8 @@
 //
 // Replicas (--replicas > 0, docs/replication.md section 4): shard s's requests carry `shard = s`
 // and go to the head of its chain in the newest shard map this client knows (ShardRoutes,
-// shard_routes.h); a newer epoch on any reply, or a kAborted one, fetches the map, and the
-// unanswered requests of a shard whose head moved are sent again to the new head, in their first
-// order (as to a restarted server). Push sequence numbers count per shard, the global step is
-// shard 0's, barriers live on shard 0's head. The chief is the chain master (ShardMaster,
+// shard_routes.h, which RequestRouter follows). Push sequence numbers count per shard, the global
+// step is shard 0's, barriers live on shard 0's head. The chief is the chain master (ShardMaster,
 // shard_master.h), started by Initialize. Without replicas shard s is task s and no map exists.
 //
 // Checkpoints are one step across all shards (common/checkpoint/cluster_checkpoint.h): the chief
@@ -33,9 +31,7 @@
 #pragma once
 
 #include <chrono>
-#include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,6 +39,7 @@
 #include "common/replication/sharding.h"
 #include "common/wire/transport.h"
 #include "worker/distributed/heartbeat.h"
+#include "worker/distributed/request_router.h"
 #include "worker/distributed/shard_routes.h"
 #include "worker/network/layer.h"
 
@@ -122,46 +119,19 @@ class PsClient {
   // The chief's chain master once Initialize started it (replicas only), else null.
   ShardMaster* shard_master() const { return master_.get(); }
   // How long requests wait for a server that is down before failing (default 10 minutes).
-  void set_unavailable_timeout(std::chrono::seconds t) { unavailable_timeout_ = t; }
+  void set_unavailable_timeout(std::chrono::seconds t) { router_->set_unavailable_timeout(t); }
 
  private:
-  // Requests sent and not yet answered (ps_client.cc).
-  struct InFlight;
   // One step's parts (push_parts.cc).
   struct StepParts;
+  // Long enough for a sync step that waits on the slowest worker, or a restore on disks; the
+  // rest wait on one round trip.
+  static constexpr std::chrono::milliseconds kStepTimeout{300000};
+  static constexpr std::chrono::milliseconds kShortTimeout{30000};
 
   PsClient();
   wire::Message Request(wire::MessageType type) const;
   Result<Initialized> InitializeShards(int64_t step, const std::string& train_dir);
-  // Sends one request per (shard, message), each to its shard's head (or, with `to_tasks`, per
-  // (server task, message): task-level requests) and collects the replies in the same order.
-  Result<std::vector<wire::Message>> Exchange(const std::vector<std::pair<int, wire::Message>>& out,
-                                              std::chrono::milliseconds timeout,
-                                              bool to_tasks = false);
-  // Exchange in three calls: Start, Send each request (it leaves at once), then Await the
-  // replies, in the order sent; `on_reply` (if set) sees each as it arrives, by its index.
-  std::shared_ptr<InFlight> Start();  // shared: deleted where InFlight is whole
-  Status Send(InFlight* f, int shard, wire::Message message);
-  // `shard` -1: a task-level request to `task`; else shard's request, to `task` its head.
-  Status SendTo(InFlight* f, int shard, int task, wire::Message message);
-  Result<std::vector<wire::Message>> Await(
-      InFlight* f, std::chrono::milliseconds timeout,
-      const std::function<void(size_t, const wire::Message&)>& on_reply = {});
-  // Await's stages (ps_client.cc): what the heartbeats say of server `s`; sending pending
-  // request `k`, a server's round, a chief's re-initialisation, a shard's requests to its head;
-  // following the shard map; resending to servers that came back; an error reply.
-  HeartbeatMonitor::Health HealthOf(int s) const;
-  Status SendPending(const InFlight& f, size_t k);
-  Status SendRound(InFlight* f, int s);
-  Status Reinit(InFlight* f, int shard, int server);
-  Status SendShard(InFlight* f, int s);
-  Status FollowRoutes(InFlight* f, std::chrono::milliseconds timeout,
-                      std::chrono::steady_clock::time_point* deadline, bool* any_down);
-  Status InitializeFreshShards(InFlight* f);
-  Status ResendToServers(InFlight* f, std::chrono::milliseconds timeout,
-                         std::chrono::steady_clock::time_point* deadline, bool* any_down);
-  Status HandleRefusal(InFlight* f, size_t k, int server, const Status& status,
-                       std::chrono::milliseconds* backoff);
   // Copies pulled values into the variables, once every one has its partition's shape.
   Status CopyIn(const std::vector<wire::Message>& replies);
   // A push of `partitions` of server `s` computed at `step` (trainable variables' gradients,
@@ -172,32 +142,31 @@ class PsClient {
   // The chief's register for shard `s`: the current values of its partitions.
   wire::Message InitMessage(int s, int64_t step) const;
   std::string Who() const { return role_ + " " + std::to_string(task_index_); }
-  std::string ServerName(int s) const;
-
-  std::string role_;
-  int task_index_ = 0;
-  std::vector<std::unique_ptr<wire::Connection>> servers_;
-  std::vector<Variable*> variables_;
-  replication::Sharding sharding_;
-  std::vector<std::string> hosts_;
-  wire::ClusterKeys curve_;
-  uint64_t next_id_ = 1;
-  std::vector<uint64_t> push_sequence_;  // per shard
-  int64_t last_step_ = 0;                // the global step of the last pull
-  std::unique_ptr<HeartbeatMonitor> heartbeat_;
-  std::chrono::seconds unavailable_timeout_{600};
-  int64_t part_bytes_ = 0;            // 0: one push per server a step
-  std::shared_ptr<StepParts> parts_;  // the overlapped step under way, if any
-  // Elastic data: the uses the next push to server 0 carries.
-  std::vector<wire::ChunkUse> data_uses_;
+  std::string ServerName(int s) const { return router_->ServerName(s); }
+  int num_servers() const { return static_cast<int>(hosts_.size()); }
   // A step's push answered by every shard that holds a partition: counted per shard (the
   // replication test compares each shard's final step with its workers' counts, logged at the
   // end), and the global step it brought checked never to go back.
   void NoteStepAcknowledged(int64_t global_step);
+
+  std::string role_;
+  int task_index_ = 0;
+  std::vector<Variable*> variables_;
+  replication::Sharding sharding_;
+  std::vector<std::string> hosts_;
+  wire::ClusterKeys curve_;
+  std::vector<uint64_t> push_sequence_;  // per shard
+  int64_t last_step_ = 0;                // the global step of the last pull
+  // Declared before what it reads (the heartbeats, the routes), so that the request connections
+  // close after the heartbeat monitor has said goodbye, as they always did.
+  std::unique_ptr<RequestRouter> router_;
+  std::unique_ptr<HeartbeatMonitor> heartbeat_;
+  int64_t part_bytes_ = 0;            // 0: one push per server a step
+  std::shared_ptr<StepParts> parts_;  // the overlapped step under way, if any
+  // Elastic data: the uses the next push to server 0 carries.
+  std::vector<wire::ChunkUse> data_uses_;
   std::vector<int64_t> acknowledged_steps_;  // per shard
   std::unique_ptr<ShardRoutes> routes_;
-  std::mutex fresh_mu_;
-  std::vector<int> fresh_;  // shards the chain master restarted empty: the chief initialises them
   // The chief's, with replicas; declared last so that it stops before what it uses goes.
   std::unique_ptr<ShardMaster> master_;
 };

@@ -16,12 +16,6 @@ using std::chrono::milliseconds;
 using wire::Message;
 using wire::MessageType;
 
-namespace {
-// As ps_client.cc's: a restore waits on disks, the rest on one round trip.
-constexpr milliseconds kStepTimeout(300000);
-constexpr milliseconds kShortTimeout(30000);
-}  // namespace
-
 Result<PsClient::Initialized> PsClient::Initialize(int64_t step, const std::string& train_dir) {
   if (routes_->replicated() && !master_) {
     ShardMaster::Options options;
@@ -30,10 +24,7 @@ Result<PsClient::Initialized> PsClient::Initialize(int64_t step, const std::stri
       return wire::Connection::Connect(route.endpoint, {}, route.security);
     };
     options.health = [this](int t) { return heartbeat_->Of(t); };
-    options.fresh = [this](int shard) {
-      std::lock_guard<std::mutex> lock(fresh_mu_);
-      fresh_.push_back(shard);
-    };
+    options.fresh = [this](int shard) { router_->MarkFresh(shard); };
     if (curve_.curve()) {
       options.prove = [this](const replication::ShardMap& map) {
         return wire::ProveMap(map, curve_);
@@ -51,11 +42,11 @@ Result<PsClient::Initialized> PsClient::Initialize(int64_t step, const std::stri
 
 Result<PsClient::Initialized> PsClient::InitializeShards(int64_t step,
                                                          const std::string& train_dir) {
-  const int n = static_cast<int>(servers_.size());
+  const int n = static_cast<int>(hosts_.size());
   // What every server holds: variables or not, and the steps of its whole checkpoints.
   std::vector<std::pair<int, Message>> ask;
   for (int s = 0; s < n; ++s) ask.emplace_back(s, Request(MessageType::kRegister));
-  ASSIGN_OR_RETURN(std::vector<Message> held, Exchange(ask, kShortTimeout));
+  ASSIGN_OR_RETURN(std::vector<Message> held, router_->Exchange(ask, kShortTimeout));
   Initialized result;
   std::vector<std::vector<int64_t>> whole;
   std::string listed;
@@ -95,7 +86,7 @@ Result<PsClient::Initialized> PsClient::InitializeShards(int64_t step,
       m.step = *restore;
       out.emplace_back(s, m);
     }
-    RETURN_IF_ERROR(Exchange(out, kStepTimeout).status());
+    RETURN_IF_ERROR(router_->Exchange(out, kStepTimeout).status());
     // Later commits belong to the run the cluster just went back on.
     Status s = UncommitStepsAfter(train_dir, *restore);
     if (!s.ok()) LOG(WARNING) << Who() << ": " << s.ToString();
@@ -110,7 +101,7 @@ Result<PsClient::Initialized> PsClient::InitializeShards(int64_t step,
               << "); servers without variables start from this chief's values at step " << step;
   }
   for (int s = 0; s < n; ++s) out.emplace_back(s, InitMessage(s, step));
-  ASSIGN_OR_RETURN(std::vector<Message> replies, Exchange(out, kShortTimeout));
+  ASSIGN_OR_RETURN(std::vector<Message> replies, router_->Exchange(out, kShortTimeout));
   result.kept = 0;
   for (const Message& r : replies) result.kept += r.text == "kept";
   if (result.kept > 0) {
@@ -125,10 +116,10 @@ Status PsClient::WaitUntilInitialized(std::chrono::seconds timeout) {
   milliseconds backoff(100);
   for (int attempt = 0;; ++attempt) {
     std::vector<std::pair<int, Message>> out;
-    for (size_t s = 0; s < servers_.size(); ++s) {
+    for (size_t s = 0; s < hosts_.size(); ++s) {
       out.emplace_back(static_cast<int>(s), Request(MessageType::kRegister));
     }
-    Result<std::vector<Message>> replies = Exchange(out, kShortTimeout);
+    Result<std::vector<Message>> replies = router_->Exchange(out, kShortTimeout);
     bool ready = replies.ok();
     if (ready) {
       for (const Message& r : replies.value()) ready = ready && r.value == 1;

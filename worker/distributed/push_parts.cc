@@ -41,11 +41,6 @@ std::vector<std::vector<PushPart>> PlanPushParts(const replication::Sharding& sh
   return parts;
 }
 
-namespace {
-// Long enough for a step behind a slow link (as PushAndPull's).
-constexpr std::chrono::milliseconds kStepTimeout(300000);
-}  // namespace
-
 struct PsClient::StepParts {
   std::vector<std::vector<PushPart>> plan;  // [server][part]
   // The variable of each partition, [server][part][i].
@@ -58,7 +53,7 @@ struct PsClient::StepParts {
   std::set<const Variable*> ready;
   std::vector<std::vector<int>> unready;  // [server][part]: its variables not ready yet
   std::vector<size_t> next;               // per server: its next part to send
-  std::shared_ptr<InFlight> flight;
+  std::shared_ptr<RequestRouter::InFlight> flight;
   // What each request of `flight` is: (server, part), and whether it is the pull.
   struct Sent {
     int server = 0;
@@ -120,7 +115,7 @@ void PsClient::BeginStep(int64_t step) {
     }
   }
   p.next.assign(p.plan.size(), 0);
-  p.flight = Start();
+  p.flight = router_->Start();
   p.sent.clear();
   p.error = Status::OK();
 }
@@ -133,9 +128,9 @@ Status PsClient::SendPart(int s, size_t k) {
   Message pull = Request(MessageType::kPull);
   for (const replication::Partition& q : partitions) pull.names.push_back(q.key);
   p.sent.push_back({s, k, false});
-  RETURN_IF_ERROR(Send(p.flight.get(), s, std::move(push)));
+  RETURN_IF_ERROR(router_->Send(p.flight.get(), s, std::move(push)));
   p.sent.push_back({s, k, true});
-  return Send(p.flight.get(), s, std::move(pull));
+  return router_->Send(p.flight.get(), s, std::move(pull));
 }
 
 Status PsClient::Ready(const Variable* v) {
@@ -196,7 +191,8 @@ Result<PushPullResult> PsClient::FinishStep() {
                   got.bytes());
     }
   };
-  ASSIGN_OR_RETURN(std::vector<Message> replies, Await(p.flight.get(), kStepTimeout, copy_in));
+  ASSIGN_OR_RETURN(std::vector<Message> replies,
+                   router_->Await(p.flight.get(), kStepTimeout, copy_in));
   p.flight.reset();
   RETURN_IF_ERROR(copied);
   PushPullResult result;

@@ -2,10 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
-#include <iomanip>
-#include <thread>
+#include <optional>
+#include <random>
 
 #include "common/checkpoint/safetensors.h"
 #include "common/checkpoint/save_trigger.h"
@@ -15,6 +14,7 @@
 #include "worker/distributed/intra_node.h"
 #include "worker/distributed/leave_signal.h"
 #include "worker/distributed/ps_client.h"
+#include "worker/distributed/role_setup.h"
 #include "worker/distributed/training_step.h"
 #include "worker/distributed/worker_metrics.h"
 #include "worker/training/device_memory_report.h"
@@ -24,7 +24,6 @@
 #include "worker/training/model_health.h"
 #include "worker/training/progress_line.h"
 #include "worker/training/progress_window.h"
-#include "worker/training/train_config.h"
 #include "worker/training/warm_start.h"
 
 namespace pstrain {
@@ -32,56 +31,6 @@ namespace worker {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-struct Setup {
-  explicit Setup(ConfigNode c) : config(std::move(c)) {}
-  ConfigNode config;
-  std::unique_ptr<Model> model;
-  TrainConfig train;
-  InputOptions input;
-  int64_t max_steps = 0;
-  int64_t steps_per_epoch = 1;
-  // --elastic_data without a step limit: training ends when the data ledger's epochs are used
-  // (max_steps is then only the progress lines' estimate: partial batches add steps).
-  bool until_data_ends = false;
-};
-
-Result<Setup> Load(const RoleOptions& o) {
-  ASSIGN_OR_RETURN(ConfigNode config, ConfigNode::LoadFile(o.config_path));
-  Setup s(std::move(config));
-  RETURN_IF_ERROR(s.config.CheckKeys({"model", "train", "input"}));
-  ASSIGN_OR_RETURN(ConfigNode model_node, s.config.Child("model"));
-  ASSIGN_OR_RETURN(s.model, Model::FromConfig(model_node));
-  ASSIGN_OR_RETURN(ConfigNode train_node, s.config.Child("train"));
-  ASSIGN_OR_RETURN(s.train, ReadTrainConfig(train_node));
-  ASSIGN_OR_RETURN(s.input, ReadInputOptions(s.config, o.data_dir));
-  ASSIGN_OR_RETURN(const int64_t examples, ExamplesPerEpoch(s.input));
-  // Global steps per epoch do not depend on the number of workers: each push is one step.
-  s.steps_per_epoch = std::max<int64_t>(1, examples / s.train.batch_size);
-  const int64_t epochs = o.epochs > 0 ? o.epochs : s.train.epochs;
-  s.max_steps = o.max_steps > 0
-                    ? o.max_steps
-                    : (s.train.max_steps > 0 ? s.train.max_steps : epochs * s.steps_per_epoch);
-  s.until_data_ends = o.elastic_data && o.max_steps == 0 && s.train.max_steps == 0;
-  s.model->InitVariables(s.train.seed);
-  return s;
-}
-
-}  // namespace
-
-Result<ElasticData> ReadElasticData(const RoleOptions& o) {
-  ASSIGN_OR_RETURN(ConfigNode config, ConfigNode::LoadFile(o.config_path));
-  ASSIGN_OR_RETURN(ConfigNode train_node, config.Child("train"));
-  ASSIGN_OR_RETURN(TrainConfig train, ReadTrainConfig(train_node));
-  ASSIGN_OR_RETURN(InputOptions input, ReadInputOptions(config, o.data_dir));
-  ElasticData d;
-  ASSIGN_OR_RETURN(d.examples, ExamplesPerEpoch(input));
-  d.epochs = o.epochs > 0 ? o.epochs : train.epochs;
-  d.seed = train.seed;
-  return d;
-}
-
-namespace {
 
 // The workers of this host, averaged before one of them pushes (--intra_node_sync); null for a
 // worker alone.
@@ -152,7 +101,7 @@ void ChoosePushParts(const RoleOptions& o, const TrainConfig& train, bool alone,
 
 // The chief's TensorBoard run: the config as text and the model's graph (as
 // tf.summary.FileWriter(logdir, sess.graph); a diagnostic, never fatal).
-Result<std::unique_ptr<SummaryWriter>> OpenChiefLog(const RoleOptions& o, const Setup& s,
+Result<std::unique_ptr<SummaryWriter>> OpenChiefLog(const RoleOptions& o, const RoleSetup& s,
                                                     int num_workers, int64_t step,
                                                     const std::string& who) {
   ASSIGN_OR_RETURN(std::unique_ptr<SummaryWriter> log, SummaryWriter::Open(o.logdir, "train"));
@@ -176,7 +125,7 @@ Result<std::unique_ptr<SummaryWriter>> OpenChiefLog(const RoleOptions& o, const 
 
 // The chief, once every worker and evaluator reached the final barrier: the model checked
 // finite, saved, evaluated, exported; the servers told to exit; "done".
-Status FinishAsChief(const RoleOptions& o, Setup& s, Model* model, ComputeDevice* device,
+Status FinishAsChief(const RoleOptions& o, RoleSetup& s, Model* model, ComputeDevice* device,
                      PsClient* client, std::unique_ptr<SummaryWriter> log, bool synthetic,
                      const std::string& who) {
   ASSIGN_OR_RETURN(int64_t step, client->Pull());
@@ -206,214 +155,235 @@ Status FinishAsChief(const RoleOptions& o, Setup& s, Model* model, ComputeDevice
   return Status::OK();
 }
 
-}  // namespace
+// A worker's run, its stages in the order RunWorker takes them:
+//   1. Prepare: the config, the device, the host group, the chief's warm start (all before
+//      connecting: a wrong flag, a missing GPU or a bad checkpoint stops the worker at once)
+//   2. Connect: to the servers, initialised by the chief or waited for; how the push leaves
+//   3. Begin: the first pull, the input (leased with --elastic_data), the summaries
+//   4. Train: the loop, one TrainingStep a batch, with progress lines and checkpoints
+//   5. End: leave on SIGTERM, or the final barrier and the chief's finish
+class WorkerRun {
+ public:
+  explicit WorkerRun(const RoleOptions& o)
+      : o_(o),
+        chief_(o.task_index == 0),
+        who_("worker " + std::to_string(o.task_index)),
+        // With --min_workers a worker may be one beyond --worker_hosts (launcher add-worker).
+        num_workers_(std::max(static_cast<int>(o.worker_hosts.size()),
+                              o.min_workers > 0 ? o.task_index + 1 : 0)),
+        progress_{o.log_every_n_steps, o.log_every_n_secs} {}
 
-Status RunWorker(const RoleOptions& o) {
-  const bool chief = o.task_index == 0;
-  const std::string who = "worker " + std::to_string(o.task_index);
-  // With --min_workers a worker may be one beyond --worker_hosts (launcher add-worker).
-  const int num_workers =
-      std::max(static_cast<int>(o.worker_hosts.size()), o.min_workers > 0 ? o.task_index + 1 : 0);
-  if (!chief) LeaveOnSigterm();  // the chief cannot leave: it commits and shuts down
-  ASSIGN_OR_RETURN(Setup s, Load(o));
-  // Before connecting: a wrong device flag or a missing GPU stops the worker at once.
-  ASSIGN_OR_RETURN(std::unique_ptr<ComputeDevice> device, ComputeDevice::Open(o.device, who));
-  const bool synthetic = o.synthetic_step_ms > 0;
-  if (synthetic && device->device() != Device::kCpu) {
-    return InvalidArgument(who +
+  Status Prepare();
+  Status Connect();
+  Status Begin();
+  Status Train();
+  Status End();
+
+ private:
+  // Train's parts: one batch's step; the progress line and its summaries; the histograms.
+  Status Step(const Batch& batch, WorkerMetrics::Clock::duration input_wait);
+  void ReportProgress();
+  void WriteHistograms();
+
+  const RoleOptions& o_;
+  const bool chief_;
+  const std::string who_;
+  const int num_workers_;
+  // 1
+  std::optional<RoleSetup> s_;
+  Model* model_ = nullptr;
+  std::unique_ptr<ComputeDevice> device_;
+  bool synthetic_ = false;
+  std::unique_ptr<IntraNodeGroup> group_;
+  std::optional<ps::LearningRateSchedule> schedule_;
+  // 2
+  std::unique_ptr<PsClient> client_;
+  std::unique_ptr<TrainingStep> training_step_;
+  // 3
+  int64_t step_ = 0;
+  std::string mode_;  // said on every progress line: its loss and examples/s are not a model's
+  std::unique_ptr<DataLeaseClient> leases_;  // outlives the pipeline, which leases through it
+  std::unique_ptr<InputPipeline> pipeline_;
+  std::unique_ptr<SummaryWriter> log_;      // the chief's train/ run
+  std::unique_ptr<SummaryWriter> own_log_;  // every worker's, beside train/ and the servers' ps-<k>
+  std::optional<SaveTrigger> trigger_;
+  // 4
+  std::mt19937_64 rng_;
+  ProgressWindow window_;
+  ProgressSchedule progress_;  // when a progress line is due: every N local steps or seconds
+  WorkerMetrics metrics_;
+  int64_t staleness_ = 0;  // summed over the progress window
+  int64_t dropped_ = 0, local_steps_ = 0;
+};
+
+Status WorkerRun::Prepare() {
+  if (!chief_) LeaveOnSigterm();  // the chief cannot leave: it commits and shuts down
+  ASSIGN_OR_RETURN(RoleSetup setup, LoadRoleSetup(o_));
+  s_.emplace(std::move(setup));
+  model_ = s_->model.get();
+  ASSIGN_OR_RETURN(device_, ComputeDevice::Open(o_.device, who_));
+  synthetic_ = o_.synthetic_step_ms > 0;
+  if (synthetic_ && device_->device() != Device::kCpu) {
+    return InvalidArgument(who_ +
                            ": --synthetic_step_ms stands in for a GPU's compute and fills "
                            "host gradients: run it with --device=cpu");
   }
-  ASSIGN_OR_RETURN(IntraNodeSync sync, ParseIntraNodeSync(o.intra_node_sync));
-  ASSIGN_OR_RETURN(std::unique_ptr<IntraNodeGroup> group,
-                   JoinHostGroup(o, sync, *s.model, device->device(), who));
-  if (o.elastic_data && sync != IntraNodeSync::kOff) {
+  ASSIGN_OR_RETURN(IntraNodeSync sync, ParseIntraNodeSync(o_.intra_node_sync));
+  ASSIGN_OR_RETURN(group_, JoinHostGroup(o_, sync, *model_, device_->device(), who_));
+  if (o_.elastic_data && sync != IntraNodeSync::kOff) {
     return InvalidArgument(
         "--elastic_data needs --intra_node_sync=off: a host group's ranks "
         "would each lease, and one pushes");
   }
-  ASSIGN_OR_RETURN(ConfigNode train_node, s.config.Child("train"));
+  ASSIGN_OR_RETURN(ConfigNode train_node, s_->config.Child("train"));
   ASSIGN_OR_RETURN(ConfigNode lr_node, train_node.Child("learning_rate"));
   ASSIGN_OR_RETURN(ps::LearningRateSchedule schedule,
                    ps::LearningRateSchedule::FromConfig(lr_node));
-  Model* model = s.model.get();
-  if (chief && !o.checkpoint_path.empty()) {  // before connecting: a bad checkpoint stops at once
+  schedule_.emplace(std::move(schedule));
+  if (chief_ && !o_.checkpoint_path.empty()) {
     ASSIGN_OR_RETURN(RestoreReport warm,
-                     WarmStart(o.checkpoint_path, SplitList(o.restore_exclude), model));
-    LOG(INFO) << who << " (chief): " << DescribeWarmStart(o.checkpoint_path, warm);
+                     WarmStart(o_.checkpoint_path, SplitList(o_.restore_exclude), model_));
+    LOG(INFO) << who_ << " (chief): " << DescribeWarmStart(o_.checkpoint_path, warm);
   }
-  ASSIGN_OR_RETURN(auto client,
-                   PsClient::Connect(o.ps_hosts, chief ? "chief" : "worker", o.task_index,
-                                     model->variables(), o.partition_bytes, o.curve, o.replicas));
-  client->set_unavailable_timeout(std::chrono::seconds(o.unavailable_timeout_secs));
-  RETURN_IF_ERROR(InitializeOrWait(o, *model, client.get(), who));
-  ChoosePushParts(o, s.train, group == nullptr, device->device(), client.get(), who);
-  TrainingStep training_step(model, s.train, client.get(), group.get(), who,
-                             std::chrono::milliseconds(o.synthetic_step_ms));
-  // Said on every progress line: its loss and examples/s are not a model's.
-  const std::string mode = synthetic ? "synthetic compute (" + std::to_string(o.synthetic_step_ms) +
-                                           " ms a step, no forward/backward): "
-                                     : "";
-  ASSIGN_OR_RETURN(int64_t step, training_step.PullAndPlace(*device));
-  std::unique_ptr<DataLeaseClient> leases;  // outlives the pipeline, which leases through it
-  if (o.elastic_data) {
-    ASSIGN_OR_RETURN(leases, DataLeaseClient::Connect(o.ps_hosts, chief ? "chief" : "worker",
-                                                      o.task_index, o.curve));
-    s.input.lease = leases->AsCallback();
-    s.input.lease_seed = s.train.seed;
-  }
-  ASSIGN_OR_RETURN(auto pipeline,
-                   InputPipeline::Create(s.input, s.train.batch_size, o.task_index, num_workers,
-                                         s.train.seed + 1000 * o.task_index + step));
-  std::unique_ptr<SummaryWriter> log;
-  if (chief && !o.logdir.empty()) {
-    ASSIGN_OR_RETURN(log, OpenChiefLog(o, s, num_workers, step, who));
-  }
-  SaveTrigger trigger(SavePolicy{o.save_checkpoints_steps, o.save_checkpoints_secs}, step,
-                      Clock::now());
-  LOG(INFO) << who << ": " << mode << "training " << model->name() << " from global step " << step
-            << " to " << s.max_steps << " on shard " << o.task_index << " of " << num_workers;
+  return Status::OK();
+}
 
-  std::mt19937_64 rng(s.train.seed * 7919 + o.task_index);
-  ProgressWindow window;
-  // Every worker's own run beside the chief's train/ and the servers' ps-<k>.
-  std::unique_ptr<SummaryWriter> own_log;
-  if (!o.logdir.empty()) {
-    ASSIGN_OR_RETURN(own_log,
-                     SummaryWriter::Open(o.logdir, "worker-" + std::to_string(o.task_index)));
+Status WorkerRun::Connect() {
+  ASSIGN_OR_RETURN(
+      client_, PsClient::Connect(o_.ps_hosts, chief_ ? "chief" : "worker", o_.task_index,
+                                 model_->variables(), o_.partition_bytes, o_.curve, o_.replicas));
+  client_->set_unavailable_timeout(std::chrono::seconds(o_.unavailable_timeout_secs));
+  RETURN_IF_ERROR(InitializeOrWait(o_, *model_, client_.get(), who_));
+  ChoosePushParts(o_, s_->train, group_ == nullptr, device_->device(), client_.get(), who_);
+  training_step_ =
+      std::make_unique<TrainingStep>(model_, s_->train, client_.get(), group_.get(), who_,
+                                     std::chrono::milliseconds(o_.synthetic_step_ms));
+  return Status::OK();
+}
+
+Status WorkerRun::Begin() {
+  mode_ = synthetic_ ? "synthetic compute (" + std::to_string(o_.synthetic_step_ms) +
+                           " ms a step, no forward/backward): "
+                     : "";
+  ASSIGN_OR_RETURN(step_, training_step_->PullAndPlace(*device_));
+  if (o_.elastic_data) {
+    ASSIGN_OR_RETURN(leases_, DataLeaseClient::Connect(o_.ps_hosts, chief_ ? "chief" : "worker",
+                                                       o_.task_index, o_.curve));
+    s_->input.lease = leases_->AsCallback();
+    s_->input.lease_seed = s_->train.seed;
   }
-  WorkerMetrics metrics;
-  int64_t staleness = 0, dropped = 0, local_steps = 0;  // staleness: summed over the window
-  while ((s.until_data_ends || step < s.max_steps) && !LeaveRequested()) {
+  ASSIGN_OR_RETURN(
+      pipeline_, InputPipeline::Create(s_->input, s_->train.batch_size, o_.task_index, num_workers_,
+                                       s_->train.seed + 1000 * o_.task_index + step_));
+  if (chief_ && !o_.logdir.empty()) {
+    ASSIGN_OR_RETURN(log_, OpenChiefLog(o_, *s_, num_workers_, step_, who_));
+  }
+  trigger_.emplace(SavePolicy{o_.save_checkpoints_steps, o_.save_checkpoints_secs}, step_,
+                   Clock::now());
+  LOG(INFO) << who_ << ": " << mode_ << "training " << model_->name() << " from global step "
+            << step_ << " to " << s_->max_steps << " on shard " << o_.task_index << " of "
+            << num_workers_;
+  rng_.seed(s_->train.seed * 7919 + o_.task_index);
+  window_ = ProgressWindow();  // the first window's rates count from here, as the metrics'
+  if (!o_.logdir.empty()) {
+    ASSIGN_OR_RETURN(own_log_,
+                     SummaryWriter::Open(o_.logdir, "worker-" + std::to_string(o_.task_index)));
+  }
+  metrics_ = WorkerMetrics();
+  return Status::OK();
+}
+
+Status WorkerRun::Train() {
+  while ((s_->until_data_ends || step_ < s_->max_steps) && !LeaveRequested()) {
     const auto waited = WorkerMetrics::Clock::now();
-    Result<Batch> batch = pipeline->Next();
+    Result<Batch> batch = pipeline_->Next();
     const auto input_wait = WorkerMetrics::Clock::now() - waited;
-    if (o.elastic_data && batch.status().code() == StatusCode::kOutOfRange) {
-      LOG(INFO) << who << ": the data ledger's epochs are used: " << batch.status().message();
+    if (o_.elastic_data && batch.status().code() == StatusCode::kOutOfRange) {
+      LOG(INFO) << who_ << ": the data ledger's epochs are used: " << batch.status().message();
       break;
     }
-    if (!batch.ok()) return batch.status().WithContext(who + ": training input");
-    if (o.elastic_data) client->set_data_uses(batch->uses);
-    if (log && local_steps == 0) log->AddImages("input", step, batch->images, 3);
-    ASSIGN_OR_RETURN(StepOutcome outcome, training_step.Run(*batch, step, &rng));
-    const int64_t stale = std::max<int64_t>(0, outcome.exchange.global_step - step - 1);
-    staleness += stale;
-    metrics.AddStep(input_wait, outcome.compute, outcome.exchange_wait, batch->images.dim(0),
-                    stale);
-    dropped += outcome.exchange.dropped;
-    step = outcome.exchange.global_step;
-    ++local_steps;
-    window.Add(outcome.loss, batch->images.dim(0));
-    if (local_steps % o.log_every_n_steps == 0 || step >= s.max_steps) {
-      const ProgressWindow::Report r = window.Take();
-      const double mean_staleness = static_cast<double>(staleness) / r.steps;
-      ProgressLine line;
-      line.step = step;
-      line.max_steps = s.max_steps;
-      line.epoch = static_cast<double>(step) / s.steps_per_epoch;
-      line.loss = r.mean_loss;
-      line.learning_rate = schedule.At(step);
-      line.examples_per_sec = r.examples_per_sec;
-      line.staleness = mean_staleness;
-      line.dropped = dropped;
-      LOG(INFO) << who << ": " << mode << FormatProgressLine(line);
-      if (log) {
-        WriteProgressScalars(log.get(), step, schedule.At(step), r);
-        log->AddScalar("staleness", step, static_cast<float>(mean_staleness));
-        log->AddScalar("dropped_gradients", step, static_cast<float>(dropped));
-      }
-      ReportDeviceMemory(*device, who, step, log.get());
-      metrics.Write(own_log.get(), step);
-      staleness = 0;
+    if (!batch.ok()) return batch.status().WithContext(who_ + ": training input");
+    RETURN_IF_ERROR(Step(*batch, input_wait));
+    if (progress_.Due(local_steps_, window_.Elapsed()) || step_ >= s_->max_steps) ReportProgress();
+    if (log_ && o_.histogram_every_n_steps > 0 && local_steps_ % o_.histogram_every_n_steps == 0) {
+      WriteHistograms();
     }
-    if (log && o.histogram_every_n_steps > 0 && local_steps % o.histogram_every_n_steps == 0) {
-      for (Variable* v : model->variables()) {
-        log->AddHistogram(v->name, step, v->value);
-        if (v->trainable) log->AddHistogram(v->name + "/gradient", step, v->grad);
-      }
-    }
-    if (chief && trigger.ShouldSave(step, Clock::now())) {
-      RETURN_IF_ERROR(client->Checkpoint(step, o.train_dir));
-      LOG(INFO) << who << ": step " << step << ": servers saved a checkpoint in " << o.train_dir;
+    if (chief_ && trigger_->ShouldSave(step_, Clock::now())) {
+      RETURN_IF_ERROR(client_->Checkpoint(step_, o_.train_dir));
+      LOG(INFO) << who_ << ": step " << step_ << ": servers saved a checkpoint in " << o_.train_dir;
     }
   }
+  return Status::OK();
+}
+
+Status WorkerRun::Step(const Batch& batch, WorkerMetrics::Clock::duration input_wait) {
+  if (o_.elastic_data) client_->set_data_uses(batch.uses);
+  if (log_ && local_steps_ == 0) log_->AddImages("input", step_, batch.images, 3);
+  ASSIGN_OR_RETURN(StepOutcome outcome, training_step_->Run(batch, step_, &rng_));
+  const int64_t stale = std::max<int64_t>(0, outcome.exchange.global_step - step_ - 1);
+  staleness_ += stale;
+  metrics_.AddStep(input_wait, outcome.compute, outcome.exchange_wait, batch.images.dim(0), stale);
+  dropped_ += outcome.exchange.dropped;
+  step_ = outcome.exchange.global_step;
+  ++local_steps_;
+  window_.Add(outcome.loss, batch.images.dim(0));
+  return Status::OK();
+}
+
+void WorkerRun::ReportProgress() {
+  const ProgressWindow::Report r = window_.Take();
+  const double mean_staleness = static_cast<double>(staleness_) / r.steps;
+  ProgressLine line;
+  line.step = step_;
+  line.max_steps = s_->max_steps;
+  line.epoch = static_cast<double>(step_) / s_->steps_per_epoch;
+  line.loss = r.mean_loss;
+  line.learning_rate = schedule_->At(step_);
+  line.examples_per_sec = r.examples_per_sec;
+  line.staleness = mean_staleness;
+  line.dropped = dropped_;
+  LOG(INFO) << who_ << ": " << mode_ << FormatProgressLine(line);
+  if (log_) {
+    WriteProgressScalars(log_.get(), step_, schedule_->At(step_), r);
+    log_->AddScalar("staleness", step_, static_cast<float>(mean_staleness));
+    log_->AddScalar("dropped_gradients", step_, static_cast<float>(dropped_));
+  }
+  ReportDeviceMemory(*device_, who_, step_, log_.get());
+  metrics_.Write(own_log_.get(), step_);
+  staleness_ = 0;
+}
+
+void WorkerRun::WriteHistograms() {
+  for (Variable* v : model_->variables()) {
+    log_->AddHistogram(v->name, step_, v->value);
+    if (v->trainable) log_->AddHistogram(v->name + "/gradient", step_, v->grad);
+  }
+}
+
+Status WorkerRun::End() {
   if (LeaveRequested()) {  // ~PsClient's heartbeat monitor says goodbye to every server
-    LOG(INFO) << who << ": SIGTERM: leaving the job at global step " << step << " after "
-              << local_steps << " local steps";
+    LOG(INFO) << who_ << ": SIGTERM: leaving the job at global step " << step_ << " after "
+              << local_steps_ << " local steps";
     MarkLeftOnSigterm();
     return Status::OK();
   }
-  LOG(INFO) << who << ": reached step " << step << " after " << local_steps
+  LOG(INFO) << who_ << ": reached step " << step_ << " after " << local_steps_
             << " local steps; waiting for the others";
-  RETURN_IF_ERROR(client->Barrier("done", num_workers + o.evaluators));
-  if (!chief) return Status::OK();
-  return FinishAsChief(o, s, model, device.get(), client.get(), std::move(log), synthetic, who);
+  RETURN_IF_ERROR(client_->Barrier("done", num_workers_ + o_.evaluators));
+  if (!chief_) return Status::OK();
+  return FinishAsChief(o_, *s_, model_, device_.get(), client_.get(), std::move(log_), synthetic_,
+                       who_);
 }
 
-Status RunEvaluator(const RoleOptions& o) {
-  const std::string who = "evaluator " + std::to_string(o.task_index);
-  // Kubeflow's operator writes TF_CONFIG's cluster without the evaluator, so every other role
-  // counts none (--evaluators=0). Such an evaluator still evaluates while training runs, but the
-  // final barrier does not wait for it, and a run that ends first ends it too.
-  const bool counted = o.task_index < o.evaluators;
-  ASSIGN_OR_RETURN(Setup s, Load(o));
-  ASSIGN_OR_RETURN(std::unique_ptr<ComputeDevice> device, ComputeDevice::Open(o.device, who));
-  Model* model = s.model.get();
-  ASSIGN_OR_RETURN(auto client,
-                   PsClient::Connect(o.ps_hosts, "evaluator", o.task_index, model->variables(),
-                                     o.partition_bytes, o.curve, o.replicas));
-  client->set_unavailable_timeout(std::chrono::seconds(o.unavailable_timeout_secs));
-  if (!counted) {
-    // Servers gone for this long mean the run is over (or failed): nobody waits for this one.
-    client->set_unavailable_timeout(
-        std::min(std::chrono::seconds(o.unavailable_timeout_secs), std::chrono::seconds(30)));
-    LOG(WARNING) << who << ": the cluster counts " << o.evaluators << " evaluator(s) (--evaluators,"
-                 << " or TF_CONFIG's cluster, which Kubeflow's operator writes without the "
-                 << "evaluator): this one evaluates while training runs, but the end does not "
-                 << "wait for it (the chief evaluates the final model itself)";
-  }
-  RETURN_IF_ERROR(client->WaitUntilInitialized(std::chrono::seconds(o.init_timeout_secs)));
-  RETURN_IF_ERROR(device->Place(model));
-  std::unique_ptr<SummaryWriter> log;
-  if (!o.logdir.empty()) {
-    ASSIGN_OR_RETURN(log, SummaryWriter::Open(o.logdir, "eval"));
-  }
-  int64_t last = -1;
-  for (;;) {
-    const auto start = Clock::now();
-    Result<int64_t> pulled = client->Pull();
-    if (!pulled.ok() && !counted &&
-        (pulled.status().code() == StatusCode::kOutOfRange ||
-         pulled.status().code() == StatusCode::kUnavailable)) {
-      LOG(INFO) << who << ": the servers have ended (" << pulled.status().ToString()
-                << "), so has this uncounted evaluator; the last step it heard of: "
-                << client->HeardStep();
-      return Status::OK();
-    }
-    ASSIGN_OR_RETURN(int64_t step, std::move(pulled));
-    if (step != last) {
-      model->UploadVariables();
-      ASSIGN_OR_RETURN(Evaluation e, Evaluate(model, s.input, s.train.seed));
-      LOG(INFO) << who << ": step " << step << ": test accuracy " << std::fixed
-                << std::setprecision(4) << e.accuracy << ", test loss " << e.loss;
-      if (log) {
-        log->AddScalar("accuracy", step, static_cast<float>(e.accuracy));
-        log->AddScalar("loss", step, static_cast<float>(e.loss));
-        RETURN_IF_ERROR(log->Flush());
-      }
-      last = step;
-    }
-    if (step >= s.max_steps) break;
-    // The last step is evaluated as soon as the heartbeats carry it, not at the next interval:
-    // the chief's final barrier waits for this evaluator.
-    const auto next =
-        start + std::chrono::milliseconds(static_cast<int64_t>(o.eval_interval_secs * 1000));
-    while (Clock::now() < next && client->HeardStep() < s.max_steps) {
-      std::this_thread::sleep_until(std::min(next, Clock::now() + std::chrono::milliseconds(200)));
-    }
-  }
-  if (!counted) return Status::OK();
-  return client->Barrier("done", static_cast<int>(o.worker_hosts.size()) + o.evaluators);
+}  // namespace
+
+Status RunWorker(const RoleOptions& o) {
+  WorkerRun run(o);
+  RETURN_IF_ERROR(run.Prepare());
+  RETURN_IF_ERROR(run.Connect());
+  RETURN_IF_ERROR(run.Begin());
+  RETURN_IF_ERROR(run.Train());
+  return run.End();
 }
 
 }  // namespace worker

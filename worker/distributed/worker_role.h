@@ -25,6 +25,7 @@ struct RoleOptions {
   int64_t partition_bytes = 8 << 20;
   int64_t max_steps = 0, epochs = 0;
   int64_t log_every_n_steps = 100;
+  double log_every_n_secs = 0;  // also a progress line once this long passed (0: steps only)
   int64_t histogram_every_n_steps = 500;  // chief, local steps
   int64_t save_checkpoints_steps = 0;
   double save_checkpoints_secs = 60;

@@ -1,0 +1,86 @@
+// The evaluator role (worker_role.h): pulls the variables every --eval_interval_secs and
+// evaluates them on the test split, until the workers reach the last step.
+#include <algorithm>
+#include <chrono>
+#include <iomanip>
+#include <thread>
+
+#include "common/summary/summary_writer.h"
+#include "worker/distributed/ps_client.h"
+#include "worker/distributed/role_setup.h"
+#include "worker/distributed/worker_role.h"
+#include "worker/training/evaluation.h"
+
+namespace pstrain {
+namespace worker {
+
+using Clock = std::chrono::steady_clock;
+
+Status RunEvaluator(const RoleOptions& o) {
+  const std::string who = "evaluator " + std::to_string(o.task_index);
+  // Kubeflow's operator writes TF_CONFIG's cluster without the evaluator, so every other role
+  // counts none (--evaluators=0). Such an evaluator still evaluates while training runs, but the
+  // final barrier does not wait for it, and a run that ends first ends it too.
+  const bool counted = o.task_index < o.evaluators;
+  ASSIGN_OR_RETURN(RoleSetup s, LoadRoleSetup(o));
+  ASSIGN_OR_RETURN(std::unique_ptr<ComputeDevice> device, ComputeDevice::Open(o.device, who));
+  Model* model = s.model.get();
+  ASSIGN_OR_RETURN(auto client,
+                   PsClient::Connect(o.ps_hosts, "evaluator", o.task_index, model->variables(),
+                                     o.partition_bytes, o.curve, o.replicas));
+  client->set_unavailable_timeout(std::chrono::seconds(o.unavailable_timeout_secs));
+  if (!counted) {
+    // Servers gone for this long mean the run is over (or failed): nobody waits for this one.
+    client->set_unavailable_timeout(
+        std::min(std::chrono::seconds(o.unavailable_timeout_secs), std::chrono::seconds(30)));
+    LOG(WARNING) << who << ": the cluster counts " << o.evaluators << " evaluator(s) (--evaluators,"
+                 << " or TF_CONFIG's cluster, which Kubeflow's operator writes without the "
+                 << "evaluator): this one evaluates while training runs, but the end does not "
+                 << "wait for it (the chief evaluates the final model itself)";
+  }
+  RETURN_IF_ERROR(client->WaitUntilInitialized(std::chrono::seconds(o.init_timeout_secs)));
+  RETURN_IF_ERROR(device->Place(model));
+  std::unique_ptr<SummaryWriter> log;
+  if (!o.logdir.empty()) {
+    ASSIGN_OR_RETURN(log, SummaryWriter::Open(o.logdir, "eval"));
+  }
+  int64_t last = -1;
+  for (;;) {
+    const auto start = Clock::now();
+    Result<int64_t> pulled = client->Pull();
+    if (!pulled.ok() && !counted &&
+        (pulled.status().code() == StatusCode::kOutOfRange ||
+         pulled.status().code() == StatusCode::kUnavailable)) {
+      LOG(INFO) << who << ": the servers have ended (" << pulled.status().ToString()
+                << "), so has this uncounted evaluator; the last step it heard of: "
+                << client->HeardStep();
+      return Status::OK();
+    }
+    ASSIGN_OR_RETURN(int64_t step, std::move(pulled));
+    if (step != last) {
+      model->UploadVariables();
+      ASSIGN_OR_RETURN(Evaluation e, Evaluate(model, s.input, s.train.seed));
+      LOG(INFO) << who << ": step " << step << ": test accuracy " << std::fixed
+                << std::setprecision(4) << e.accuracy << ", test loss " << e.loss;
+      if (log) {
+        log->AddScalar("accuracy", step, static_cast<float>(e.accuracy));
+        log->AddScalar("loss", step, static_cast<float>(e.loss));
+        RETURN_IF_ERROR(log->Flush());
+      }
+      last = step;
+    }
+    if (step >= s.max_steps) break;
+    // The last step is evaluated as soon as the heartbeats carry it, not at the next interval:
+    // the chief's final barrier waits for this evaluator.
+    const auto next =
+        start + std::chrono::milliseconds(static_cast<int64_t>(o.eval_interval_secs * 1000));
+    while (Clock::now() < next && client->HeardStep() < s.max_steps) {
+      std::this_thread::sleep_until(std::min(next, Clock::now() + std::chrono::milliseconds(200)));
+    }
+  }
+  if (!counted) return Status::OK();
+  return client->Barrier("done", static_cast<int>(o.worker_hosts.size()) + o.evaluators);
+}
+
+}  // namespace worker
+}  // namespace pstrain
