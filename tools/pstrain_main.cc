@@ -25,6 +25,7 @@
 #include "worker/distributed/push_parts.h"
 #include "worker/distributed/tf_checkpoint_writer.h"
 #include "worker/distributed/worker_role.h"
+#include "worker/training/tf_layout.h"
 
 DEFINE_string(job_name, "", "this process's role: ps, worker or evaluator");
 DEFINE_int32(task_index, 0, "index of this task within its job");
@@ -422,7 +423,8 @@ int main(int argc, char** argv) {
     o.elastic_data = FLAGS_elastic_data;
     o.replicas = FLAGS_replicas;
     if (FLAGS_tf_checkpoints && FLAGS_job_name == "worker" && FLAGS_task_index == 0) {
-      auto bundle = pstrain::TfExportOptionsFromConfig(FLAGS_config);  // Adam's betas
+      // Adam's betas, and the dense kernels over a flattened feature map.
+      auto bundle = pstrain::TfExportOptionsOfConfigFile(FLAGS_config);
       if (!bundle.ok()) {
         LOG(ERROR) << "--tf_checkpoints: " << bundle.status().ToString();
         return 2;

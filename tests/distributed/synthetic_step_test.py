@@ -203,7 +203,8 @@ class SyntheticStepTest(unittest.TestCase):
             self.skipTest(f"no TensorFlow in {PYTHON!r} (scripts/test-venv.sh) or no "
                           "--checkpoint_tool: the bundle is not read back")
         shard = f"{td}/ps-0-of-1/model.ckpt-{STEPS}"
-        ref = subprocess.run([CHECKPOINT_TOOL, "to_tf", shard, f"{self.tmp}/ref"],
+        ref = subprocess.run([CHECKPOINT_TOOL, "to_tf", shard, f"{self.tmp}/ref",
+                              f"--config={SOURCE}/configs/refnet.yaml"],
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.assertEqual(ref.returncode, 0, ref.stdout)
         read = subprocess.run(

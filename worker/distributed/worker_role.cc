@@ -24,6 +24,7 @@
 #include "worker/training/model_health.h"
 #include "worker/training/progress_line.h"
 #include "worker/training/progress_window.h"
+#include "worker/training/tf_layout.h"
 #include "worker/training/warm_start.h"
 
 namespace pstrain {
@@ -241,8 +242,11 @@ Status WorkerRun::Prepare() {
                    ps::LearningRateSchedule::FromConfig(lr_node));
   schedule_.emplace(std::move(schedule));
   if (chief_ && !o_.checkpoint_path.empty()) {
-    ASSIGN_OR_RETURN(RestoreReport warm,
-                     WarmStart(o_.checkpoint_path, SplitList(o_.restore_exclude), model_));
+    ASSIGN_OR_RETURN(ConfigNode model_node, s_->config.Child("model"));
+    ASSIGN_OR_RETURN(TfLayout tf_layout, TfLayoutOf(model_node));
+    ASSIGN_OR_RETURN(
+        RestoreReport warm,
+        WarmStart(o_.checkpoint_path, SplitList(o_.restore_exclude), model_, tf_layout));
     LOG(INFO) << who_ << " (chief): " << DescribeWarmStart(o_.checkpoint_path, warm);
   }
   return Status::OK();
