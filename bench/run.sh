@@ -96,8 +96,8 @@ case "$name" in
       "$bdir"/bench/pstrain-bench-ps-transport --checks "$@"
     ;;
   gpu)
-    # Runs where the GPU is: no build here (a GPU machine may lack our build dependencies; see
-    # ../shared/DEVICE.md: build and pack on a build machine, then run this there).
+    # Runs where the GPU is: no build here (a GPU machine may lack our build dependencies: build
+    # and pack on a build machine, then run this there).
     bin=${PSTRAIN_BENCH_TRAIN:-build/bench/pstrain-bench-train}
     py=${PSTRAIN_TORCH_PYTHON:-python3}
     if ! nvidia-smi -L >/dev/null 2>&1; then

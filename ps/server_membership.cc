@@ -1,6 +1,6 @@
 // ParameterServer's side of elastic workers (ps/membership.h, docs/replication.md section 6):
 // what a change in the live workers releases, and the async pushes held below --min_workers.
-// With --min_workers=0 these keep today's fixed-N behaviour.
+// With --min_workers=0 these keep the fixed-N behaviour.
 #include <glog/logging.h>
 
 #include <algorithm>
