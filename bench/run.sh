@@ -3,9 +3,11 @@
 # above 1 means pstrain is faster).
 #   bench/run.sh refnet   RefNet training steps (batch 128) vs PyPI's PyTorch (the script at
 #                         PSTRAIN_TORCH_REFNET, default ../shared/bench/torch_refnet.py)
-#   bench/run.sh tf1 [--steps N]  the README's whole job (1 ps + 2 workers, 2,808 global steps) vs
-#                         TensorFlow's PS runtime (PSTRAIN_TF1_REFNET, default
-#                         ../shared/bench/tf1_ps_refnet.py): wall, accuracy, examples/s, CPU-seconds
+#   bench/run.sh tf1 [--steps N] [--seeds N] [--ddp]  the README's whole job (1 ps + 2 workers,
+#                         2,808 global steps) vs TensorFlow's PS runtime (PSTRAIN_TF1_REFNET,
+#                         default ../shared/bench/tf1_ps_refnet.py): wall, accuracy, examples/s,
+#                         CPU-seconds, time to 92%; with --seeds N each side N times (mean and
+#                         spread), with --ddp PyTorch DDP too (../shared/bench/torch_ddp_refnet.py)
 #   bench/run.sh ps       wire transport push+pull of a 64 MiB variable vs a raw TCP socket pair
 #   bench/run.sh gpu      RefNet (batch 128) and ResNet-50 (batch 64, 224x224x3 synthetic) training
 #                         on the GPU vs the same nets in PyTorch (bench/torch_gpu_ref.py); no build
