@@ -1,8 +1,8 @@
 // bfloat16: the upper half of an IEEE float32 (sign, the same 8-bit exponent, 7 mantissa bits),
-// as TensorFlow's and PyTorch's bfloat16. Used where tensors travel in 16 bits
+// the format TensorFlow and PyTorch call bfloat16. Used where tensors travel in 16 bits
 // (--push_dtype=bf16, common/wire/codec.cc): float32's range, so no loss scaling, and widening
-// back is exact. Rounding is to nearest, ties to even, on the bits, as TensorFlow's
-// RoundToBfloat16 and x86's VCVTNEPS2BF16 do, denormals included; NaN stays a NaN.
+// back is exact. Rounding is to nearest, ties to even, on the bits, denormals included (no
+// flush to zero); NaN stays a NaN.
 #pragma once
 
 #include <cstdint>

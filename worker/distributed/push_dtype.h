@@ -4,8 +4,8 @@
 // so every update mode and optimizer works unchanged. fp16 is refused: its 5-bit exponent
 // flushes small gradients to zero without the loss scaling pstrain does not do.
 //
-// Error feedback (1-bit SGD's, Seide et al. 2014; EF-SGD): what rounding took from a push is
-// added to the next one, so over steps the servers receive the gradients' sum, not a biased one.
+// Error feedback: what rounding took from a push is added to the next one, so over steps the
+// servers receive the gradients' sum, not one that loses up to 2^-9 of every element a step.
 #pragma once
 
 #include <map>
