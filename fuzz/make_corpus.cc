@@ -80,8 +80,8 @@ std::string WireSeed(const Message& m, uint8_t flags) {
   CHECK(encoded.ok()) << encoded.status().ToString();
   Seed seed;
   seed.Byte(flags).LengthPrefixed(encoded->header);
-  for (const Tensor& t : encoded->tensor_frames) {
-    seed.LengthPrefixed(std::string(reinterpret_cast<const char*>(t.data()), t.bytes()));
+  for (const wire::Frame& f : encoded->tensor_frames) {
+    seed.LengthPrefixed(std::string(static_cast<const char*>(f.data), f.size));
   }
   return seed.str();
 }
@@ -116,6 +116,14 @@ void WireSeeds(const fs::path& dir) {
   Write(dir, "push", WireSeed(push, 0));
   Write(dir, "push-small-limits", WireSeed(push, 0x0f));
   Write(dir, "push-misaligned", WireSeed(push, 0x10));
+  // --push_dtype=bf16: a gradient frame of 2 bytes an element, at an odd address too.
+  push.assigns.clear();
+  push.tensors = {{"w", Iota(Shape{2, 3}), wire::TensorDType::kBfloat16}};
+  Write(dir, "push-bfloat16", WireSeed(push, 0));
+  Write(dir, "push-bfloat16-misaligned", WireSeed(push, 0x10));
+  Message bf16_pull = pull;
+  bf16_pull.pull_dtype = wire::TensorDType::kBfloat16;
+  Write(dir, "pull-bfloat16", WireSeed(bf16_pull, 0));
 
   Message barrier;
   barrier.type = MessageType::kBarrier;

@@ -87,7 +87,7 @@ std::vector<ParameterServer::Outgoing> ParameterServer::CheckMembership(
                  &out);
   for (const Outgoing& o : out) {
     for (const auto& t : o.message.tensors) {
-      stats_.bytes_out += static_cast<int64_t>(t.tensor.bytes());
+      stats_.bytes_out += static_cast<int64_t>(wire::WireBytes(t));
     }
   }
   return out;

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <utility>
 
+#include "common/bfloat16.h"
 #include "common/wire/pstrain.capnp.h"
 
 namespace pstrain {
@@ -157,6 +158,35 @@ Tensor TensorFromFrame(std::vector<int64_t> dims, const Frame& frame) {
   return copy;
 }
 
+// A bfloat16 frame widened into a float32 tensor of its own (frames sit at any offset, so the
+// 16-bit elements are read unaligned).
+Tensor TensorFromBfloat16Frame(std::vector<int64_t> dims, const Frame& frame) {
+  Tensor t = Tensor::Uninitialized(Shape(std::move(dims)));
+  const auto* in = static_cast<const unsigned char*>(frame.data);
+  for (int64_t i = 0; i < t.size(); ++i) {
+    uint16_t b;
+    std::memcpy(&b, in + i * sizeof(b), sizeof(b));
+    t[i] = Bfloat16ToFloat(b);
+  }
+  return t;
+}
+
+// The schema's dtype, or an error naming the value and the known ones.
+Result<TensorDType> DTypeOf(schema::DType dtype, const std::string& what) {
+  switch (dtype) {
+    case schema::DType::FLOAT32:
+      return TensorDType::kFloat32;
+    case schema::DType::BFLOAT16:
+      return TensorDType::kBfloat16;
+  }
+  return InvalidArgument(StrCat(what, " has dtype ", static_cast<uint16_t>(dtype),
+                                "; known dtypes are float32 (0) and bfloat16 (1)"));
+}
+
+schema::DType SchemaDType(TensorDType dtype) {
+  return dtype == TensorDType::kBfloat16 ? schema::DType::BFLOAT16 : schema::DType::FLOAT32;
+}
+
 Result<Message> DecodeHeader(schema::Header::Reader header, const std::vector<Frame>& frames,
                              const MessageLimits& limits, const std::string& receiver) {
   Message m;
@@ -188,6 +218,9 @@ Result<Message> DecodeHeader(schema::Header::Reader header, const std::vector<Fr
   m.text = TextOf(header.getText());
 
   ASSIGN_OR_RETURN(m.names, NamesOf(header.getNames(), "name", m.type, sender));
+  ASSIGN_OR_RETURN(m.pull_dtype, DTypeOf(header.getPullDtype(),
+                                         StrCat("the pullDtype of the ", MessageTypeName(m.type),
+                                                " from ", sender)));
   ASSIGN_OR_RETURN(m.assigns, NamesOf(header.getAssigns(), "assign", m.type, sender));
   m.root = header.getRoot();
   const auto steps = header.getSteps();
@@ -248,29 +281,43 @@ Result<Message> DecodeHeader(schema::Header::Reader header, const std::vector<Fr
                                     MessageTypeName(m.type), " from ", sender,
                                     " has an empty name or one holding a NUL byte"));
     }
-    if (meta.getDtype() != schema::DType::FLOAT32) {
-      return InvalidArgument(StrCat("tensor '", name, "' has dtype ",
-                                    static_cast<uint16_t>(meta.getDtype()),
-                                    "; only float32 (0) is supported"));
-    }
+    ASSIGN_OR_RETURN(const TensorDType dtype,
+                     DTypeOf(meta.getDtype(), StrCat("tensor '", name, "' from ", sender)));
+    const char* dtype_name = dtype == TensorDType::kBfloat16 ? "bfloat16" : "float32";
     const auto shape = meta.getShape();
     std::vector<int64_t> dims;
     dims.reserve(shape.size());
     for (int64_t d : shape) dims.push_back(d);
     ASSIGN_OR_RETURN(const int64_t elements, CheckedElements(name, dims, limits));
-    const uint64_t bytes = static_cast<uint64_t>(elements) * sizeof(float);
+    const uint64_t bytes = static_cast<uint64_t>(elements) *
+                           (dtype == TensorDType::kBfloat16 ? sizeof(uint16_t) : sizeof(float));
     if (meta.getByteLength() != bytes) {
       return DataLoss(StrCat("tensor '", name, "' declares ", meta.getByteLength(),
-                             " bytes but its shape ", ShapeString(dims), " needs ", bytes));
+                             " bytes but its shape ", ShapeString(dims), " of ", dtype_name,
+                             " needs ", bytes));
     }
     const Frame& frame = frames[i + 1];
     if (frame.size != bytes) {
       return DataLoss(StrCat("tensor '", name, "' frame is ", frame.size, " bytes but its shape ",
-                             ShapeString(dims), " of float32 needs ", bytes));
+                             ShapeString(dims), " of ", dtype_name, " needs ", bytes));
     }
-    m.tensors.push_back({std::move(name), TensorFromFrame(std::move(dims), frame)});
+    Tensor tensor = dtype == TensorDType::kBfloat16
+                        ? TensorFromBfloat16Frame(std::move(dims), frame)
+                        : TensorFromFrame(std::move(dims), frame);
+    m.tensors.push_back({std::move(name), std::move(tensor), dtype});
   }
   return m;
+}
+
+// `t`'s frame: a float32 tensor's own buffer, a bfloat16 one's rounded copy.
+Frame FrameOf(const NamedTensor& t) {
+  if (t.dtype == TensorDType::kBfloat16) {
+    auto rounded = std::make_shared<std::vector<uint16_t>>(t.tensor.size());
+    FloatsToBfloat16(t.tensor.data(), t.tensor.size(), rounded->data());
+    return {rounded->data(), WireBytes(t), rounded};
+  }
+  auto keep = std::make_shared<const Tensor>(t.tensor);
+  return {keep->data(), keep->bytes(), keep};
 }
 
 }  // namespace
@@ -308,6 +355,7 @@ Result<EncodedMessage> Encode(const Message& message) {
   header.setErrorCode(static_cast<uint16_t>(message.error_code));
   RETURN_IF_ERROR(
       SetNames(message.names, "name", message.type, header.initNames(message.names.size())));
+  header.setPullDtype(SchemaDType(message.pull_dtype));
   RETURN_IF_ERROR(SetNames(message.assigns, "assign", message.type,
                            header.initAssigns(message.assigns.size())));
   header.setRoot(message.root);
@@ -383,9 +431,9 @@ Result<EncodedMessage> Encode(const Message& message) {
     const auto& dims = t.tensor.shape().dims();
     auto shape = meta.initShape(dims.size());
     for (size_t d = 0; d < dims.size(); ++d) shape.set(d, dims[d]);
-    meta.setDtype(schema::DType::FLOAT32);
-    meta.setByteLength(t.tensor.bytes());
-    encoded.tensor_frames.push_back(t.tensor);
+    meta.setDtype(SchemaDType(t.dtype));
+    meta.setByteLength(WireBytes(t));
+    encoded.tensor_frames.push_back(FrameOf(t));
   }
   // Written straight into the string that becomes the header frame.
   encoded.header.resize(capnp::computeSerializedSizeInWords(builder) * sizeof(capnp::word));
@@ -399,9 +447,10 @@ std::vector<Frame> FramesOf(const EncodedMessage& encoded) {
   auto header = std::make_shared<const std::string>(encoded.header);
   std::vector<Frame> frames;
   frames.push_back({header->data(), header->size(), header});
-  for (const Tensor& t : encoded.tensor_frames) {
-    auto owner = std::make_shared<const Tensor>(t);
-    frames.push_back({owner->data(), t.bytes(), owner});
+  for (const Frame& f : encoded.tensor_frames) {
+    // An owner of their own, so that these frames are released apart from `encoded`'s.
+    frames.push_back(
+        {f.data, f.size, std::make_shared<const std::shared_ptr<const void>>(f.owner)});
   }
   return frames;
 }

@@ -25,6 +25,7 @@ enum Field : unsigned {
   kMapProofs = 1 << 13,
   kCaughtUp = 1 << 14,  // a reply's alone
   kLink = 1 << 15,
+  kPullDtype = 1 << 16,
 };
 
 // The fields a request of `type` may carry; false for the reply types.
@@ -34,7 +35,7 @@ bool FieldsOf(MessageType type, unsigned* fields) {
       *fields = kStep | kTensors;
       return true;
     case MessageType::kPull:
-      *fields = kNames;
+      *fields = kNames | kPullDtype;
       return true;
     case MessageType::kPush:
       *fields = kStep | kSequence | kTensors | kAssigns | kValue | kUses;
@@ -106,10 +107,11 @@ Status CheckRequestFields(const Message& m) {
                                             {kUses, !m.uses.empty()},
                                             {kMapProofs, !m.map_proofs.empty()},
                                             {kCaughtUp, !m.caught_up.empty()},
-                                            {kLink, !m.link.empty()}};
-  const char* names[] = {"step",    "value",     "text",     "names",     "tensors", "sequence",
-                         "assigns", "root",      "steps",    "errorCode", "pushes",  "chains",
-                         "uses",    "mapProofs", "caughtUp", "link"};
+                                            {kLink, !m.link.empty()},
+                                            {kPullDtype, m.pull_dtype != TensorDType::kFloat32}};
+  const char* names[] = {"step",    "value",     "text",     "names",     "tensors",  "sequence",
+                         "assigns", "root",      "steps",    "errorCode", "pushes",   "chains",
+                         "uses",    "mapProofs", "caughtUp", "link",      "pullDtype"};
   static_assert(sizeof(names) / sizeof(names[0]) == sizeof(carried) / sizeof(carried[0]));
   for (size_t i = 0; i < sizeof(carried) / sizeof(carried[0]); ++i) {
     if (carried[i].second && !(allowed & carried[i].first)) {

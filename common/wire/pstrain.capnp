@@ -1,5 +1,5 @@
 # The header frame of every pstrain message. Tensor bytes are not in here: each tensor's raw
-# float32 bytes travel as its own ZeroMQ frame after this one, in the order of `tensors`, so
+# float32 (or bfloat16) bytes travel as its own ZeroMQ frame after this one, in the order of `tensors`, so
 # they are never copied into or out of Cap'n Proto. See common/wire/message.h.
 @0xa556ea14fd02828b;
 
@@ -30,13 +30,15 @@ enum MessageType {
 
 enum DType {
   float32 @0;
+  # The upper half of a float32 (common/bfloat16.h); the receiver widens it to float32.
+  bfloat16 @1;
 }
 
 struct TensorMeta {
   name @0 :Text;
   shape @1 :List(Int64);
   dtype @2 :DType;
-  # Bytes in this tensor's frame: product(shape) * 4 for float32.
+  # Bytes in this tensor's frame: product(shape) * 4 for float32, * 2 for bfloat16.
   byteLength @3 :UInt64;
 }
 
@@ -113,4 +115,6 @@ struct Header {
   # ShardMap get reply: per shard, the joiners its tail found caught up (for the chief).
   caughtUp @22 :List(Chain);
   link @23 :Data;
+  # Pull: the dtype the reply's tensors travel in (--push_dtype=bf16).
+  pullDtype @24 :DType;
 }

@@ -103,17 +103,17 @@ TEST_F(MalformedMessageTest, WrongVersionNamesBothVersionsAndTheSender) {
       "protocol version 7 from worker 1, this server speaks " + std::to_string(kProtocolVersion));
 }
 
-TEST_F(MalformedMessageTest, AVersion4PeerIsRefusedNamingBothVersions) {
-  // A process of the release before replication records carried the chain's link (protocol 4)
-  // meets one of this release (5), whose backups would refuse every record it sends.
+TEST_F(MalformedMessageTest, AVersion5PeerIsRefusedNamingBothVersions) {
+  // A process of the release before bfloat16 tensor frames (protocol 5) meets one of this release
+  // (6), which may push in bfloat16 (--push_dtype=bf16) or ask for a pull's reply in it.
   const std::string header = RawHeader([](schema::Header::Builder h) {
-    h.setVersion(4);
+    h.setVersion(5);
     h.setRole("chief");
     h.setTaskIndex(0);
     h.setType(schema::MessageType::REGISTER);
   });
   ExpectRefused({header}, StatusCode::kInvalidArgument,
-                "protocol version 4 from chief 0, this server speaks 5");
+                "protocol version 5 from chief 0, this server speaks 6");
 }
 
 TEST_F(MalformedMessageTest, UnknownMessageType) {
@@ -146,7 +146,7 @@ TEST_F(MalformedMessageTest, TensorFrameLargerThanItsShape) {
 
 TEST_F(MalformedMessageTest, DeclaredByteLengthDisagreesWithShape) {
   ExpectRefused({OneTensorHeader({2, 3}, 20), std::string(24, 'x')}, StatusCode::kDataLoss,
-                "tensor 'w' declares 20 bytes but its shape [2,3] needs 24");
+                "tensor 'w' declares 20 bytes but its shape [2,3] of float32 needs 24");
 }
 
 TEST_F(MalformedMessageTest, HugeDeclaredDimsAreRefusedWithoutOverflow) {

@@ -257,6 +257,12 @@ Status WorkerRun::Connect() {
       client_, PsClient::Connect(o_.ps_hosts, chief_ ? "chief" : "worker", o_.task_index,
                                  model_->variables(), o_.partition_bytes, o_.curve, o_.replicas));
   client_->set_unavailable_timeout(std::chrono::seconds(o_.unavailable_timeout_secs));
+  client_->set_push_dtype(o_.push_dtype);
+  if (o_.push_dtype == wire::TensorDType::kBfloat16) {
+    LOG(INFO) << who_ << ": --push_dtype=bf16: gradients go out in bfloat16 (the rounding "
+              << "carried into the next push) and the step's pulls come back in it; the servers "
+              << "keep float32 weights and slots";
+  }
   RETURN_IF_ERROR(InitializeOrWait(o_, *model_, client_.get(), who_));
   ChoosePushParts(o_, s_->train, group_ == nullptr, device_->device(), client_.get(), who_);
   training_step_ =
