@@ -5,12 +5,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
 #include "common/flags.h"
+#include "common/signal_watch.h"
 #include "tools/device_flags.h"
 #include "worker/training/trainer.h"
 
@@ -84,6 +86,11 @@ int main(int argc, char** argv) {
   pstrain::ParseFlags(&argc, &argv, {"tools/train_main.cc", "tools/device_flags.cc"});
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
+  // Before any thread: Ctrl-C or SIGTERM ends the run with a checkpoint, and interrupts nothing.
+  if (const pstrain::Status watched = pstrain::WatchSignals({SIGINT, SIGTERM}); !watched.ok()) {
+    LOG(ERROR) << watched.ToString();
+    return 1;
+  }
   LogOpenMpWaitPolicy(exec_error);
   if (argc > 1) {
     LOG(ERROR) << "unexpected argument '" << argv[1] << "' (flags are --name=value)";

@@ -128,12 +128,9 @@ void ReleaseSentTensor(void* /*data*/, void* hint) {
 }
 void ReleaseSentHeader(void* /*data*/, void* hint) { delete static_cast<std::string*>(hint); }
 
-// `routed`: a server's reply (its failure drops the reply); else a client's message, which a
-// full queue leaves unsent (ResourceExhausted) when it may not wait.
-Status SendPart(void* socket, zmq_msg_t* msg, bool more, bool never_block, bool routed,
-                const std::string& endpoint) {
-  const int flags = (more ? ZMQ_SNDMORE : 0) | (never_block ? ZMQ_DONTWAIT : 0);
-  if (zmq_msg_send(msg, socket, flags) >= 0) return Status::OK();
+// Why a part could not be sent. `routed`: a server's reply (its failure drops the reply); else a
+// client's message, which a full queue leaves unsent (ResourceExhausted) when it may not wait.
+Status SendFailed(zmq_msg_t* msg, bool never_block, bool routed, const std::string& endpoint) {
   Status error =
       zmq_errno() == EAGAIN && never_block && !routed
           ? ResourceExhausted(endpoint + " has " + std::to_string(kHighWaterMark) +
@@ -148,6 +145,17 @@ Status SendPart(void* socket, zmq_msg_t* msg, bool more, bool never_block, bool 
                                     : Unavailable(ZmqError("zmq_msg_send", endpoint));
   zmq_msg_close(msg);  // on failure the message is still ours (runs its free function)
   return error;
+}
+
+Status SendPart(void* socket, zmq_msg_t* msg, bool more, bool never_block, bool routed,
+                const std::string& endpoint) {
+  const int flags = (more ? ZMQ_SNDMORE : 0) | (never_block ? ZMQ_DONTWAIT : 0);
+  // Interrupted by a signal: nothing was sent and the message is still ours; send it again.
+  while (zmq_msg_send(msg, socket, flags) < 0) {
+    if (zmq_errno() == EINTR) continue;
+    return SendFailed(msg, never_block, routed, endpoint);
+  }
+  return Status::OK();
 }
 
 // Sends `message` as [peer,] header, tensors...; tensor frames are the tensors' own buffers.

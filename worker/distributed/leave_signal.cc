@@ -1,18 +1,24 @@
 #include "worker/distributed/leave_signal.h"
 
+#include <glog/logging.h>
+
 #include <csignal>
+
+#include "common/signal_watch.h"
 
 namespace pstrain {
 namespace worker {
 
 namespace {
-volatile std::sig_atomic_t g_leave = 0;
 bool g_left = false;
-void OnSigterm(int) { g_leave = 1; }
 }  // namespace
 
-void LeaveOnSigterm() { std::signal(SIGTERM, OnSigterm); }
-bool LeaveRequested() { return g_leave != 0; }
+void LeaveOnSigterm() {
+  const Status watched = WatchSignals({SIGTERM});
+  LOG_IF(WARNING, !watched.ok()) << "SIGTERM will stop this worker without leaving cleanly: "
+                                 << watched.ToString();
+}
+bool LeaveRequested() { return SignalReceived(SIGTERM); }
 void MarkLeftOnSigterm() { g_left = true; }
 bool LeftOnSigterm() { return g_left; }
 

@@ -8,7 +8,8 @@
 namespace pstrain {
 namespace worker {
 
-// Installs the SIGTERM handler (a flag only: async-signal-safe).
+// Turns SIGTERM into a flag taken by a thread of its own (common/signal_watch.h): before the
+// worker starts any thread, so that no step is interrupted by it.
 void LeaveOnSigterm();
 // Whether SIGTERM has come since LeaveOnSigterm.
 bool LeaveRequested();

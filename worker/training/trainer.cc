@@ -15,6 +15,7 @@
 #include "common/checkpoint/safetensors.h"
 #include "common/checkpoint/save_trigger.h"
 #include "common/checkpoint/tf_checkpoint.h"
+#include "common/signal_watch.h"
 #include "common/summary/summary_writer.h"
 #include "ps/variable_store.h"
 #include "worker/network/model.h"
@@ -36,8 +37,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::atomic<bool> g_stop{false};
-void OnSignal(int) { g_stop = true; }
+// SIGINT or SIGTERM, watched by the program's main (tools/train_main.cc) before any thread.
+bool StopRequested() { return SignalReceived(SIGINT) || SignalReceived(SIGTERM); }
 
 }  // namespace
 
@@ -145,8 +146,6 @@ Result<TrainResult> Train(const TrainerOptions& o) {
   };
   SavePolicy policy{o.save_checkpoints_steps, o.save_checkpoints_secs};
   SaveTrigger trigger(policy, store->global_step(), Clock::now());
-  std::signal(SIGINT, OnSignal);
-  std::signal(SIGTERM, OnSignal);
 
   TrainResult result;
   std::mt19937_64 rng(tc.seed * 7919 + store->global_step());
@@ -155,7 +154,7 @@ Result<TrainResult> Train(const TrainerOptions& o) {
   const ProgressSchedule schedule{o.log_every_n_steps, o.log_every_n_secs};
   int64_t last_saved = store->global_step();
   bool evaluated_at_end = false;
-  while (store->global_step() < max_steps && !g_stop) {
+  while (store->global_step() < max_steps && !StopRequested()) {
     Result<Batch> batch = pipeline->Next();
     if (!batch.ok()) return batch.status().WithContext("trainer: training input");
     const int64_t step = store->global_step();
@@ -230,12 +229,12 @@ Result<TrainResult> Train(const TrainerOptions& o) {
   }
   result.global_step = store->global_step();
   result.train_seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  if (g_stop) LOG(INFO) << "trainer: stop requested at step " << result.global_step;
+  if (StopRequested()) LOG(INFO) << "trainer: stop requested at step " << result.global_step;
   // Never saved, exported or "done" over a broken model: the last checkpoint stays the valid one.
   RETURN_IF_ERROR(CheckModelFinite(model->variables(), result.global_step).WithContext("trainer"));
   if (result.global_step != last_saved) RETURN_IF_ERROR(save(result.global_step));
   ReportDeviceMemory(*device, "trainer: at the end", result.global_step, train_log.get());
-  if (!evaluated_at_end && !g_stop) {
+  if (!evaluated_at_end && !StopRequested()) {
     ASSIGN_OR_RETURN(Evaluation e, Evaluate(model.get(), input, tc.seed));
     result.test_accuracy = e.accuracy;
     result.test_loss = e.loss;
