@@ -61,15 +61,20 @@ int ParameterServer::required_pushes() const {
   return membership_->RequiredPushes(peers_, pushed);
 }
 
-Message ParameterServer::Reply(const Message& request, MessageType type) const {
+Message ParameterServer::FromThisServer(MessageType type) const {
   Message m;
   m.type = type;
-  m.request_id = request.request_id;
   m.role = "ps";
   m.task_index = options_.task_index;
+  m.incarnation = wire::ProcessIncarnation();
+  return m;
+}
+
+Message ParameterServer::Reply(const Message& request, MessageType type) const {
+  Message m = FromThisServer(type);
+  m.request_id = request.request_id;
   m.map_epoch = chain_.epoch();
   m.step = reply_step();
-  m.incarnation = wire::ProcessIncarnation();
   if (request.shard >= 0) m.shard = request.shard;  // which shard answers (ps/server_task.h)
   return m;
 }

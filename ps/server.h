@@ -198,6 +198,8 @@ class ParameterServer : private UpdateShard {
   void Commit(Update update, std::vector<HeldReply> replies,
               const std::vector<std::string>& pushers, std::vector<Outgoing>* out) override;
   wire::Message Reply(const wire::Message& request, wire::MessageType type) const;
+  // A message of `type` from this process: role, task and incarnation set, nothing else.
+  wire::Message FromThisServer(wire::MessageType type) const;
   // The step replies report: the committed one (the applied one without a chain).
   int64_t reply_step() const { return chain_.active() ? chain_.committed_step() : global_step_; }
   wire::Message Error(const wire::Message& request, const std::string& what,

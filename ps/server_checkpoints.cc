@@ -149,11 +149,7 @@ std::vector<ParameterServer::Outgoing> ParameterServer::TakeFinishedCheckpoints(
 // a checkpoint takes them (an update meanwhile writes elsewhere), the applied record and step,
 // and the retry cache of every push those hold.
 Message ParameterServer::Snapshot() {
-  Message copy;
-  copy.type = MessageType::kReplicaCopy;
-  copy.role = "ps";
-  copy.task_index = options_.task_index;
-  copy.incarnation = wire::ProcessIncarnation();
+  Message copy = FromThisServer(MessageType::kReplicaCopy);
   copy.shard = options_.shard;
   copy.map_epoch = chain_.epoch();
   copy.sequence = static_cast<uint64_t>(chain_.records());

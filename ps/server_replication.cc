@@ -141,11 +141,7 @@ std::vector<int> ParameterServer::CaughtUpJoiners() const { return chain_.Caught
 int64_t ParameterServer::Replicate(int64_t step, NamedTensors prepared, NamedTensors assigns,
                                    std::vector<wire::PushEntry> pushes,
                                    std::vector<Outgoing>* out) {
-  Message record;
-  record.type = MessageType::kReplicate;
-  record.role = "ps";
-  record.task_index = options_.task_index;
-  record.incarnation = wire::ProcessIncarnation();
+  Message record = FromThisServer(MessageType::kReplicate);
   record.shard = options_.shard;
   record.map_epoch = chain_.epoch();
   record.sequence = static_cast<uint64_t>(chain_.records() + 1);
@@ -285,11 +281,7 @@ void ParameterServer::InstallPush(const wire::PushEntry& e, int64_t record) {
   p.last_push_sequence = e.sequence;
   p.last_push_record = record;
   p.pulled = true;  // its next push follows a pull this replica did not see (the head's)
-  Message m;
-  m.type = MessageType::kOk;
-  m.role = "ps";
-  m.task_index = options_.task_index;
-  m.incarnation = wire::ProcessIncarnation();
+  Message m = FromThisServer(MessageType::kOk);
   m.step = e.reply_step;
   m.value = e.reply_value;
   m.text = e.reply_text;
