@@ -3,9 +3,11 @@
 # above 1 means pstrain is faster).
 #   bench/run.sh refnet   RefNet training steps (batch 128) vs PyPI's PyTorch (the script at
 #                         PSTRAIN_TORCH_REFNET, default ../shared/bench/torch_refnet.py)
-#   bench/run.sh tf1 [--steps N]  the README's whole job (1 ps + 2 workers, 2,808 global steps) vs
-#                         TensorFlow's PS runtime (PSTRAIN_TF1_REFNET, default
-#                         ../shared/bench/tf1_ps_refnet.py): wall, accuracy, examples/s, CPU-seconds
+#   bench/run.sh tf1 [--steps N] [--seeds N] [--ddp]  the README's whole job (1 ps + 2 workers,
+#                         2,808 global steps) vs TensorFlow's PS runtime (PSTRAIN_TF1_REFNET,
+#                         default ../shared/bench/tf1_ps_refnet.py): wall, accuracy, examples/s,
+#                         CPU-seconds, time to 92%; with --seeds N each side N times (mean and
+#                         spread), with --ddp PyTorch DDP too (../shared/bench/torch_ddp_refnet.py)
 #   bench/run.sh ps       wire transport push+pull of a 64 MiB variable vs a raw TCP socket pair
 #   bench/run.sh gpu      RefNet (batch 128) and ResNet-50 (batch 64, 224x224x3 synthetic) training
 #                         on the GPU vs the same nets in PyTorch (bench/torch_gpu_ref.py); no build
@@ -96,8 +98,8 @@ case "$name" in
       "$bdir"/bench/pstrain-bench-ps-transport --checks "$@"
     ;;
   gpu)
-    # Runs where the GPU is: no build here (a GPU machine may lack our build dependencies; see
-    # ../shared/DEVICE.md: build and pack on a build machine, then run this there).
+    # Runs where the GPU is: no build here (a GPU machine may lack our build dependencies: build
+    # and pack on a build machine, then run this there).
     bin=${PSTRAIN_BENCH_TRAIN:-build/bench/pstrain-bench-train}
     py=${PSTRAIN_TORCH_PYTHON:-python3}
     if ! nvidia-smi -L >/dev/null 2>&1; then

@@ -44,16 +44,25 @@ RecordWriter::~RecordWriter() {
   if (file_) std::fclose(file_);
 }
 
+RecordFrame FrameOf(const std::string& record) {
+  RecordFrame f;
+  little_endian::Put64(f.header, record.size());
+  little_endian::Put32(f.header + 8, crc32c::Mask(crc32c::Value(f.header, 8)));
+  little_endian::Put32(f.footer, crc32c::Mask(crc32c::Value(record.data(), record.size())));
+  return f;
+}
+
+std::string FramedRecord(const std::string& record) {
+  const RecordFrame f = FrameOf(record);
+  return std::string(f.header, 12) + record + std::string(f.footer, 4);
+}
+
 Status RecordWriter::Write(const std::string& record) {
   if (!file_) return FailedPrecondition("record writer for '" + path_ + "' is closed");
-  char header[12];
-  little_endian::Put64(header, record.size());
-  little_endian::Put32(header + 8, crc32c::Mask(crc32c::Value(header, 8)));
-  char footer[4];
-  little_endian::Put32(footer, crc32c::Mask(crc32c::Value(record.data(), record.size())));
-  if (std::fwrite(header, 1, 12, file_) != 12 ||
+  const RecordFrame f = FrameOf(record);
+  if (std::fwrite(f.header, 1, 12, file_) != 12 ||
       std::fwrite(record.data(), 1, record.size(), file_) != record.size() ||
-      std::fwrite(footer, 1, 4, file_) != 4) {
+      std::fwrite(f.footer, 1, 4, file_) != 4) {
     return Unavailable("writing a record to '" + path_ + "': " + Errno());
   }
   return Status::OK();

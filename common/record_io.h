@@ -12,6 +12,15 @@
 
 namespace pstrain {
 
+// The bytes around one record: its length and that length's masked CRC, then the data's CRC.
+struct RecordFrame {
+  char header[12];
+  char footer[4];
+};
+RecordFrame FrameOf(const std::string& record);
+// The record with its frame, as a file holds it.
+std::string FramedRecord(const std::string& record);
+
 class RecordWriter {
  public:
   // Opens (truncating, or appending when `append`) `path` for writing.

@@ -5,8 +5,8 @@
 // shutdowns, and the replication requests (replicate, replica copy, shard map, data lease) with
 // their fields. Every request goes through Encode and Decode first, so the server only sees what
 // the network could deliver. Invariants: a push answered with an error changed no variable or slot
-// (bitwise), a restart restores exactly what the checkpoint saved, and until the chain slice
-// (docs/replication.md) a replication request is answered with an error and changes nothing.
+// (bitwise), a restart restores exactly what the checkpoint saved, and a server without a chain
+// (docs/replication.md) answers a replication request with an error and changes nothing.
 // Senders draw incarnations (a restart, a zombie, one from the far future), barrier names and
 // magnitudes up to and past what an optimizer's state can take; with one push per pull on, the
 // global step never moves by more pushes than the pulls answered (plus one first push a peer).
@@ -289,7 +289,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const size_t peers_before = server->peers().size();
     const size_t pending_before = server->pending_requests();
     std::vector<ParameterServer::Outgoing> out = server->Handle(peer, request, identity);
-    if (replication) {  // refused whatever it carries, until the chain slice
+    if (replication) {  // refused whatever it carries: this server has no chain
       CHECK_EQ(out.size(), 1u);
       CHECK(out[0].peer == peer && out[0].message.type == MessageType::kError)
           << "a " << wire::MessageTypeName(type) << " was answered OK";

@@ -41,15 +41,6 @@ void WriteFile(const std::string& path, const std::string& bytes) {
   CHECK_EQ(std::fclose(f), 0);
 }
 
-std::string Framed(const std::string& record) {
-  char header[12];
-  little_endian::Put64(header, record.size());
-  little_endian::Put32(header + 8, crc32c::Mask(crc32c::Value(header, 8)));
-  char footer[4];
-  little_endian::Put32(footer, crc32c::Mask(crc32c::Value(record.data(), record.size())));
-  return std::string(header, 12) + record + std::string(footer, 4);
-}
-
 void CheckNamesFile(const Status& s, const std::string& path) {
   CHECK(s.message().find(path) != std::string::npos)
       << "an error does not name the file: " << s.ToString();
@@ -74,7 +65,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<std::string> written;  // framed mode: the records that must read back
   if (mode & 4) {
     written.push_back(EncodeImageFileExample(in.Rest(), "jpeg", expected, 1));
-    WriteFile(path, Framed(written.back()));
+    WriteFile(path, FramedRecord(written.back()));
   } else if (mode % 2 == 0) {
     WriteFile(path, in.Rest());
   } else {
@@ -82,7 +73,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string file;
     for (int64_t i = 0; i < records; ++i) {
       written.push_back(in.LengthPrefixed());
-      file += Framed(written.back());
+      file += FramedRecord(written.back());
     }
     if (mode & 2) {  // a length the header CRC vouches for, then whatever follows
       char header[12];

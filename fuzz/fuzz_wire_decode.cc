@@ -41,7 +41,7 @@ Frame OwnedFrame(const std::string& bytes, bool misalign) {
 
 // Bitwise, so that NaN payloads must survive too.
 bool SameTensor(const NamedTensor& a, const NamedTensor& b) {
-  return a.name == b.name && a.tensor.shape() == b.tensor.shape() &&
+  return a.name == b.name && a.dtype == b.dtype && a.tensor.shape() == b.tensor.shape() &&
          a.tensor.bytes() == b.tensor.bytes() &&
          std::memcmp(a.tensor.data(), b.tensor.data(), a.tensor.bytes()) == 0;
 }
@@ -69,6 +69,7 @@ void CheckSameMessage(const Message& a, const Message& b) {
   CHECK(a.caught_up == b.caught_up);
   CHECK_EQ(a.map_proofs.size(), b.map_proofs.size());
   CHECK(a.link == b.link);
+  CHECK(a.pull_dtype == b.pull_dtype);
   CHECK_EQ(a.tensors.size(), b.tensors.size());
   for (size_t i = 0; i < a.tensors.size(); ++i) {
     CHECK(SameTensor(a.tensors[i], b.tensors[i])) << "tensor " << i << " changed in a round trip";

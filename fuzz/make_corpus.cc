@@ -22,11 +22,10 @@
 #include <string>
 #include <vector>
 
-#include "common/crc32c.h"
 #include "common/data/example.pb.h"
 #include "common/data/image_codec.h"
 #include "common/data/image_example.h"
-#include "common/little_endian.h"
+#include "common/record_io.h"
 #include "common/wire/codec.h"
 #include "common/wire/pstrain.capnp.h"
 #include "tests/worker/layer_cases.h"
@@ -89,8 +88,8 @@ std::string WireSeed(const Message& m, uint8_t flags) {
   CHECK(encoded.ok()) << encoded.status().ToString();
   Seed seed;
   seed.Byte(flags).LengthPrefixed(encoded->header);
-  for (const Tensor& t : encoded->tensor_frames) {
-    seed.LengthPrefixed(std::string(reinterpret_cast<const char*>(t.data()), t.bytes()));
+  for (const wire::Frame& f : encoded->tensor_frames) {
+    seed.LengthPrefixed(std::string(static_cast<const char*>(f.data), f.size));
   }
   return seed.str();
 }
@@ -125,6 +124,14 @@ void WireSeeds(const fs::path& dir) {
   Write(dir, "push", WireSeed(push, 0));
   Write(dir, "push-small-limits", WireSeed(push, 0x0f));
   Write(dir, "push-misaligned", WireSeed(push, 0x10));
+  // --push_dtype=bf16: a gradient frame of 2 bytes an element, at an odd address too.
+  push.assigns.clear();
+  push.tensors = {{"w", Iota(Shape{2, 3}), wire::TensorDType::kBfloat16}};
+  Write(dir, "push-bfloat16", WireSeed(push, 0));
+  Write(dir, "push-bfloat16-misaligned", WireSeed(push, 0x10));
+  Message bf16_pull = pull;
+  bf16_pull.pull_dtype = wire::TensorDType::kBfloat16;
+  Write(dir, "pull-bfloat16", WireSeed(bf16_pull, 0));
 
   Message barrier;
   barrier.type = MessageType::kBarrier;
@@ -329,15 +336,6 @@ void ServerSeeds(const fs::path& dir) {
   Write(dir, "replication-requests-refused", r.str());
 }
 
-std::string Framed(const std::string& record) {
-  char header[12];
-  little_endian::Put64(header, record.size());
-  little_endian::Put32(header + 8, crc32c::Mask(crc32c::Value(header, 8)));
-  char footer[4];
-  little_endian::Put32(footer, crc32c::Mask(crc32c::Value(record.data(), record.size())));
-  return std::string(header, 12) + record + std::string(footer, 4);
-}
-
 // Serialized again with the features map in key order: protobuf writes maps in no fixed order,
 // and the seeds in git should not change each time they are written.
 std::string Deterministic(const std::string& serialized) {
@@ -375,9 +373,9 @@ std::string EncodedImage(bool jpeg, int64_t channels) {
 void TfRecordSeeds(const fs::path& dir) {
   const ImageShape small{2, 2, 1};
   const std::string a = RawImageRecord(small, 3), b = RawImageRecord(small, 9);
-  Write(dir, "raw-2-records", Seed().Bytes({0, 1}).Append(Framed(a) + Framed(b)).str());
+  Write(dir, "raw-2-records", Seed().Bytes({0, 1}).Append(FramedRecord(a) + FramedRecord(b)).str());
   Write(dir, "raw-fashion-mnist-shape",
-        Seed().Bytes({0, 0}).Append(Framed(RawImageRecord({28, 28, 1}, 5))).str());
+        Seed().Bytes({0, 0}).Append(FramedRecord(RawImageRecord({28, 28, 1}, 5))).str());
   Write(dir, "framed-2-records", Seed().Bytes({1, 1, 2}).LengthPrefixed(a).LengthPrefixed(b).str());
   Write(dir, "framed-then-bad-length",
         Seed().Bytes({3, 1, 1}).LengthPrefixed(a).Raw<uint64_t>(100).Append("0123456789").str());

@@ -1,6 +1,6 @@
 // Which examples of which data epoch each worker holds and has used, kept by shard 0 so that
 // workers may join and leave a running job and every example is still used exactly once per
-// epoch (docs/replication.md section 6, "Data, exactly once per epoch"). Today's modulo split
+// epoch (docs/replication.md section 6, "Data, exactly once per epoch"). The fixed modulo split
 // (example i to worker i % count) cannot move a departed worker's remaining share; here an
 // epoch's examples are cut into chunks (common/data/chunk_order.h) that workers lease, at most
 // two at a time, and each push to shard 0 says how many examples of which chunk its batch used.

@@ -32,7 +32,7 @@ namespace ps {
 
 struct MembershipOptions {
   UpdateMode mode = UpdateMode::kAsync;
-  int fixed_workers = 1;  // today's N (ServerOptions::num_workers), used when min_workers == 0
+  int fixed_workers = 1;  // the fixed N (ServerOptions::num_workers), used when min_workers == 0
   int backup_workers = 0;
   int accumulate_n = 0;
   int min_workers = 0;                // 0: fixed N

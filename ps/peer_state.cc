@@ -27,10 +27,12 @@ Status AdmitIncarnation(const PeerState& p, bool known, const std::string& who,
   if (!known || incarnation >= p.incarnation) return Status::OK();
   const bool newer_live = !p.left && !p.missing && now - p.last_seen <= peer_timeout;
   if (!newer_live) return Status::OK();
-  // The newer process's incarnation is not told: it would let the sender pose as it.
-  return FailedPrecondition(who + " process " + std::to_string(incarnation) +
-                            " is older than one that has spoken since and is still live: a stale "
-                            "process is refused");
+  // The newer process's incarnation is not told: it would let the sender pose as it. Not
+  // FailedPrecondition: a chief reads that, from a server, as "lost its variables" and
+  // re-initialises it (worker/distributed/request_router.cc).
+  return PermissionDenied(who + " process " + std::to_string(incarnation) +
+                          " is older than one that has spoken since and is still live: a stale "
+                          "process is refused");
 }
 
 void NotePull(PeerState* p) { p->pulled = true; }

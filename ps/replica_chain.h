@@ -1,7 +1,7 @@
-// One shard's place in its chain, as chain replication keeps it (van Renesse & Schneider,
-// OSDI'04; docs/replication.md sections 3-5): which task precedes and follows this one in the
-// map of the current epoch, the records applied here that the rest of the chain has not yet
-// acknowledged (the paper's "sent" list, kept to send again to a new successor), the replies that
+// One shard's place in its chain, as chain replication keeps it (docs/replication.md sections
+// 3-5): which task precedes and follows this one in the map of the current epoch, the records
+// applied here that the rest of the chain has not yet acknowledged (kept to send again to a new
+// successor, so that a failure in the middle of the chain loses none), the replies that
 // wait for a record to be acknowledged, and the joiners a tail copies to.
 //
 // Records are numbered by the shard (`sequence`, contiguous from the last initialisation); a
@@ -47,7 +47,7 @@ class ReplicaChain {
     int self = -1;
   };
 
-  // Whether a map has been set (epoch 0: no chain, today's server).
+  // Whether a map has been set (epoch 0: no chain, an unreplicated server).
   bool active() const { return view_.epoch > 0; }
   uint64_t epoch() const { return view_.epoch; }
   const View& view() const { return view_; }

@@ -118,12 +118,13 @@ Message ParameterServer::Refuse(const Message& request, const Status& why,
 std::vector<ParameterServer::Outgoing> ParameterServer::Handle(const std::string& peer,
                                                                const Message& request,
                                                                const std::string& identity) {
-  for (const auto& t : request.tensors) stats_.bytes_in += static_cast<int64_t>(t.tensor.bytes());
+  // Bytes as they travelled: a bfloat16 tensor counts 2 an element, though it is float32 here.
+  for (const auto& t : request.tensors) stats_.bytes_in += static_cast<int64_t>(wire::WireBytes(t));
   std::vector<Outgoing> out = Dispatch(peer, request, identity);
   for (const Outgoing& o : out) {
     if (o.task >= 0) continue;  // a record or a copy: counted as replicated
     for (const auto& t : o.message.tensors) {
-      stats_.bytes_out += static_cast<int64_t>(t.tensor.bytes());
+      stats_.bytes_out += static_cast<int64_t>(wire::WireBytes(t));
     }
   }
   highs_.pending = std::max(highs_.pending, pending_requests());
@@ -267,8 +268,9 @@ Message ParameterServer::PullReply(const Message& request) {
   const std::vector<std::string> names = request.names.empty() ? store_->Names() : request.names;
   for (const std::string& name : names) {
     if (!store_->Has(name)) return Error(request, "no variable named '" + name + "'");
-    // Shared, not copied: an update while the send is in flight writes to another buffer.
-    m.tensors.push_back({name, store_->Value(name)});
+    // Shared, not copied: an update while the send is in flight writes to another buffer. In
+    // bfloat16 if asked (--push_dtype=bf16): the worker's copy is the float32 master rounded.
+    m.tensors.push_back({name, store_->Value(name), request.pull_dtype});
   }
   ++stats_.pulls;
   return m;

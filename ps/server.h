@@ -89,7 +89,7 @@ struct ServerOptions {
   // open with it).
   std::function<void(int64_t step)> before_checkpoint_write;
   // Elastic data (docs/replication.md section 6): shard 0 keeps the data ledger when given the
-  // examples per epoch (0: off, today's modulo split; dataLease is refused as replication is).
+  // examples per epoch (0: off, the modulo split; dataLease is refused as replication is).
   DataLedgerOptions data;
 };
 
@@ -121,7 +121,7 @@ class ParameterServer : private UpdateShard {
   // releases the replies waiting for it.
   std::vector<Outgoing> HandleServerReply(int from_task, const wire::Message& reply);
   // Joiners this shard, as the tail, has found caught up: it now waits for their
-  // acknowledgements (the shardMap get reply lists them as members; /work/repl-contract.md).
+  // acknowledgements (the shardMap get reply lists them as caught up; docs/replication.md, 5).
   std::vector<int> CaughtUpJoiners() const;
   int shard() const { return options_.shard; }
 
@@ -305,7 +305,7 @@ class ParameterServer : private UpdateShard {
   std::unique_ptr<Membership> membership_;
   std::vector<Waiting> held_pushes_;
   std::unique_ptr<DataLedger> ledger_;  // elastic data: shard 0 only, when given the data size
-  // Replication: this shard's chain (inactive before a map: today's server).
+  // Replication: this shard's chain (inactive before a map: an unreplicated server).
   ReplicaChain chain_;
   std::vector<Waiting> future_;  // replication requests of an epoch this task has not yet seen
   PushKinds push_kinds_;      // checks a push's contents; each variable's kind (value or gradient)

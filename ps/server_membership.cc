@@ -1,6 +1,6 @@
 // ParameterServer's side of elastic workers (ps/membership.h, docs/replication.md section 6):
 // what a change in the live workers releases, and the async pushes held below --min_workers.
-// With --min_workers=0 these keep today's fixed-N behaviour.
+// With --min_workers=0 these keep the fixed-N behaviour.
 #include <glog/logging.h>
 
 #include <algorithm>
@@ -87,7 +87,7 @@ std::vector<ParameterServer::Outgoing> ParameterServer::CheckMembership(
                  &out);
   for (const Outgoing& o : out) {
     for (const auto& t : o.message.tensors) {
-      stats_.bytes_out += static_cast<int64_t>(t.tensor.bytes());
+      stats_.bytes_out += static_cast<int64_t>(wire::WireBytes(t));
     }
   }
   return out;

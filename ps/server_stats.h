@@ -14,7 +14,8 @@ struct ServerStats {
   int64_t pushes = 0, pulls = 0, updates = 0, dropped_stale = 0, rejected = 0, duplicates = 0;
   int64_t refused = 0;                  // not the sender's to make (its key, role or incarnation)
   int64_t scaled_outliers = 0;          // pushes scaled down as outliers (ps/magnitude_guard.h)
-  int64_t bytes_in = 0, bytes_out = 0;  // tensor bytes received in requests and sent in replies
+  // Tensor bytes received in requests and sent in replies, on the wire (2 a bfloat16 element).
+  int64_t bytes_in = 0, bytes_out = 0;
   int64_t apply_nanos = 0;              // in the optimizer (and copy-on-write), all updates
   // Replication (docs/replication.md): records and copies sent down the chain, and their
   // tensor bytes.

@@ -4,7 +4,8 @@
 // writes what the server did in it, as rates, means and highs, plus running totals:
 //
 //   ps/pushes_per_sec  ps/pulls_per_sec  ps/updates_per_sec
-//   ps/bytes_in_per_sec  ps/bytes_out_per_sec    tensor bytes of requests and replies
+//   ps/bytes_in_per_sec  ps/bytes_out_per_sec    tensor bytes of requests and replies, as they
+//                                                travelled (half with --push_dtype=bf16)
 //   ps/apply_ms  ps/apply_ms_max                 one update in the optimizer: mean, highest
 //   ps/pending_requests  ps/pending_requests_max held for a later reply: now, highest
 //   ps/staleness  ps/staleness_max               updates a taken gradient is behind: mean, highest

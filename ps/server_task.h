@@ -1,7 +1,7 @@
 // One parameter-server process (a task of --ps_hosts) and the shards it holds. Without replicas a
 // task holds one shard, its own (shard s on task s), and this is a thin loop around that shard's
 // ParameterServer, answering exactly as the server always did. With --replicas=k
-// (docs/replication.md, /work/repl-contract.md) a task holds every shard whose chain it heads,
+// (docs/replication.md) a task holds every shard whose chain it heads,
 // backs up or is joining, one ParameterServer state machine each, and:
 //   - routes each request by its `shard` (-1: this task's own) to that shard's server; a worker's
 //     or evaluator's request for a shard this task does not head in its map is answered kAborted

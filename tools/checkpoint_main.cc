@@ -39,6 +39,7 @@
 #include "common/checkpoint/tf_checkpoint.h"
 #include "common/checkpoint/tf_checkpoint_dir.h"
 #include "common/checkpoint/variable_summary.h"
+#include "worker/training/tf_layout.h"
 
 namespace fs = std::filesystem;
 
@@ -140,7 +141,7 @@ int ToTf(const std::vector<std::string>& args) {
     return 1;
   };
   if (!config.empty()) {  // the betas the run trained with; explicit flags win
-    auto from_config = pstrain::TfExportOptionsFromConfig(config);
+    auto from_config = pstrain::TfExportOptionsOfConfigFile(config);
     if (!from_config.ok()) return fail(from_config.status());
     options.bundle = from_config.value();
   }
@@ -152,6 +153,12 @@ int ToTf(const std::vector<std::string>& args) {
                    a.c_str());
       return 2;
     }
+  }
+  if (config.empty()) {
+    std::fprintf(stderr,
+                 "pstrain-checkpoint to_tf: warning: no --config: a dense layer after a flatten "
+                 "keeps pstrain's [C, H, W] row order, which a TensorFlow NHWC graph reads as "
+                 "[H, W, C]; give the run's --config to convert it\n");
   }
   auto joined = pstrain::ReadJoinedCheckpoint(positional[0]);
   if (!joined.ok()) return fail(joined.status());

@@ -22,9 +22,11 @@
 #include "tools/device_flags.h"
 #include "worker/distributed/intra_node.h"
 #include "worker/distributed/leave_signal.h"
+#include "worker/distributed/push_dtype.h"
 #include "worker/distributed/push_parts.h"
 #include "worker/distributed/tf_checkpoint_writer.h"
 #include "worker/distributed/worker_role.h"
+#include "worker/training/tf_layout.h"
 
 DEFINE_string(job_name, "", "this process's role: ps, worker or evaluator");
 DEFINE_int32(task_index, 0, "index of this task within its job");
@@ -123,6 +125,10 @@ DEFINE_string(overlap_push, "auto",
               "a CPU worker alone on its host; elsewhere one push a step, the reason logged); "
               "auto: the same unless every server is on loopback (no link to overlap with); "
               "false: one push per server a step after backward");
+DEFINE_string(push_dtype, "fp32",
+              "worker: what gradients are pushed and the step's pulls answered in: fp32, or bf16 "
+              "(bfloat16: half the bytes; the rounding error is carried into the next push, the "
+              "servers keep float32 weights and optimizer slots for every update mode)");
 DEFINE_int32(push_part_mb, pstrain::worker::kDefaultPushPartBytes >> 20,
              "worker, with --overlap_push: the size of a push's parts (MiB, 1 to 1024), as DDP's "
              "25 MB buckets or Horovod's fusion buffer (with --replicas: 1 unless given)");
@@ -239,6 +245,9 @@ bool Validate(const std::vector<std::string>& ps, const std::vector<std::string>
   if (FLAGS_overlap_push != "auto" && FLAGS_overlap_push != "true" &&
       FLAGS_overlap_push != "false") {
     return Fail("--overlap_push must be auto, true or false, got '" + FLAGS_overlap_push + "'");
+  }
+  if (auto dtype = pstrain::worker::ParsePushDType(FLAGS_push_dtype); !dtype.ok()) {
+    return Fail(dtype.status().message());
   }
   if (FLAGS_push_part_mb < 1 || FLAGS_push_part_mb > 1024) {
     return Fail("--push_part_mb must be from 1 to 1024 (MiB), got " +
@@ -421,8 +430,10 @@ int main(int argc, char** argv) {
     o.min_workers = FLAGS_min_workers;
     o.elastic_data = FLAGS_elastic_data;
     o.replicas = FLAGS_replicas;
+    o.push_dtype = pstrain::worker::ParsePushDType(FLAGS_push_dtype).value();
     if (FLAGS_tf_checkpoints && FLAGS_job_name == "worker" && FLAGS_task_index == 0) {
-      auto bundle = pstrain::TfExportOptionsFromConfig(FLAGS_config);  // Adam's betas
+      // Adam's betas, and the dense kernels over a flattened feature map.
+      auto bundle = pstrain::TfExportOptionsOfConfigFile(FLAGS_config);
       if (!bundle.ok()) {
         LOG(ERROR) << "--tf_checkpoints: " << bundle.status().ToString();
         return 2;

@@ -139,7 +139,7 @@ Result<CheckpointData> CheckpointManager::RestoreLatest() const {
   }
   Status newest_error;
   for (const std::string& path : candidates) {
-    Result<CheckpointData> data = ReadCheckpointOrTfBundle(path);
+    Result<CheckpointData> data = ReadCheckpointOrTfBundle(path, tf_layout_);
     if (data.ok()) return data;
     const Status& st = data.status();
     if (st.code() != StatusCode::kDataLoss && st.code() != StatusCode::kNotFound) return st;
@@ -172,7 +172,7 @@ Status CheckpointManager::RemoveFromIndex(const std::vector<std::string>& paths)
 
 Result<CheckpointData> CheckpointManager::Restore(const std::string& name_or_path) const {
   ASSIGN_OR_RETURN(std::string path, ResolvePath(name_or_path));
-  return ReadCheckpointOrTfBundle(path);
+  return ReadCheckpointOrTfBundle(path, tf_layout_);
 }
 
 }  // namespace pstrain

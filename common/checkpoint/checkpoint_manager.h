@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/checkpoint/checkpoint.h"
+#include "common/checkpoint/tf_checkpoint.h"
 #include "common/status.h"
 
 namespace pstrain {
@@ -55,12 +56,17 @@ class CheckpointManager {
   // <train_dir>/checkpoint
   std::string index_path() const;
 
+  // How a TensorFlow checkpoint's dense kernels map onto the model's (tf_checkpoint.h); none by
+  // default, which reads every rank-2 kernel as transposed only.
+  void set_tf_layout(TfLayout layout) { tf_layout_ = std::move(layout); }
+
  private:
   std::string Join(const std::string& name) const;
 
   std::string train_dir_;
   int max_to_keep_;
   std::string basename_;
+  TfLayout tf_layout_;
 };
 
 }  // namespace pstrain

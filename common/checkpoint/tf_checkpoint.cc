@@ -85,6 +85,46 @@ std::vector<int> Layout(size_t rank, bool to_tf) {
   return same;
 }
 
+// The [C, H, W] that `name` (a variable, or one of its slots) reads flattened, or null.
+const std::vector<int64_t>* FlattenedInput(const TfLayout& layout, const std::string& name) {
+  auto it = layout.flattened_inputs.find(name);
+  std::string base, slot;
+  if (it == layout.flattened_inputs.end() && SplitLast(name, &base, &slot)) {
+    it = layout.flattened_inputs.find(base);
+  }
+  return it == layout.flattened_inputs.end() ? nullptr : &it->second;
+}
+
+// A pstrain tensor in TensorFlow's layout: a dense kernel over a flattened [C, H, W] is
+// [units, C, H, W] permuted as a conv kernel to [H, W, C, units], then [H*W*C, units].
+BundleTensor ToTf(const Tensor& tensor, const std::vector<int64_t>* flattened) {
+  std::vector<int64_t> dims = tensor.shape().dims();
+  const bool map_rows = flattened != nullptr && dims.size() == 2 && flattened->size() == 3 &&
+                        (*flattened)[0] * (*flattened)[1] * (*flattened)[2] == dims[1];
+  if (map_rows) dims = {dims[0], (*flattened)[0], (*flattened)[1], (*flattened)[2]};
+  BundleTensor t;
+  t.data.resize(tensor.bytes());
+  t.shape = Permute(tensor.data(), dims, Layout(dims.size(), /*to_tf=*/true),
+                    reinterpret_cast<float*>(t.data.data()));
+  if (map_rows) t.shape = {t.shape[0] * t.shape[1] * t.shape[2], t.shape[3]};
+  return t;
+}
+
+// The inverse of ToTf.
+Tensor FromTf(const BundleTensor& t, const std::vector<int64_t>* flattened) {
+  std::vector<int64_t> dims = t.shape;
+  const bool map_rows = flattened != nullptr && dims.size() == 2 && flattened->size() == 3 &&
+                        (*flattened)[0] * (*flattened)[1] * (*flattened)[2] == dims[0];
+  if (map_rows) dims = {(*flattened)[1], (*flattened)[2], (*flattened)[0], dims[1]};
+  const std::vector<int> perm = Layout(dims.size(), /*to_tf=*/false);
+  std::vector<int64_t> ours(dims.size());
+  for (size_t i = 0; i < dims.size(); ++i) ours[i] = dims[perm[i]];
+  Tensor value = Tensor::Uninitialized(Shape(ours));
+  Permute(reinterpret_cast<const float*>(t.data.data()), dims, perm, value.data());
+  if (map_rows) value = value.Reshaped(Shape{ours[0], ours[1] * ours[2] * ours[3]});
+  return value;
+}
+
 BundleTensor Scalar(TfDtype dtype, const void* value) {
   BundleTensor t;
   t.dtype = dtype;
@@ -103,11 +143,7 @@ Status WriteTfCheckpoint(const std::string& prefix, const CheckpointData& data,
   for (const auto& [name, tensor] : data.tensors) {
     const std::string tf_name = MapSlot(name, /*to_tf=*/true, contains, centered);
     adam |= tf_name.size() > 5 && tf_name.compare(tf_name.size() - 5, 5, "/Adam") == 0;
-    BundleTensor t;
-    t.data.resize(tensor.bytes());
-    t.shape =
-        Permute(tensor.data(), tensor.shape().dims(), Layout(tensor.shape().rank(), /*to_tf=*/true),
-                reinterpret_cast<float*>(t.data.data()));
+    BundleTensor t = ToTf(tensor, FlattenedInput(options.layout, name));
     if (!out.emplace(tf_name, std::move(t)).second || tf_name == kGlobalStep) {
       return InvalidArgument(prefix + ": two tensors would both be TensorFlow's '" + tf_name + "'");
     }
@@ -125,7 +161,7 @@ Status WriteTfCheckpoint(const std::string& prefix, const CheckpointData& data,
   return WriteTfBundle(prefix, out);
 }
 
-Result<CheckpointData> ReadTfCheckpoint(const std::string& prefix) {
+Result<CheckpointData> ReadTfCheckpoint(const std::string& prefix, const TfLayout& layout) {
   ASSIGN_OR_RETURN(Bundle bundle, ReadTfBundle(prefix));
   CheckpointData data;
   auto contains = [&](const std::string& n) { return bundle.tensors.count(n) > 0; };
@@ -141,12 +177,8 @@ Result<CheckpointData> ReadTfCheckpoint(const std::string& prefix) {
       skipped.push_back(name);
       continue;
     }
-    const std::vector<int> perm = Layout(t.shape.size(), /*to_tf=*/false);
-    std::vector<int64_t> dims(t.shape.size());
-    for (size_t i = 0; i < dims.size(); ++i) dims[i] = t.shape[perm[i]];
-    Tensor value = Tensor::Uninitialized(Shape(dims));
-    Permute(reinterpret_cast<const float*>(t.data.data()), t.shape, perm, value.data());
-    data.tensors[MapSlot(name, /*to_tf=*/false, contains, centered)] = std::move(value);
+    const std::string ours = MapSlot(name, /*to_tf=*/false, contains, centered);
+    data.tensors[ours] = FromTf(t, FlattenedInput(layout, ours));
   }
   if (!skipped.empty()) {
     LOG(WARNING) << "TensorFlow checkpoint " << prefix << ": " << skipped.size()
@@ -189,8 +221,8 @@ Shape TfShape(const Shape& shape) {
   return Shape(dims);
 }
 
-Result<CheckpointData> ReadCheckpointOrTfBundle(const std::string& path) {
-  if (IsTfBundle(path)) return ReadTfCheckpoint(path);
+Result<CheckpointData> ReadCheckpointOrTfBundle(const std::string& path, const TfLayout& layout) {
+  if (IsTfBundle(path)) return ReadTfCheckpoint(path, layout);
   return ReadCheckpoint(path);
 }
 

@@ -16,18 +16,31 @@
 //                  graph; dropped on reading (pstrain's Adam takes them from the global step)
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "common/checkpoint/checkpoint.h"
 #include "common/status.h"
 
 namespace pstrain {
 
+// What the model adds to the layouts above: the dense kernels that read a flattened feature map.
+// pstrain flattens [C, H, W] and TensorFlow's NHWC graph [H, W, C], so the same kernel's rows
+// come in another order there: its rows (and its slots') are permuted between the two, given the
+// map's [C, H, W] (worker/training/tf_layout.h derives it from a model config). Without it a
+// TensorFlow graph restores the values but computes another function.
+struct TfLayout {
+  std::map<std::string, std::vector<int64_t>> flattened_inputs;  // "fc1/weights" -> [64, 7, 7]
+};
+
 struct TfExportOptions {
   // The Adam betas for beta1_power and beta2_power (TF's defaults; the config's
   // train.optimizer.beta1/beta2 when it sets them).
   double adam_beta1 = 0.9;
   double adam_beta2 = 0.999;
+  TfLayout layout;
 };
 
 // The betas of `config_path`'s train.optimizer when it is Adam (TF's defaults for what it leaves
@@ -40,7 +53,7 @@ Status WriteTfCheckpoint(const std::string& prefix, const CheckpointData& data,
 
 // The bundle at `prefix` in pstrain's names and layouts (tensors of other types than float32 are
 // left out with a warning naming them). Errors as ReadTfBundle's.
-Result<CheckpointData> ReadTfCheckpoint(const std::string& prefix);
+Result<CheckpointData> ReadTfCheckpoint(const std::string& prefix, const TfLayout& layout = {});
 
 // Whether `data` was read from a TensorFlow bundle (ReadTfCheckpoint marks its metadata).
 bool IsFromTfBundle(const CheckpointData& data);
@@ -50,6 +63,7 @@ Shape TfShape(const Shape& shape);
 
 // What a checkpoint path may name: a TensorFlow bundle's prefix (<path>.index exists) or a
 // pstrain checkpoint file.
-Result<CheckpointData> ReadCheckpointOrTfBundle(const std::string& path);
+Result<CheckpointData> ReadCheckpointOrTfBundle(const std::string& path,
+                                                const TfLayout& layout = {});
 
 }  // namespace pstrain

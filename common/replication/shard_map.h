@@ -1,9 +1,10 @@
-// The shard map: which server tasks hold each shard, as chains of chain replication (van Renesse
-// & Schneider, OSDI'04), numbered by an epoch. docs/replication.md sections 1 and 4.
+// The shard map: which server tasks hold each shard, as chains of chain replication (each update
+// goes head to tail; a reply leaves the head once the tail holds it), numbered by an epoch.
+// docs/replication.md sections 1 and 4.
 //
 // Pure functions and no sockets, as Sharding is: every process computes the epoch-1 map from the
 // flags (PlaceReplicas), and the chief alone computes the later ones (NextMap, PromoteJoiner)
-// from what its heartbeats see. The map is to travel as a `shardMap` message (section 3).
+// from what its heartbeats see. The map travels as a `shardMap` message (section 3).
 #pragma once
 
 #include <cstdint>
@@ -55,7 +56,7 @@ struct MapChange {
   std::vector<int> lost;
   // Shards whose head in `map` holds nothing: a shard that had no member and got, as its head,
   // the first live task of its placed chain. The chief initialises or restores it, as it does a
-  // restarted server today. A lost shard with a live placed task is in both lists.
+  // restarted server without replicas. A lost shard with a live placed task is in both lists.
   std::vector<int> fresh;
 };
 

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <utility>
 
+#include "common/bfloat16.h"
 #include "common/wire/codec_body.h"
 #include "common/wire/pstrain.capnp.h"
 
@@ -66,6 +67,30 @@ Tensor TensorFromFrame(std::vector<int64_t> dims, const Frame& frame) {
   return copy;
 }
 
+// A bfloat16 frame widened into a float32 tensor of its own (frames sit at any offset, so the
+// 16-bit elements are read unaligned).
+Tensor TensorFromBfloat16Frame(std::vector<int64_t> dims, const Frame& frame) {
+  Tensor t = Tensor::Uninitialized(Shape(std::move(dims)));
+  const auto* in = static_cast<const unsigned char*>(frame.data);
+  for (int64_t i = 0; i < t.size(); ++i) {
+    uint16_t b;
+    std::memcpy(&b, in + i * sizeof(b), sizeof(b));
+    t[i] = Bfloat16ToFloat(b);
+  }
+  return t;
+}
+
+// `t`'s frame: a float32 tensor's own buffer, a bfloat16 one's rounded copy.
+Frame FrameOf(const NamedTensor& t) {
+  if (t.dtype == TensorDType::kBfloat16) {
+    auto rounded = std::make_shared<std::vector<uint16_t>>(t.tensor.size());
+    FloatsToBfloat16(t.tensor.data(), t.tensor.size(), rounded->data());
+    return {rounded->data(), WireBytes(t), rounded};
+  }
+  auto keep = std::make_shared<const Tensor>(t.tensor);
+  return {keep->data(), keep->bytes(), keep};
+}
+
 // One tensor frame after the header per tensor its struct lists (none for a type without).
 Status CheckTensorFrames(size_t listed, const Received& r) {
   if (r.frames.size() == listed + 1) return Status::OK();
@@ -118,7 +143,7 @@ Result<Message> DecodeHeader(schema::Header::Reader header, const std::vector<Fr
   return m;
 }
 
-Status WriteBody(Written& w, schema::Header::Body::Builder body, std::vector<Tensor>* frames) {
+Status WriteBody(Written& w, schema::Header::Body::Builder body, std::vector<Frame>* frames) {
   switch (w.type()) {
     case MessageType::kStoreSet:
     case MessageType::kStoreGet:
@@ -138,8 +163,23 @@ Status WriteBody(Written& w, schema::Header::Body::Builder body, std::vector<Ten
 
 }  // namespace
 
+Result<TensorDType> DTypeOf(schema::DType dtype, const std::string& what) {
+  switch (dtype) {
+    case schema::DType::FLOAT32:
+      return TensorDType::kFloat32;
+    case schema::DType::BFLOAT16:
+      return TensorDType::kBfloat16;
+  }
+  return InvalidArgument(StrCat(what, " has dtype ", static_cast<uint16_t>(dtype),
+                                "; known dtypes are float32 (0) and bfloat16 (1)"));
+}
+
+schema::DType SchemaDType(TensorDType dtype) {
+  return dtype == TensorDType::kBfloat16 ? schema::DType::BFLOAT16 : schema::DType::FLOAT32;
+}
+
 Status WriteTensors(const std::vector<NamedTensor>& tensors, MessageType type,
-                    capnp::List<schema::TensorMeta>::Builder metas, std::vector<Tensor>* frames) {
+                    capnp::List<schema::TensorMeta>::Builder metas, std::vector<Frame>* frames) {
   frames->reserve(tensors.size());
   for (size_t i = 0; i < tensors.size(); ++i) {
     const NamedTensor& t = tensors[i];
@@ -156,9 +196,9 @@ Status WriteTensors(const std::vector<NamedTensor>& tensors, MessageType type,
     const auto& dims = t.tensor.shape().dims();
     auto shape = meta.initShape(dims.size());
     for (size_t d = 0; d < dims.size(); ++d) shape.set(d, dims[d]);
-    meta.setDtype(schema::DType::FLOAT32);
-    meta.setByteLength(t.tensor.bytes());
-    frames->push_back(t.tensor);
+    meta.setDtype(SchemaDType(t.dtype));
+    meta.setByteLength(WireBytes(t));
+    frames->push_back(FrameOf(t));
   }
   return Status::OK();
 }
@@ -175,27 +215,30 @@ Status ReadTensors(capnp::List<schema::TensorMeta>::Reader metas, const Received
                                     MessageTypeName(m.type), " from ", r.sender,
                                     " has an empty name or one holding a NUL byte"));
     }
-    if (meta.getDtype() != schema::DType::FLOAT32) {
-      return InvalidArgument(StrCat("tensor '", name, "' has dtype ",
-                                    static_cast<uint16_t>(meta.getDtype()),
-                                    "; only float32 (0) is supported"));
-    }
+    ASSIGN_OR_RETURN(const TensorDType dtype,
+                     DTypeOf(meta.getDtype(), StrCat("tensor '", name, "' from ", r.sender)));
+    const char* dtype_name = dtype == TensorDType::kBfloat16 ? "bfloat16" : "float32";
     const auto shape = meta.getShape();
     std::vector<int64_t> dims;
     dims.reserve(shape.size());
     for (int64_t d : shape) dims.push_back(d);
     ASSIGN_OR_RETURN(const int64_t elements, CheckedElements(name, dims, r.limits));
-    const uint64_t bytes = static_cast<uint64_t>(elements) * sizeof(float);
+    const uint64_t bytes = static_cast<uint64_t>(elements) *
+                           (dtype == TensorDType::kBfloat16 ? sizeof(uint16_t) : sizeof(float));
     if (meta.getByteLength() != bytes) {
       return DataLoss(StrCat("tensor '", name, "' declares ", meta.getByteLength(),
-                             " bytes but its shape ", ShapeString(dims), " needs ", bytes));
+                             " bytes but its shape ", ShapeString(dims), " of ", dtype_name,
+                             " needs ", bytes));
     }
     const Frame& frame = r.frames[i + 1];
     if (frame.size != bytes) {
       return DataLoss(StrCat("tensor '", name, "' frame is ", frame.size, " bytes but its shape ",
-                             ShapeString(dims), " of float32 needs ", bytes));
+                             ShapeString(dims), " of ", dtype_name, " needs ", bytes));
     }
-    m.tensors.push_back({std::move(name), TensorFromFrame(std::move(dims), frame)});
+    Tensor tensor = dtype == TensorDType::kBfloat16
+                        ? TensorFromBfloat16Frame(std::move(dims), frame)
+                        : TensorFromFrame(std::move(dims), frame);
+    m.tensors.push_back({std::move(name), std::move(tensor), dtype});
   }
   return Status::OK();
 }
@@ -248,9 +291,10 @@ std::vector<Frame> FramesOf(const EncodedMessage& encoded) {
   auto header = std::make_shared<const std::string>(encoded.header);
   std::vector<Frame> frames;
   frames.push_back({header->data(), header->size(), header});
-  for (const Tensor& t : encoded.tensor_frames) {
-    auto owner = std::make_shared<const Tensor>(t);
-    frames.push_back({owner->data(), t.bytes(), owner});
+  for (const Frame& f : encoded.tensor_frames) {
+    // An owner of their own, so that these frames are released apart from `encoded`'s.
+    frames.push_back(
+        {f.data, f.size, std::make_shared<const std::shared_ptr<const void>>(f.owner)});
   }
   return frames;
 }

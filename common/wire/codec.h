@@ -1,6 +1,7 @@
 // Message <-> frames: one Cap'n Proto header frame (common/wire/pstrain.capnp) and one frame of
-// raw float32 bytes per tensor. Decode validates everything a peer could get wrong and answers
-// with an error naming it; the bytes come from the network, so nothing here CHECKs on them.
+// raw float32 (or bfloat16) bytes per tensor. Decode validates everything a peer could get wrong
+// and answers with an error naming it; the bytes come from the network, so nothing here CHECKs on
+// them. A bfloat16 frame decodes into a float32 Tensor (widened, exactly).
 // The flat Message is written into its protocol's struct for its type (codec_worker.cc,
 // codec_host.cc, codec_replication.cc, codec_reply.cc), which is what decides the fields a type
 // may carry: there is no other table of them.
@@ -17,25 +18,25 @@
 namespace pstrain {
 namespace wire {
 
-// What Encode produces: the header bytes and the tensors whose buffers are the remaining frames
-// (copies of the message's tensors, sharing their buffers, so nothing was copied).
-struct EncodedMessage {
-  std::string header;
-  std::vector<Tensor> tensor_frames;
-};
-
-// Fails (InvalidArgument) on what the receiver would refuse anyway: a field its type's struct
-// lacks ("a pull carries no 'sequence'"), a variable or tensor name that is empty or holds a NUL
-// byte, a tensor with no buffer, an assign naming no pushed tensor.
-Result<EncodedMessage> Encode(const Message& message);
-
-// One received frame: its bytes and whatever keeps them alive (e.g. the ZeroMQ message).
+// One frame: its bytes and whatever keeps them alive (the ZeroMQ message, a tensor's buffer).
 // Decoded tensors point into `data` and hold `owner` until they are destroyed.
 struct Frame {
   const void* data = nullptr;
   size_t size = 0;
   std::shared_ptr<const void> owner;
 };
+
+// What Encode produces: the header bytes and one frame per tensor: a float32 tensor's own buffer
+// (shared, not copied), a bfloat16 one's rounded copy.
+struct EncodedMessage {
+  std::string header;
+  std::vector<Frame> tensor_frames;
+};
+
+// Fails (InvalidArgument) on what the receiver would refuse anyway: a field its type's struct
+// lacks ("a pull carries no 'sequence'"), a variable or tensor name that is empty or holds a NUL
+// byte, a tensor with no buffer, an assign naming no pushed tensor.
+Result<EncodedMessage> Encode(const Message& message);
 
 // Frames pointing into `encoded` (they share its buffers): for decoding without a socket.
 std::vector<Frame> FramesOf(const EncodedMessage& encoded);

@@ -49,6 +49,7 @@ class Written {
   const std::vector<MapProof>& map_proofs() { return Take(kMapProofs, m_.map_proofs); }
   const std::vector<Chain>& caught_up() { return Take(kCaughtUp, m_.caught_up); }
   const std::string& link() { return Take(kLink, m_.link); }
+  TensorDType pull_dtype() { return Take(kPullDtype, m_.pull_dtype); }
 
   // InvalidArgument naming the first field the message carries (holds a value other than its
   // default) that was not written: "a pull carries no 'sequence' (...)".
@@ -72,6 +73,7 @@ class Written {
     kMapProofs,
     kCaughtUp,
     kLink,
+    kPullDtype,
   };
   template <typename T>
   const T& Take(Field f, const T& field) {
@@ -107,11 +109,15 @@ Status WriteNames(const std::vector<std::string>& names, const char* what, Messa
 Status ReadNames(capnp::List<capnp::Text>::Reader list, const char* what, const Received& r,
                  std::vector<std::string>* names);
 
-// The tensors' metadata, their buffers appended to `frames` (codec.cc: one place for the
-// tensor frames' format).
+// The tensors' metadata, their frames appended to `frames` (codec.cc: one place for the tensor
+// frames' format: float32, or bfloat16 rounded on write and widened on read).
 Status WriteTensors(const std::vector<NamedTensor>& tensors, MessageType type,
-                    capnp::List<schema::TensorMeta>::Builder metas, std::vector<Tensor>* frames);
+                    capnp::List<schema::TensorMeta>::Builder metas, std::vector<Frame>* frames);
 Status ReadTensors(capnp::List<schema::TensorMeta>::Reader metas, const Received& r);
+
+// The schema's dtype, or an error naming `what`, the value and the known ones; and back.
+Result<TensorDType> DTypeOf(schema::DType dtype, const std::string& what);
+schema::DType SchemaDType(TensorDType dtype);
 
 // A push's or record's assigns must name tensors it carries (else they would assign nothing).
 Status CheckAssigns(const Message& m);
@@ -137,16 +143,15 @@ Status UnknownType(const char* what, unsigned which, const Received& r, const ch
                    unsigned last, const char* last_name);
 
 // Each protocol's structs, written from and read into the flat message.
-Status WriteWorkerRequest(Written& w, schema::WorkerRequest::Builder b,
-                          std::vector<Tensor>* frames);
+Status WriteWorkerRequest(Written& w, schema::WorkerRequest::Builder b, std::vector<Frame>* frames);
 Status ReadWorkerRequest(schema::WorkerRequest::Reader b, Received& r);
-Status WriteHostRequest(Written& w, schema::HostRequest::Builder b, std::vector<Tensor>* frames);
+Status WriteHostRequest(Written& w, schema::HostRequest::Builder b, std::vector<Frame>* frames);
 Status ReadHostRequest(schema::HostRequest::Reader b, Received& r);
 Status WriteReplicationRequest(Written& w, schema::ReplicationRequest::Builder b,
-                               std::vector<Tensor>* frames);
+                               std::vector<Frame>* frames);
 Status ReadReplicationRequest(schema::ReplicationRequest::Reader b, Received& r);
 // Ok and error replies share one struct; only an error carries a code.
-Status WriteReply(Written& w, schema::Reply::Builder b, std::vector<Tensor>* frames);
+Status WriteReply(Written& w, schema::Reply::Builder b, std::vector<Frame>* frames);
 Status ReadReply(schema::Reply::Reader b, MessageType type, Received& r);
 
 }  // namespace codec

@@ -6,7 +6,7 @@ namespace pstrain {
 namespace wire {
 namespace codec {
 
-Status WriteHostRequest(Written& w, schema::HostRequest::Builder b, std::vector<Tensor>* frames) {
+Status WriteHostRequest(Written& w, schema::HostRequest::Builder b, std::vector<Frame>* frames) {
   const MessageType type = w.type();
   switch (type) {
     case MessageType::kStoreSet: {

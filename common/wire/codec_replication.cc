@@ -7,7 +7,7 @@ namespace wire {
 namespace codec {
 
 Status WriteReplicationRequest(Written& w, schema::ReplicationRequest::Builder b,
-                               std::vector<Tensor>* frames) {
+                               std::vector<Frame>* frames) {
   const MessageType type = w.type();
   switch (type) {
     case MessageType::kReplicate: {

@@ -11,7 +11,7 @@ constexpr uint16_t kLastStatusCode = static_cast<uint16_t>(StatusCode::kAborted)
 
 }  // namespace
 
-Status WriteReply(Written& w, schema::Reply::Builder b, std::vector<Tensor>* frames) {
+Status WriteReply(Written& w, schema::Reply::Builder b, std::vector<Frame>* frames) {
   const MessageType type = w.type();
   b.setStep(w.step());
   b.setValue(w.value());

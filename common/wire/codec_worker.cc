@@ -7,7 +7,7 @@ namespace wire {
 namespace codec {
 
 Status WriteWorkerRequest(Written& w, schema::WorkerRequest::Builder b,
-                          std::vector<Tensor>* frames) {
+                          std::vector<Frame>* frames) {
   const MessageType type = w.type();
   switch (type) {
     case MessageType::kRegister: {
@@ -17,6 +17,7 @@ Status WriteWorkerRequest(Written& w, schema::WorkerRequest::Builder b,
     }
     case MessageType::kPull: {
       auto p = b.initPull();
+      p.setDtype(SchemaDType(w.pull_dtype()));
       return WriteNames(w.names(), "name", type, p.initNames(w.names().size()));
     }
     case MessageType::kPush: {
@@ -72,9 +73,13 @@ Status ReadWorkerRequest(schema::WorkerRequest::Reader b, Received& r) {
       m.step = p.getStep();
       return ReadTensors(p.getTensors(), r);
     }
-    case schema::WorkerRequest::PULL:
+    case schema::WorkerRequest::PULL: {
       m.type = MessageType::kPull;
-      return ReadNames(b.getPull().getNames(), "name", r, &m.names);
+      const auto p = b.getPull();
+      ASSIGN_OR_RETURN(m.pull_dtype,
+                       DTypeOf(p.getDtype(), StrCat("the pull's reply dtype from ", r.sender)));
+      return ReadNames(p.getNames(), "name", r, &m.names);
+    }
     case schema::WorkerRequest::PUSH: {
       m.type = MessageType::kPush;
       const auto p = b.getPush();

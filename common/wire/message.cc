@@ -70,6 +70,11 @@ bool operator==(const Chain& a, const Chain& b) {
   return a.shard == b.shard && a.tasks == b.tasks && a.joining == b.joining;
 }
 
+size_t WireBytes(const NamedTensor& t) {
+  const size_t element = t.dtype == TensorDType::kBfloat16 ? sizeof(uint16_t) : sizeof(float);
+  return static_cast<size_t>(t.tensor.size()) * element;
+}
+
 bool operator==(const ChunkUse& a, const ChunkUse& b) {
   return a.epoch == b.epoch && a.chunk == b.chunk && a.count == b.count;
 }

@@ -1,9 +1,9 @@
 // The messages between workers, evaluators, parameter servers and a host's hub. On the wire a
 // message is one Cap'n Proto frame (schema: common/wire/pstrain.capnp) followed by one ZeroMQ frame
-// per tensor holding its raw float32 bytes, so tensor data is never copied into or out of the
-// header. In memory a Message is flat (one struct for every type, as the code passes it around);
-// on the wire each protocol has its own structs: the worker requests, the host's, replication,
-// and replies (codec.h).
+// per tensor holding its raw float32 (or bfloat16) bytes, so tensor data is never copied into or
+// out of the header. In memory a Message is flat (one struct for every type, as the code passes
+// it around); on the wire each protocol has its own structs: the worker requests, the host's,
+// replication, and replies (codec.h).
 #pragma once
 
 #include <cstdint>
@@ -19,8 +19,9 @@ namespace wire {
 // Bumped on any incompatible change; a peer speaking another version is refused by name.
 // 3: replication (docs/replication.md); 4: the chief proves shard maps (map_proof.h);
 // 5: replication records and copies carry the chain's link (chain_link.h); 6: one schema per
-// protocol, a struct per request type (pstrain.capnp)
-constexpr uint32_t kProtocolVersion = 6;
+// protocol, a struct per request type (pstrain.capnp); 7: tensor frames may be bfloat16, and a
+// pull may ask for its reply in it (--push_dtype=bf16)
+constexpr uint32_t kProtocolVersion = 7;
 
 // Each request type has its own fields (besides the envelope every message carries: role,
 // task_index, incarnation, request_id, shard, map_epoch), its struct's in pstrain.capnp: Encode
@@ -31,7 +32,8 @@ constexpr uint32_t kProtocolVersion = 6;
 enum class MessageType {
   kRegister,    // step, tensors: the chief's initial values at that global step; without them,
                 // anyone's question whether the variables are ready (reply: value, steps)
-  kPull,        // names: the variables wanted (all when empty) -> values and the global step
+  kPull,        // names: the variables wanted (all when empty) -> values and the global step;
+                // pull_dtype: the reply's tensors in bfloat16 (--push_dtype=bf16)
   kPush,        // step: the version the gradients came from; sequence: the sender's count of
                 // pushes to this server; tensors: gradients, and the values named in `assigns`;
                 // value: parts of the same step still to come after this one (0: the step's
@@ -71,10 +73,18 @@ enum class MessageType {
 
 const char* MessageTypeName(MessageType type);
 
+// How a tensor's frame holds its elements. A Tensor is float32 whatever the frame: Encode rounds
+// to bfloat16 (common/bfloat16.h) and Decode widens back, exactly, so a receiver never sees it.
+enum class TensorDType { kFloat32, kBfloat16 };
+
 struct NamedTensor {
   std::string name;
   Tensor tensor;
+  TensorDType dtype = TensorDType::kFloat32;  // on the wire; Decode says what came
 };
+
+// The bytes of `t`'s frame: 4 an element, 2 in bfloat16.
+size_t WireBytes(const NamedTensor& t);
 
 // One entry of a server's retry cache: a sender's last push and its reply's step, value, text.
 struct PushEntry {
@@ -119,6 +129,7 @@ struct Message {
   int64_t value = 0;               // barrier: participants; push: parts still to come
   std::string text;                // error message, barrier name, checkpoint directory
   std::vector<std::string> names;  // pull: the variables wanted
+  TensorDType pull_dtype = TensorDType::kFloat32;  // pull: the dtype its reply's tensors travel in
   std::vector<NamedTensor> tensors;  // push: gradients; pull reply: values
   // kError: the kind of failure, so a caller can tell NotFound from InvalidArgument (kOk: unset).
   StatusCode error_code = StatusCode::kOk;

@@ -1,6 +1,7 @@
 # The header frame of every pstrain message. Tensor bytes are not in here: each tensor's raw
-# float32 bytes travel as its own ZeroMQ frame after this one, in the order of its struct's
-# `tensors`, so they are never copied into or out of Cap'n Proto. See common/wire/message.h.
+# float32 (or bfloat16) bytes travel as its own ZeroMQ frame after this one, in the order of its
+# struct's `tensors`, so they are never copied into or out of Cap'n Proto. See
+# common/wire/message.h.
 #
 # One envelope, then one protocol's body: the worker/server requests, the host's rendezvous and
 # collectives, server-to-server replication, and the replies. Each request type is a struct of
@@ -13,13 +14,15 @@ $Cxx.namespace("pstrain::wire::schema");
 
 enum DType {
   float32 @0;
+  # The upper half of a float32 (common/bfloat16.h); the receiver widens it to float32.
+  bfloat16 @1;
 }
 
 struct TensorMeta {
   name @0 :Text;
   shape @1 :List(Int64);
   dtype @2 :DType;
-  # Bytes in this tensor's frame: product(shape) * 4 for float32.
+  # Bytes in this tensor's frame: product(shape) * 4 for float32, * 2 for bfloat16.
   byteLength @3 :UInt64;
 }
 
@@ -101,9 +104,11 @@ struct Register {
   tensors @1 :List(TensorMeta);
 }
 
-# The variables wanted (all when empty).
+# The variables wanted (all when empty), and the dtype the reply's tensors travel in
+# (--push_dtype=bf16).
 struct Pull {
   names @0 :List(Text);
+  dtype @1 :DType;
 }
 
 struct Push {

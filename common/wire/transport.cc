@@ -121,9 +121,11 @@ Status ApplySecurity(void* socket, const Security& security, const std::string& 
   return Status::OK();
 }
 
-// Frees a sent tensor frame: the copy of the Tensor that kept its buffer alive while ZeroMQ
-// (on its I/O thread) was writing it.
-void ReleaseSentTensor(void* /*data*/, void* hint) { delete static_cast<Tensor*>(hint); }
+// Frees a sent tensor frame: the owner (a Tensor, or a bfloat16 copy) that kept its bytes alive
+// while ZeroMQ (on its I/O thread) was writing them.
+void ReleaseSentTensor(void* /*data*/, void* hint) {
+  delete static_cast<std::shared_ptr<const void>*>(hint);
+}
 void ReleaseSentHeader(void* /*data*/, void* hint) { delete static_cast<std::string*>(hint); }
 
 // `routed`: a server's reply (its failure drops the reply); else a client's message, which a
@@ -167,12 +169,12 @@ Status SendMessage(void* socket, const std::string* peer, const Message& message
   RETURN_IF_ERROR(SendPart(socket, &msg, !encoded.tensor_frames.empty(), never_block && !routed,
                            routed, endpoint));
   for (size_t i = 0; i < encoded.tensor_frames.size(); ++i) {
-    const Tensor& t = encoded.tensor_frames[i];
-    if (t.bytes() == 0) {
+    const Frame& f = encoded.tensor_frames[i];
+    if (f.size == 0) {
       zmq_msg_init(&msg);
     } else {
-      auto* keep = new Tensor(t);
-      zmq_msg_init_data(&msg, const_cast<float*>(t.data()), t.bytes(), ReleaseSentTensor, keep);
+      auto* keep = new std::shared_ptr<const void>(f.owner);
+      zmq_msg_init_data(&msg, const_cast<void*>(f.data), f.size, ReleaseSentTensor, keep);
     }
     RETURN_IF_ERROR(
         SendPart(socket, &msg, i + 1 < encoded.tensor_frames.size(), false, routed, endpoint));

@@ -1,4 +1,4 @@
-"""RefNet's variables as TensorFlow 1 creates them (bench's tf1_ps_refnet.py: get_variable names,
+"""RefNet's variables as TensorFlow 1 creates them (the TensorFlow side of bench/run.sh tf1: get_variable names,
 HWIO conv kernels, [in, out] dense kernels, AdamOptimizer's slots and beta powers, global_step),
 for the tests where TensorFlow reads pstrain's checkpoints and writes its own."""
 import numpy as np
@@ -11,6 +11,15 @@ def build():
     """RefNet's graph in the default graph: (x, y, train_op, global_step)."""
     x = v1.placeholder(tf.float32, [None, 28, 28, 1])
     y = v1.placeholder(tf.int64, [None])
+    logits = forward(x)
+    loss = v1.losses.sparse_softmax_cross_entropy(y, logits)
+    gs = v1.train.get_or_create_global_step()
+    train_op = v1.train.AdamOptimizer(1e-3).minimize(loss, global_step=gs)
+    return x, y, train_op, gs
+
+
+def forward(x):
+    """RefNet's logits for NHWC images x (dropout left out: as evaluated)."""
     init = v1.glorot_uniform_initializer()
 
     def conv(h, name, cin, cout):
@@ -28,11 +37,7 @@ def build():
     h = conv(h, "conv2", 32, 64)
     h = tf.reshape(h, [-1, 7 * 7 * 64])
     h = tf.nn.relu(dense(h, "fc1", 3136, 1024))
-    logits = dense(h, "fc2", 1024, 10)
-    loss = v1.losses.sparse_softmax_cross_entropy(y, logits)
-    gs = v1.train.get_or_create_global_step()
-    train_op = v1.train.AdamOptimizer(1e-3).minimize(loss, global_step=gs)
-    return x, y, train_op, gs
+    return dense(h, "fc2", 1024, 10)
 
 
 def to_pstrain(name, value):

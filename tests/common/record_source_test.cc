@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "common/record_io.h"
+#include "tests/test_env.h"
 
 namespace pstrain {
 namespace {
@@ -139,6 +140,37 @@ TEST(RecordSourceTest, AReadErrorIsDataLossNotAnEmptyFile) {
   EXPECT_EQ(n.status().code(), StatusCode::kDataLoss);
   EXPECT_NE(n.status().message().find("cannot read " + dir), std::string::npos)
       << n.status().ToString();
+}
+
+// TensorFlow's own writer (the test venv's tensorflow): what tf.io.TFRecordWriter writes with
+// TFRecordOptions("GZIP"), ("ZLIB") and none reads back whole, told or detected.
+TEST(RecordSourceTest, FilesTensorFlowWroteReadBackWhetherToldOrDetected) {
+  const std::string python = testing::TestPython();
+  if (python.empty() ||
+      std::system(("'" + python + "' -c 'import tensorflow' 2>/dev/null").c_str()) != 0) {
+    GTEST_SKIP() << "needs the test venv's tensorflow (scripts/test-venv.sh BUILD_DIR)";
+  }
+  const std::string dir = TempPath("written_by_tensorflow");
+  std::filesystem::create_directories(dir);
+  const std::string script =
+      "import sys, tensorflow as tf\n"
+      "records = [b'first', b'', b'x' * 300000] + [b'record %d' % (i * 7919) for i in range(50)]\n"
+      "for kind in ('GZIP', 'ZLIB', ''):\n"
+      "    with tf.io.TFRecordWriter(sys.argv[1] + '/' + (kind or 'NONE'), "
+      "tf.io.TFRecordOptions(compression_type=kind)) as w:\n"
+      "        for r in records: w.write(r)\n";
+  {
+    std::ofstream f(dir + "/write.py");
+    f << script;
+  }
+  ASSERT_EQ(std::system(("'" + python + "' " + dir + "/write.py " + dir + " 2>/dev/null").c_str()),
+            0);
+  for (const auto& [name, told] : {std::pair{"GZIP", Compression::kGzip},
+                                   {"ZLIB", Compression::kZlib},
+                                   {"NONE", Compression::kNone}}) {
+    EXPECT_EQ(ReadAll(dir + "/" + name, told), Records()) << name << ", told";
+    EXPECT_EQ(ReadAll(dir + "/" + name, Compression::kAuto), Records()) << name << ", detected";
+  }
 }
 
 }  // namespace

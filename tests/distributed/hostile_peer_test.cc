@@ -534,7 +534,7 @@ TEST_F(HostilePeerTest, FloodsUnfinishedMessagesSilentReadersAndIdleConnectionsS
   ExpectServingAndUnchanged("closing the idle connections");
 }
 
-// A server's key used from elsewhere, against a real backup (issue 26): ps-1 is the tail of
+// A server's key used from elsewhere, against a real backup: ps-1 is the tail of
 // shard 0's chain behind ps-0. The test speaks for the real ps-0 (its copy, then its records) and,
 // over another connection with ps-0's key, for a forger who has not seen the chain's copy. The
 // forger's records carry the right sender and sequence, but not the chain's link: they are refused

@@ -8,7 +8,10 @@ constant gradients of the model's real sizes (worker/distributed/training_step.h
 every step takes at least N ms and not much more on loopback, the log says the mode is
 synthetic, the server receives every push at the model's full size (its tensor bytes in, the
 `ps/bytes_in_total` scalar it writes at shutdown, against pushes x 4 bytes x parameters), and a
-bad value stops the worker at start with an error naming the flag. A few seconds on 2 cores.
+bad value stops the worker at start with an error naming the flag. A second short run pushes
+with --push_dtype=bf16: the server counts 2 bytes a parameter a push and about half the bytes
+out, and a --push_dtype it does not know stops every role at start naming the value. A few seconds
+on 2 cores.
 
 The same run has the chief write TensorFlow checkpoints (--tf_checkpoints, a checkpoint every 5
 steps, --max_to_keep=2): <train_dir>/tf holds the newest two committed steps' bundles and a
@@ -114,15 +117,22 @@ class SyntheticStepTest(unittest.TestCase):
                        f"--config={SOURCE}/configs/refnet.yaml", f"--train_dir={cls.tmp}/td",
                        "--ps_unavailable_timeout_secs=30", f"--logdir={cls.tmp}/logs"]
         cls.env = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE")
-        with open(f"{cls.tmp}/ps.log", "w") as ps_log:
-            server = subprocess.Popen([PSTRAIN, "--job_name=ps", "--task_index=0"] + cls.cluster,
-                                      stdout=ps_log, stderr=subprocess.STDOUT, env=cls.env)
+        cls.worker = cls.run_cluster(cls.cluster, [
+            "--log_every_n_steps=1", "--tf_checkpoints", f"--save_checkpoints_steps={SAVE_EVERY}",
+            f"--max_to_keep={KEEP}"], f"{cls.tmp}/ps.log")
+
+    @classmethod
+    def run_cluster(cls, cluster, worker_flags, ps_log_path, role_flags=()):
+        """One server and one synthetic worker of STEPS steps; the worker's completed process."""
+        with open(ps_log_path, "w") as ps_log:
+            server = subprocess.Popen(
+                [PSTRAIN, "--job_name=ps", "--task_index=0"] + cluster + list(role_flags),
+                stdout=ps_log, stderr=subprocess.STDOUT, env=cls.env)
         try:
-            cls.worker = subprocess.run(
+            worker = subprocess.run(
                 [PSTRAIN, "--job_name=worker", "--task_index=0", "--device=cpu",
                  f"--synthetic_step_ms={STEP_MS}", f"--max_steps={STEPS}",
-                 "--log_every_n_steps=1", "--histogram_every_n_steps=0", "--tf_checkpoints",
-                 f"--save_checkpoints_steps={SAVE_EVERY}", f"--max_to_keep={KEEP}"] + cls.cluster,
+                 "--histogram_every_n_steps=0"] + worker_flags + cluster + list(role_flags),
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=cls.env,
                 timeout=120)
             server.wait(timeout=60)  # it ends once the chief is done, writing its last scalars
@@ -130,6 +140,7 @@ class SyntheticStepTest(unittest.TestCase):
             if server.poll() is None:
                 server.kill()
             server.wait()
+        return worker
 
     @classmethod
     def tearDownClass(cls):
@@ -173,6 +184,53 @@ class SyntheticStepTest(unittest.TestCase):
         self.assertGreaterEqual(bytes_in, (pushes + 1) * model_bytes * 0.98)
         self.assertLessEqual(bytes_in, (pushes + 1) * model_bytes * 1.02)
 
+    def test_bf16_pushes_halve_the_bytes_the_server_counts(self):
+        ps, worker = free_port(), free_port()
+        cluster = [f"--ps_hosts=127.0.0.1:{ps}", f"--worker_hosts=127.0.0.1:{worker}",
+                   f"--config={SOURCE}/configs/refnet.yaml", f"--train_dir={self.tmp}/bf16",
+                   "--ps_unavailable_timeout_secs=30", f"--logdir={self.tmp}/bf16_logs",
+                   "--save_checkpoints_secs=0"]
+        # Every role gets the flag, as the launcher passes flags after `--` to all of them.
+        run = self.run_cluster(cluster, [], f"{self.tmp}/bf16_ps.log",
+                               role_flags=["--push_dtype=bf16"])
+        self.assertEqual(run.returncode, 0, run.stdout)
+        self.assertIn("--push_dtype=bf16: gradients go out in bfloat16", run.stdout)
+        self.assertEqual(self.worker.returncode, 0, self.worker.stdout)
+        params = int(re.search(r"(\d+) parameters", run.stdout).group(1))
+
+        def totals(logdir):
+            events = f"{logdir}/ps-0/events.out.tfevents.*"
+            return (last_scalar(events, "ps/bytes_in_total"),
+                    last_scalar(events, "ps/bytes_out_total"))
+
+        fp32_in, fp32_out = totals(f"{self.tmp}/logs")
+        bf16_in, bf16_out = totals(f"{self.tmp}/bf16_logs")
+        self.assertIsNotNone(bf16_in, run.stdout)
+        # The chief's initial values go in float32 (4 bytes a parameter), then STEPS pushes of
+        # 2 bytes a parameter; RefNet has no batch-norm statistics, which would stay float32.
+        per_push = (bf16_in - 4 * params) / STEPS
+        print(f"server bytes with --push_dtype=bf16: {per_push:.0f} in a push for {params} "
+              f"parameters ({per_push / params:.3f} a parameter); in {bf16_in:.0f} against "
+              f"{fp32_in:.0f} with fp32 ({bf16_in / fp32_in:.3f}x), out {bf16_out:.0f} against "
+              f"{fp32_out:.0f} ({bf16_out / fp32_out:.3f}x)")
+        self.assertAlmostEqual(per_push / params, 2.0, delta=0.02)
+        self.assertAlmostEqual(bf16_in / fp32_in, (4 + 2 * STEPS) / (4 + 4 * STEPS), delta=0.02)
+        # Out: each step's pull in bfloat16; the worker's first pull and the chief's final one stay
+        # float32, so that the saved and evaluated model is the servers' own.
+        self.assertLess(bf16_out, 0.5 * fp32_out + 3 * 4 * params)
+        self.assertGreaterEqual(bf16_out, 2 * params * STEPS)
+
+    def test_an_unknown_push_dtype_stops_every_role_at_start_naming_it(self):
+        for job in ("ps", "worker", "evaluator"):
+            for bad, says in (("fp8", "--push_dtype must be fp32 or bf16, got 'fp8'"),
+                              ("fp16", "--push_dtype=fp16 is not supported")):
+                r = subprocess.run([PSTRAIN, f"--job_name={job}", "--task_index=0",
+                                    f"--push_dtype={bad}"] + self.cluster,
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                   env=self.env, timeout=30)
+                self.assertEqual(r.returncode, 2, r.stdout)
+                self.assertIn(says, r.stdout)
+
     def test_the_chief_keeps_the_newest_committed_steps_as_tensorflow_checkpoints(self):
         self.assertEqual(self.worker.returncode, 0, self.worker.stdout)
         td, tf_dir = f"{self.tmp}/td", f"{self.tmp}/td/tf"
@@ -203,7 +261,8 @@ class SyntheticStepTest(unittest.TestCase):
             self.skipTest(f"no TensorFlow in {PYTHON!r} (scripts/test-venv.sh) or no "
                           "--checkpoint_tool: the bundle is not read back")
         shard = f"{td}/ps-0-of-1/model.ckpt-{STEPS}"
-        ref = subprocess.run([CHECKPOINT_TOOL, "to_tf", shard, f"{self.tmp}/ref"],
+        ref = subprocess.run([CHECKPOINT_TOOL, "to_tf", shard, f"{self.tmp}/ref",
+                              f"--config={SOURCE}/configs/refnet.yaml"],
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.assertEqual(ref.returncode, 0, ref.stdout)
         read = subprocess.run(

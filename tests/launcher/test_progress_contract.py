@@ -58,7 +58,7 @@ class ProgressContractTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             result = subprocess.run(
                 [TRAIN, f"--config={REPO}/tests/worker/testdata/tiny.yaml",
-                 f"--train_dir={tmp}/run", "--max_steps=4000", "--log_every_n_steps=100000",
+                 f"--train_dir={tmp}/run", "--max_steps=10000", "--log_every_n_steps=100000",
                  f"--log_every_n_secs={EVERY_SECS}", "--eval_every_n_steps=100000",
                  "--histogram_every_n_steps=0"],
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300,

@@ -1,4 +1,4 @@
-"""What replication costs (issue 15): training throughput with --replicas=1 over --replicas=0 on
+"""What replication costs: training throughput with --replicas=1 over --replicas=0 on
 real links, and the bytes a server sends its backups per step (a measurement, not a test: the
 numbers are printed, not checked).
 

@@ -288,7 +288,7 @@ TEST(ReplicaChainTest, APushIsAcknowledgedOnlyOnceTheTailHasItsUpdate) {
   EXPECT_EQ(c.replies[0].message.map_epoch, 1u);
 }
 
-// A predecessor's key used from elsewhere (issue 26): a record with the next sequence number and
+// A predecessor's key used from elsewhere: a record with the next sequence number and
 // the right sender, but not made from this chain's records (its link differs, or it has none), is
 // refused and changes nothing; the real record is taken after it, and the replicas stay equal.
 TEST(ReplicaChainTest, ARecordThatDoesNotFollowTheChainsRecordsIsRefusedAndChangesNothing) {

@@ -267,9 +267,9 @@ TEST(ServerFaultsTest, RequestsBeforeInitialisationFailWithFailedPrecondition) {
   EXPECT_EQ(out[0].message.error_code, StatusCode::kFailedPrecondition);
 }
 
-// Until the chain slice (docs/replication.md, section 8, 4b), a server answers each replication
-// request, authorised and well formed, by saying replication is off, and changes nothing: no
-// variable, slot, step, peer or held request.
+// A server without a chain (no --replicas) answers each replication request, authorised and well
+// formed, by saying replication is off, and changes nothing: no variable, slot, step, peer or
+// held request.
 TEST(ServerFaultsTest, AReplicationRequestIsRefusedWhileReplicationIsOffAndChangesNothing) {
   auto server = MakeServer(UpdateMode::kAsync, 2);
   ASSERT_EQ(server->Handle("w1", Push(1, 100, 1, 1.0f, 1)).at(0).message.type, MessageType::kOk);

@@ -116,6 +116,8 @@ TEST(ServerTest, AStaleProcessIsRefusedWithoutLearningTheNewProcesssIncarnation)
   EXPECT_NE(out[0].message.text.find("is older than one that has spoken since"), std::string::npos)
       << out[0].message.text;
   EXPECT_EQ(out[0].message.text.find("987654321987"), std::string::npos) << out[0].message.text;
+  // Not FailedPrecondition, which a chief takes for a server that lost its variables.
+  EXPECT_EQ(out[0].message.error_code, StatusCode::kPermissionDenied) << out[0].message.text;
 }
 
 TEST(ServerTest, BarrierReleasesEveryoneWhenTheLastArrives) {
@@ -175,6 +177,45 @@ TEST(ServerTest, RepliesInFlightChangeNoUpdateValue) {
   const Tensor b = Send(alone.get(), 1, Pull(300))[0].message.tensors[0].tensor;
   EXPECT_EQ(a.ToVector(), b.ToVector());
   EXPECT_FLOAT_EQ(a[0], 10.0f - 1.5f);
+}
+
+// --push_dtype=bf16: a pull asking for bfloat16 is answered in it, held or not, and the bytes
+// counted are those on the wire (2 a bfloat16 element, 4 a float32 one), so the metrics halve.
+TEST(ServerTest, ABfloat16PullIsAnsweredInItAndBytesAreCountedAsTheyTravel) {
+  for (UpdateMode mode : {UpdateMode::kAsync, UpdateMode::kSync}) {
+    auto server = MakeServer(mode, 1);
+    const int64_t registered = server->stats().bytes_in;
+    EXPECT_EQ(registered, 3 * 4);  // the chief's float32 values
+    Message push = Push(0, 1.0f, 1);
+    push.tensors[0].dtype = wire::TensorDType::kBfloat16;
+    Send(server.get(), 0, push);
+    EXPECT_EQ(server->stats().bytes_in - registered, 3 * 2);
+    const int64_t out_before = server->stats().bytes_out;
+    Message pull = Pull(2);
+    pull.pull_dtype = wire::TensorDType::kBfloat16;
+    auto out = Send(server.get(), 0, pull);
+    ASSERT_EQ(out.size(), 1u);
+    ASSERT_EQ(out[0].message.tensors.size(), 1u);
+    EXPECT_EQ(out[0].message.tensors[0].dtype, wire::TensorDType::kBfloat16);
+    EXPECT_FLOAT_EQ(out[0].message.tensors[0].tensor[0], 9.0f) << "the server holds float32";
+    EXPECT_EQ(server->stats().bytes_out - out_before, 3 * 2);
+    out = Send(server.get(), 0, Pull(3));
+    EXPECT_EQ(out[0].message.tensors[0].dtype, wire::TensorDType::kFloat32);
+    EXPECT_EQ(server->stats().bytes_out - out_before, 3 * 2 + 3 * 4);
+  }
+  // A sync pull held until the update keeps the dtype it asked for.
+  auto server = MakeServer(UpdateMode::kSync, 2);
+  Send(server.get(), 0, Push(0, 1.0f, 1));
+  Message pull = Pull(2);
+  pull.pull_dtype = wire::TensorDType::kBfloat16;
+  EXPECT_TRUE(Send(server.get(), 0, pull).empty());
+  bool saw_pull = false;
+  for (const auto& o : Send(server.get(), 1, Push(0, 3.0f, 1))) {
+    if (o.message.tensors.empty()) continue;
+    saw_pull = true;
+    EXPECT_EQ(o.message.tensors[0].dtype, wire::TensorDType::kBfloat16);
+  }
+  EXPECT_TRUE(saw_pull);
 }
 
 }  // namespace

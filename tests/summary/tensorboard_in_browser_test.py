@@ -228,7 +228,7 @@ class TensorBoardInBrowserTest(unittest.TestCase):
         self.assertGreaterEqual(by_tag["accuracy"], 1, "the accuracy chart drew no line")
 
     def test_scalars_page_draws_the_chief_each_worker_and_the_server_side_by_side(self):
-        # Issue 17: a worker's and a server's own scalars, not only the chief's.
+        # A worker's and a server's own scalars, not only the chief's.
         wanted = {"loss": 2, "worker/exchange_ms": 2, "worker/examples_per_sec": 2,
                   "ps/pushes_per_sec": 1, "ps/bytes_in_per_sec": 1}
         self.open("#scalars&tagFilter=%5E(loss%7Cworker%2Fexchange_ms%7Cworker%2Fexamples_per_sec"

@@ -94,26 +94,27 @@ TEST_F(MalformedMessageTest, TruncatedHeaderIsNotCapnProto) {
 
 TEST_F(MalformedMessageTest, WrongVersionNamesBothVersionsAndTheSender) {
   const std::string header = RawHeader([](schema::Header::Builder h) {
-    h.setVersion(7);
+    h.setVersion(8);
     h.setRole("worker");
     h.setTaskIndex(1);
   });
   ExpectRefused(
       {header}, StatusCode::kInvalidArgument,
-      "protocol version 7 from worker 1, this server speaks " + std::to_string(kProtocolVersion));
+      "protocol version 8 from worker 1, this server speaks " + std::to_string(kProtocolVersion));
 }
 
-TEST_F(MalformedMessageTest, AVersion5PeerIsRefusedNamingBothVersions) {
-  // A process of the release before each protocol had its own schema (protocol 5) meets one of
-  // this release (6), which would read its one flat header as something else.
+TEST_F(MalformedMessageTest, AVersion6PeerIsRefusedNamingBothVersions) {
+  // Two releases spoke protocol 6: the one flat header with bfloat16 tensor frames, and the first
+  // schema per protocol, without them. A process of either meets one of this release (7), which
+  // would read its header as something else.
   const std::string header = RawHeader([](schema::Header::Builder h) {
-    h.setVersion(5);
+    h.setVersion(6);
     h.setRole("chief");
     h.setTaskIndex(0);
     h.getBody().initWorker().initRegister();
   });
   ExpectRefused({header}, StatusCode::kInvalidArgument,
-                "protocol version 5 from chief 0, this server speaks 6");
+                "protocol version 6 from chief 0, this server speaks 7");
 }
 
 TEST_F(MalformedMessageTest, UnknownMessageType) {
@@ -166,7 +167,7 @@ TEST_F(MalformedMessageTest, TensorFrameLargerThanItsShape) {
 
 TEST_F(MalformedMessageTest, DeclaredByteLengthDisagreesWithShape) {
   ExpectRefused({OneTensorHeader({2, 3}, 20), std::string(24, 'x')}, StatusCode::kDataLoss,
-                "tensor 'w' declares 20 bytes but its shape [2,3] needs 24");
+                "tensor 'w' declares 20 bytes but its shape [2,3] of float32 needs 24");
 }
 
 TEST_F(MalformedMessageTest, HugeDeclaredDimsAreRefusedWithoutOverflow) {

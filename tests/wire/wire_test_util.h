@@ -186,9 +186,11 @@ inline void ExpectSameMessage(const Message& a, const Message& b) {
   }
   EXPECT_EQ(a.caught_up, b.caught_up) << type;
   EXPECT_EQ(a.link, b.link) << type;
+  EXPECT_EQ(a.pull_dtype, b.pull_dtype) << type;
   ASSERT_EQ(a.tensors.size(), b.tensors.size()) << type;
   for (size_t i = 0; i < a.tensors.size(); ++i) {
     EXPECT_EQ(a.tensors[i].name, b.tensors[i].name) << type;
+    EXPECT_EQ(a.tensors[i].dtype, b.tensors[i].dtype) << type << " " << i;
     EXPECT_TRUE(BitwiseEqual(a.tensors[i].tensor, b.tensors[i].tensor)) << type << " " << i;
   }
 }

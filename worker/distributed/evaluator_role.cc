@@ -38,7 +38,16 @@ Status RunEvaluator(const RoleOptions& o) {
                  << "evaluator): this one evaluates while training runs, but the end does not "
                  << "wait for it (the chief evaluates the final model itself)";
   }
-  RETURN_IF_ERROR(client->WaitUntilInitialized(std::chrono::seconds(o.init_timeout_secs)));
+  if (Status ready = client->WaitUntilInitialized(std::chrono::seconds(o.init_timeout_secs));
+      !ready.ok()) {
+    // A run short enough to end before this evaluator connected: nothing to evaluate.
+    if (!counted && ready.code() == StatusCode::kOutOfRange) {
+      LOG(INFO) << who << ": the servers ended before this uncounted evaluator saw the model ("
+                << ready.ToString() << ")";
+      return Status::OK();
+    }
+    return ready;
+  }
   RETURN_IF_ERROR(device->Place(model));
   std::unique_ptr<SummaryWriter> log;
   if (!o.logdir.empty()) {

@@ -87,6 +87,13 @@ Message PsClient::Request(MessageType type) const {
   return m;
 }
 
+Message PsClient::StepPull(const std::vector<replication::Partition>& partitions) const {
+  Message pull = Request(MessageType::kPull);
+  for (const replication::Partition& p : partitions) pull.names.push_back(p.key);
+  pull.pull_dtype = push_dtype_;
+  return pull;
+}
+
 PsClient::PsClient() = default;
 PsClient::~PsClient() {
   for (size_t s = 0; s < acknowledged_steps_.size(); ++s) {
@@ -171,7 +178,12 @@ Message PsClient::PushOf(int s, const std::vector<replication::Partition>& parti
   for (const replication::Partition& p : partitions) {
     for (Variable* v : variables_) {
       if (v->name != p.variable) continue;
-      if (v->trainable) {
+      if (v->trainable && push_dtype_ == wire::TensorDType::kBfloat16) {
+        // Each partition is pushed once a step (a retry resends this message), so its residual
+        // moves once.
+        push.tensors.push_back(
+            {p.key, error_feedback_.Round(p.key, Rows(v->grad, p)), wire::TensorDType::kBfloat16});
+      } else if (v->trainable) {
         push.tensors.push_back({p.key, Rows(v->grad, p)});
       } else {
         push.tensors.push_back({p.key, Rows(v->value, p)});
@@ -188,9 +200,7 @@ Result<PushPullResult> PsClient::PushAndPull(int64_t step) {
     const int server = static_cast<int>(s);
     out.emplace_back(server, PushOf(server, sharding_.OnTask(server), step));
   }
-  for (size_t s = 0; s < hosts_.size(); ++s) {
-    out.emplace_back(static_cast<int>(s), Request(MessageType::kPull));
-  }
+  for (size_t s = 0; s < hosts_.size(); ++s) out.emplace_back(static_cast<int>(s), StepPull());
   ASSIGN_OR_RETURN(std::vector<Message> replies, router_->Exchange(out, kStepTimeout));
   PushPullResult result;
   for (size_t s = 0; s < hosts_.size(); ++s) result.dropped |= replies[s].value < 0;

@@ -1,7 +1,8 @@
 // A worker's (or evaluator's) view of the parameter servers: one connection per server task,
 // the sharding of every variable over the servers, and the requests of a training step. Gradients
-// go out as slices of the model's own buffers (no copies); pulled values are copied once, into
-// them.
+// go out as slices of the model's own buffers (no copies; with --push_dtype=bf16 as rounded
+// copies, their rounding error carried into the next step's push); pulled values are copied once,
+// into them.
 //
 // Faults: a heartbeat thread watches every server, and RequestRouter (request_router.h) sends
 // each request where it must go, again if it must, until its reply comes; this class says what
@@ -39,6 +40,7 @@
 #include "common/replication/sharding.h"
 #include "common/wire/transport.h"
 #include "worker/distributed/heartbeat.h"
+#include "worker/distributed/push_dtype.h"
 #include "worker/distributed/request_router.h"
 #include "worker/distributed/shard_routes.h"
 #include "worker/network/layer.h"
@@ -96,6 +98,11 @@ class PsClient {
   // Sends the parts not sent yet and waits for every reply; the step's PushPullResult.
   Result<PushPullResult> FinishStep();
 
+  // --push_dtype: kBfloat16 pushes gradients in bfloat16 with error feedback (push_dtype.h) and
+  // has the step's pulls answered in it; Pull (the start, the chief's final model, the
+  // evaluator) stays float32. Values to assign (batch-norm statistics) are pushed in float32.
+  void set_push_dtype(wire::TensorDType dtype) { push_dtype_ = dtype; }
+
   // Elastic data (--elastic_data): the chunk uses of the next step's examples, carried by its
   // push to server 0, whose data ledger records them (ps/data_ledger.h).
   void set_data_uses(std::vector<wire::ChunkUse> uses) { data_uses_ = std::move(uses); }
@@ -131,6 +138,8 @@ class PsClient {
 
   PsClient();
   wire::Message Request(wire::MessageType type) const;
+  // A step's pull (of every variable when `partitions` is empty), in --push_dtype.
+  wire::Message StepPull(const std::vector<replication::Partition>& partitions = {}) const;
   Result<Initialized> InitializeShards(int64_t step, const std::string& train_dir);
   // Copies pulled values into the variables, once every one has its partition's shape.
   Status CopyIn(const std::vector<wire::Message>& replies);
@@ -162,6 +171,8 @@ class PsClient {
   std::unique_ptr<RequestRouter> router_;
   std::unique_ptr<HeartbeatMonitor> heartbeat_;
   int64_t part_bytes_ = 0;            // 0: one push per server a step
+  wire::TensorDType push_dtype_ = wire::TensorDType::kFloat32;
+  ErrorFeedback error_feedback_;      // with bfloat16 pushes: each partition's rounding residual
   std::shared_ptr<StepParts> parts_;  // the overlapped step under way, if any
   // Elastic data: the uses the next push to server 0 carries.
   std::vector<wire::ChunkUse> data_uses_;

@@ -125,6 +125,10 @@ Status PsClient::WaitUntilInitialized(std::chrono::seconds timeout) {
       for (const Message& r : replies.value()) ready = ready && r.value == 1;
     }
     if (ready) return Status::OK();
+    // A server that says training is over will never be initialised for this run.
+    if (!replies.ok() && replies.status().code() == StatusCode::kOutOfRange) {
+      return replies.status();
+    }
     if (std::chrono::steady_clock::now() > deadline) {
       return Unavailable("the parameter servers were not initialised within " +
                          std::to_string(timeout.count()) + " s (is the chief, worker 0, up?)");

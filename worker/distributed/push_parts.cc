@@ -125,8 +125,7 @@ Status PsClient::SendPart(int s, size_t k) {
   const std::vector<replication::Partition>& partitions = p.plan[s][k].partitions;
   Message push = PushOf(s, partitions, p.step);
   push.value = static_cast<int64_t>(p.plan[s].size() - 1 - k);  // parts still to come
-  Message pull = Request(MessageType::kPull);
-  for (const replication::Partition& q : partitions) pull.names.push_back(q.key);
+  Message pull = StepPull(partitions);
   p.sent.push_back({s, k, false});
   RETURN_IF_ERROR(router_->Send(p.flight.get(), s, std::move(push)));
   p.sent.push_back({s, k, true});

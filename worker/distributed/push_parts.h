@@ -1,4 +1,4 @@
-// How one step's push is cut so that it overlaps backward (PsClient's overlapped push, issue 16):
+// How one step's push is cut so that it overlaps backward (PsClient's overlapped push):
 // backward finishes the variables last layer first, so each server's partitions are taken in
 // that order and grouped into parts of about `part_bytes`, as DDP groups gradients into 25 MB
 // buckets and Horovod into its fusion buffer. A part leaves as soon as every variable in it is

@@ -19,7 +19,7 @@
 // go back after the leader's broadcast; over NCCL the average and broadcast run on the devices
 // and only the leader copies to and from the host, inside its exchange.
 //
-// Overlapped push (--overlap_push, issue 16; as ByteScheduler and P3 do): stage 5 starts inside
+// Overlapped push (--overlap_push, as ByteScheduler and P3 do): stage 5 starts inside
 // stage 2. Each layer's gradients get their weight decay and go to PsClient::Ready as backward
 // finishes them; PsClient sends each server's parts of a few MB as they fill, last layer first,
 // each followed by a pull of the same variables, and FinishStep waits for what is left. Only

@@ -24,6 +24,7 @@
 #include "worker/training/model_health.h"
 #include "worker/training/progress_line.h"
 #include "worker/training/progress_window.h"
+#include "worker/training/tf_layout.h"
 #include "worker/training/warm_start.h"
 
 namespace pstrain {
@@ -241,8 +242,11 @@ Status WorkerRun::Prepare() {
                    ps::LearningRateSchedule::FromConfig(lr_node));
   schedule_.emplace(std::move(schedule));
   if (chief_ && !o_.checkpoint_path.empty()) {
-    ASSIGN_OR_RETURN(RestoreReport warm,
-                     WarmStart(o_.checkpoint_path, SplitList(o_.restore_exclude), model_));
+    ASSIGN_OR_RETURN(ConfigNode model_node, s_->config.Child("model"));
+    ASSIGN_OR_RETURN(TfLayout tf_layout, TfLayoutOf(model_node));
+    ASSIGN_OR_RETURN(
+        RestoreReport warm,
+        WarmStart(o_.checkpoint_path, SplitList(o_.restore_exclude), model_, tf_layout));
     LOG(INFO) << who_ << " (chief): " << DescribeWarmStart(o_.checkpoint_path, warm);
   }
   return Status::OK();
@@ -253,6 +257,12 @@ Status WorkerRun::Connect() {
       client_, PsClient::Connect(o_.ps_hosts, chief_ ? "chief" : "worker", o_.task_index,
                                  model_->variables(), o_.partition_bytes, o_.curve, o_.replicas));
   client_->set_unavailable_timeout(std::chrono::seconds(o_.unavailable_timeout_secs));
+  client_->set_push_dtype(o_.push_dtype);
+  if (o_.push_dtype == wire::TensorDType::kBfloat16) {
+    LOG(INFO) << who_ << ": --push_dtype=bf16: gradients go out in bfloat16 (the rounding "
+              << "carried into the next push) and the step's pulls come back in it; the servers "
+              << "keep float32 weights and slots";
+  }
   RETURN_IF_ERROR(InitializeOrWait(o_, *model_, client_.get(), who_));
   ChoosePushParts(o_, s_->train, group_ == nullptr, device_->device(), client_.get(), who_);
   training_step_ =

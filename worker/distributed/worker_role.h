@@ -9,6 +9,7 @@
 
 #include "common/status.h"
 #include "common/wire/curve.h"
+#include "common/wire/message.h"
 #include "worker/network/device_placement.h"
 
 namespace pstrain {
@@ -53,6 +54,8 @@ struct RoleOptions {
   // this task's modulo share (docs/replication.md section 6).
   bool elastic_data = false;
   int replicas = 0;  // --replicas: backups per shard (PsClient routes by the shard map)
+  // --push_dtype: bfloat16 pushes with error feedback and pulls (worker/distributed/push_dtype.h).
+  wire::TensorDType push_dtype = wire::TensorDType::kFloat32;
 };
 
 // What --elastic_data's ledger on server 0 leases: the train split's examples per epoch, the

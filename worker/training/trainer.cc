@@ -26,6 +26,7 @@
 #include "worker/training/model_health.h"
 #include "worker/training/progress_line.h"
 #include "worker/training/progress_window.h"
+#include "worker/training/tf_layout.h"
 #include "worker/training/train_config.h"
 #include "worker/training/warm_start.h"
 
@@ -65,6 +66,8 @@ Result<TrainResult> Train(const TrainerOptions& o) {
   for (auto& [name, t] : store->StateTensors()) state[name] = t;
 
   CheckpointManager checkpoints(o.train_dir, o.max_to_keep);
+  ASSIGN_OR_RETURN(TfLayout tf_layout, TfLayoutOf(model_node));
+  checkpoints.set_tf_layout(std::move(tf_layout));  // a TensorFlow checkpoint's dense kernels
   Result<CheckpointData> restored = FailedPrecondition("nothing to restore");
   if (!o.checkpoint_path.empty()) {
     restored = checkpoints.Restore(o.checkpoint_path);

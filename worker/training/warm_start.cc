@@ -53,12 +53,15 @@ std::vector<std::string> SplitList(const std::string& s) {
 }
 
 Result<RestoreReport> WarmStart(const std::string& checkpoint,
-                                const std::vector<std::string>& exclude, Model* model) {
+                                const std::vector<std::string>& exclude, Model* model,
+                                const TfLayout& layout) {
   Result<CheckpointData> data = FailedPrecondition("unread");
   if (std::filesystem::is_directory(checkpoint)) {
-    data = CheckpointManager(checkpoint, 0).RestoreLatest();
+    CheckpointManager dir(checkpoint, 0);
+    dir.set_tf_layout(layout);
+    data = dir.RestoreLatest();
   } else {
-    data = ReadCheckpointOrTfBundle(checkpoint);
+    data = ReadCheckpointOrTfBundle(checkpoint, layout);
   }
   if (!data.ok()) {
     return data.status().WithContext("--checkpoint_path=" + checkpoint + " (the warm start)");

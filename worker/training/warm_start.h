@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/checkpoint/partial_restore.h"
+#include "common/checkpoint/tf_checkpoint.h"
 #include "common/status.h"
 #include "worker/network/model.h"
 
@@ -24,7 +25,8 @@ std::vector<std::string> SplitList(const std::string& s);
 // The model's variables from `checkpoint` (a file or a train_dir), except `exclude`'s
 // (RestoreFilter's prefixes and globs).
 Result<RestoreReport> WarmStart(const std::string& checkpoint,
-                                const std::vector<std::string>& exclude, Model* model);
+                                const std::vector<std::string>& exclude, Model* model,
+                                const TfLayout& layout = {});
 
 // "warm start from PATH: N variables (M left at their initial values by --restore_exclude...)".
 std::string DescribeWarmStart(const std::string& checkpoint, const RestoreReport& report);

@@ -17,8 +17,8 @@ class ImageSetSource : public ExampleSource {
 
   // With `rng`, a fresh permutation of this worker's share every epoch (as TF's and PyTorch's
   // reference jobs draw theirs: rng.permutation(shard)); without, the share in file order.
-  // Issue 28: a shuffle buffer over the same file order every epoch left the README's async
-  // job a third of a point lower (docs/performance.md).
+  // A shuffle buffer alone, over the same file order every epoch, left the README's async job a
+  // third of a point lower (docs/performance.md).
   Status StartEpoch(std::mt19937_64* rng) override {
     std::sort(order_.begin(), order_.end());
     if (rng) std::shuffle(order_.begin(), order_.end(), *rng);

@@ -45,8 +45,8 @@ struct InputOptions {
   // while more than `min_after_dequeue` remain. The buffer drains at the end of each epoch so
   // that every example appears exactly once per epoch.
   // In-memory sets (IDX) are also read in a fresh permutation of the worker's examples every
-  // epoch, as TF's and PyTorch's reference jobs read theirs (issue 28: the buffer alone, over
-  // the same file order every epoch, cost the README's async job a third of a point).
+  // epoch, as TF's and PyTorch's reference jobs read theirs (the buffer alone, over the same
+  // file order every epoch, cost the README's async job a third of a point).
   bool shuffle = true;
   int64_t shuffle_capacity = 10000;
   int64_t min_after_dequeue = 5000;
