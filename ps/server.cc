@@ -256,7 +256,7 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandlePull(const std::st
     return {{peer, Error(request,
                          "variables are not initialised yet (waiting for the chief, "
                          "worker 0)",
-                         StatusCode::kFailedPrecondition)}};
+                         StatusCode::kUninitialized)}};
   }
   if (auto it = peers_.find(Who(request)); it != peers_.end()) NotePull(&it->second);
   if (policy_->HoldPull(peer, request)) return {};
@@ -283,7 +283,7 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandlePush(const std::st
                                                                    const Message& request) {
   if (!initialized_) {
     return {{peer, Error(request, "variables are not initialised yet (waiting for the chief)",
-                         StatusCode::kFailedPrecondition)}};
+                         StatusCode::kUninitialized)}};
   }
   if (Status s = CheckPushFields(request); !s.ok()) {
     ++stats_.rejected;

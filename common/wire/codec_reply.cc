@@ -7,7 +7,7 @@ namespace wire {
 namespace codec {
 namespace {
 
-constexpr uint16_t kLastStatusCode = static_cast<uint16_t>(StatusCode::kAborted);
+constexpr uint16_t kLastStatusCode = static_cast<uint16_t>(StatusCode::kUninitialized);
 
 }  // namespace
 

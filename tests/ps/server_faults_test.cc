@@ -259,12 +259,28 @@ TEST(ServerFaultsTest, ASilentPeerIsFoundMissingOnceAndNotAfterGoodbye) {
   EXPECT_FALSE(server->peers().at("worker 1").missing);
 }
 
-TEST(ServerFaultsTest, RequestsBeforeInitialisationFailWithFailedPrecondition) {
+// Uninitialized is the one code that makes a chief initialise a server again
+// (worker/distributed/request_router.cc), so a server without variables answers with it alone.
+TEST(ServerFaultsTest, RequestsBeforeInitialisationAreRefusedUninitialized) {
   auto config = ConfigNode::Parse("{optimizer: {type: sgd}, learning_rate: {initial: 1.0}}", "t");
   ParameterServer server(ServerOptions{}, VariableStore::FromConfig(*config).value());
-  auto out = server.Handle("w1", Push(1, 100, 1, 1.0f, 1));
-  ASSERT_EQ(out.size(), 1u);
-  EXPECT_EQ(out[0].message.error_code, StatusCode::kFailedPrecondition);
+  Message pull;
+  pull.type = MessageType::kPull;
+  pull.role = "worker";
+  pull.task_index = 1;
+  pull.incarnation = 100;
+  Message checkpoint = pull;
+  checkpoint.type = MessageType::kCheckpoint;
+  checkpoint.role = "chief";
+  checkpoint.task_index = 0;
+  checkpoint.text = "/nonexistent";
+  for (const Message& request : {Push(1, 100, 1, 1.0f, 1), pull, checkpoint}) {
+    auto out = server.Handle("w1", request);
+    ASSERT_EQ(out.size(), 1u) << wire::MessageTypeName(request.type);
+    EXPECT_EQ(out[0].message.error_code, StatusCode::kUninitialized) << out[0].message.text;
+    EXPECT_NE(out[0].message.text.find("not initialised"), std::string::npos)
+        << out[0].message.text;
+  }
 }
 
 // A server without a chain (no --replicas) answers each replication request, authorised and well

@@ -174,20 +174,21 @@ TEST(CodecTest, EveryReplicationFieldSurvivesARoundTrip) {
   }
 }
 
-TEST(CodecTest, AbortedTravelsAsTheLastKnownCode) {
+TEST(CodecTest, AbortedAndUninitializedTravelAndUninitializedIsTheLastKnownCode) {
   Message request;
-  Result<Message> decoded = Decode(
-      FramesOf(Encode(ErrorReply(request, Aborted("not the head of shard 1 at epoch 3"))).value()));
-  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
-  EXPECT_EQ(StatusOfReply(*decoded).code(), StatusCode::kAborted);
-  EXPECT_EQ(StatusOfReply(*decoded).ToString(), "Aborted: not the head of shard 1 at epoch 3");
-  const std::string header = RawHeader([](schema::Header::Builder h) {
-    h.getBody().initError().setErrorCode(static_cast<uint16_t>(StatusCode::kAborted) + 1);
-  });
+  for (const Status& status :
+       {Aborted("not the head of shard 1 at epoch 3"), Uninitialized("ps 0 holds no variables")}) {
+    Result<Message> decoded = Decode(FramesOf(Encode(ErrorReply(request, status)).value()));
+    ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+    EXPECT_EQ(StatusOfReply(*decoded).code(), status.code());
+    EXPECT_EQ(StatusOfReply(*decoded).ToString(), status.ToString());
+  }
+  constexpr int kLast = static_cast<int>(StatusCode::kUninitialized);
+  const std::string header =
+      RawHeader([](schema::Header::Builder h) { h.getBody().initError().setErrorCode(kLast + 1); });
   Result<Message> beyond = Decode({{header.data(), header.size(), nullptr}});
   ASSERT_FALSE(beyond.ok());
-  EXPECT_NE(beyond.status().message().find("known codes are 0 to " +
-                                           std::to_string(static_cast<int>(StatusCode::kAborted))),
+  EXPECT_NE(beyond.status().message().find("known codes are 0 to " + std::to_string(kLast)),
             std::string::npos)
       << beyond.status().message();
 }
