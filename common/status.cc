@@ -28,6 +28,8 @@ const char* StatusCodeName(StatusCode code) {
       return "PermissionDenied";
     case StatusCode::kAborted:
       return "Aborted";
+    case StatusCode::kUninitialized:
+      return "Uninitialized";
   }
   return "Unknown";
 }

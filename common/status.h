@@ -25,6 +25,9 @@ enum class StatusCode {
   // Not the head of this shard at the sender's map epoch: fetch the map and resend
   // (docs/replication.md; added last: codes travel on the wire).
   kAborted,
+  // A parameter server that holds no variables (not initialised yet, or restarted): the chief
+  // initialises it, everyone else waits (added last: codes travel on the wire).
+  kUninitialized,
 };
 
 const char* StatusCodeName(StatusCode code);
@@ -67,6 +70,7 @@ inline Status PermissionDenied(std::string m) {
   return {StatusCode::kPermissionDenied, std::move(m)};
 }
 inline Status Aborted(std::string m) { return {StatusCode::kAborted, std::move(m)}; }
+inline Status Uninitialized(std::string m) { return {StatusCode::kUninitialized, std::move(m)}; }
 
 // A value or the Status that explains why there is none.
 template <typename T>

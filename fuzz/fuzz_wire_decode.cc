@@ -1,7 +1,8 @@
 // Fuzzes wire::Decode, what a server runs on every message a peer sends. Input: one byte of
 // flags (which limits are small, whether frames sit at odd addresses), then frames, each a
-// 16-bit length and its bytes; the first frame is the Cap'n Proto header. Whatever decodes must
-// encode again and decode to the same message.
+// 16-bit length and its bytes; the first frame is the Cap'n Proto header (each protocol's structs,
+// common/wire/pstrain.capnp). Whatever decodes must encode again (a decoded message carries only
+// its type's fields) and decode to the same message.
 #include <glog/logging.h>
 
 #include <cstdint>
@@ -65,6 +66,9 @@ void CheckSameMessage(const Message& a, const Message& b) {
   CHECK(a.pushes == b.pushes);
   CHECK(a.chains == b.chains);
   CHECK(a.uses == b.uses);
+  CHECK(a.caught_up == b.caught_up);
+  CHECK_EQ(a.map_proofs.size(), b.map_proofs.size());
+  CHECK(a.link == b.link);
   CHECK(a.pull_dtype == b.pull_dtype);
   CHECK_EQ(a.tensors.size(), b.tensors.size());
   for (size_t i = 0; i < a.tensors.size(); ++i) {
@@ -94,6 +98,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     CHECK(!decoded.status().message().empty()) << "a refused message must say why";
     return 0;
   }
+  const bool reply = decoded->type == MessageType::kOk || decoded->type == MessageType::kError;
+  CHECK_EQ(Decode(frames, limits, "fuzz", Expect::kRequest).ok(), !reply)
+      << "a server's socket takes every request and no reply";
   // A decoded message satisfies everything Encode requires, and encoding is a fixed point: the
   // header bytes also cover fields added to the schema after this target was written.
   pstrain::Result<EncodedMessage> once = Encode(*decoded);

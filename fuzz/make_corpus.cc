@@ -1,8 +1,14 @@
 // Writes the seed corpora in fuzz/corpus/<target>/: real encoded messages, request sequences for
 // the server, TFRecord and IDX files, configs (a model per case of the layer test table). Each seed
-// follows the input layout its target's header comment describes. Run after changing a layout, then
-// commit the seeds:
+// follows the input layout its target's header comment describes. Also rewrites the wire-decode
+// regressions that are headers in this build's schema, so that after a protocol change they still
+// reach the checks they were kept for instead of the version check. Run after changing a layout
+// or the protocol, then commit the seeds:
 //   build/fuzz/pstrain-fuzz-corpus <source dir>
+#include <capnp/any.h>
+#include <capnp/message.h>
+#include <capnp/schema.h>
+#include <capnp/serialize.h>
 #include <glog/logging.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
@@ -12,6 +18,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -20,6 +27,7 @@
 #include "common/data/image_example.h"
 #include "common/record_io.h"
 #include "common/wire/codec.h"
+#include "common/wire/pstrain.capnp.h"
 #include "tests/worker/layer_cases.h"
 
 namespace pstrain {
@@ -178,6 +186,71 @@ void WireSeeds(const fs::path& dir) {
   Write(dir, "data-lease", WireSeed(lease, 0));
   Write(dir, "aborted-reply",
         WireSeed(wire::ErrorReply(push, Aborted("not the head of shard 1 at epoch 2")), 0));
+
+  // The host protocol: a rendezvous and a rank's part of a broadcast, from rank 1.
+  const auto from_rank = [](MessageType type) {
+    Message m;
+    m.type = type;
+    m.role = "rank";
+    m.task_index = 1;
+    return m;
+  };
+  Message set = from_rank(MessageType::kStoreSet);
+  set.names = {"nccl-id"};
+  set.text = "00ff";
+  Write(dir, "store-set", WireSeed(set, 0));
+  Message collective = from_rank(MessageType::kCollective);
+  collective.text = "broadcast";
+  collective.value = 6;
+  collective.step = 3;
+  collective.root = 1;
+  collective.tensors = {{"in", Iota(Shape{6})}};
+  Write(dir, "collective", WireSeed(collective, 0));
+}
+
+// A header built straight from the schema, with what Encode would never write.
+std::string RawHeader(const std::function<void(wire::schema::Header::Builder)>& fill) {
+  capnp::MallocMessageBuilder builder;
+  auto header = builder.initRoot<wire::schema::Header>();
+  header.setVersion(wire::kProtocolVersion);
+  fill(header);
+  kj::Array<capnp::word> words = capnp::messageToFlatArray(builder);
+  return std::string(reinterpret_cast<const char*>(words.begin()), words.size() * 8);
+}
+
+// fuzz_wire_decode's regressions that are one header each, in this build's schema.
+void WireRegressions(const fs::path& dir) {
+  const auto one_header = [](const std::string& header) {
+    return Seed().Byte(0).LengthPrefixed(header).str();
+  };
+  Write(dir, "pull-name-holding-nul", one_header(RawHeader([](wire::schema::Header::Builder h) {
+          h.setRole("worker");
+          auto names = h.getBody().initWorker().initPull().initNames(2);
+          names.set(0, "w");
+          names.set(1, capnp::Text::Reader("b\0x", 3));
+        })));
+  Write(dir, "role-holding-nul", one_header(RawHeader([](wire::schema::Header::Builder h) {
+          h.setRole(capnp::Text::Reader("work\0er", 7));
+          h.setTaskIndex(1);
+          h.getBody().initWorker().initHeartbeat();
+        })));
+  // A replica copy whose retry-cache list claims 2^17 entries of no bytes each: few enough for
+  // Cap'n Proto's traversal limit, so that the decoder's own entry count check must refuse it.
+  Write(dir, "shrunken-struct-list-amplifies",
+        one_header(RawHeader([](wire::schema::Header::Builder h) {
+          h.setRole("ps");
+          h.setTaskIndex(0);
+          auto copy = h.getBody().initReplication().initReplicaCopy();
+          copy.setFingerprint("fingerprint");
+          const uint32_t slot = capnp::Schema::from<wire::schema::ReplicaCopy>()
+                                    .getFieldByName("pushes")
+                                    .getProto()
+                                    .getSlot()
+                                    .getOffset();
+          capnp::AnyStruct::Builder(kj::mv(copy))
+              .getPointerSection()[slot]
+              .initAs<capnp::List<capnp::Void>>(1 << 17);
+        })));
 }
 
 // fuzz_ps_handle: see the harness for the order of the reads.
@@ -472,6 +545,7 @@ int main(int argc, char** argv) {
   const std::filesystem::path source = argv[1];
   const std::filesystem::path corpus = source / "fuzz" / "corpus";
   pstrain::WireSeeds(corpus / "fuzz_wire_decode");
+  pstrain::WireRegressions(source / "fuzz" / "regressions" / "fuzz_wire_decode");
   pstrain::ServerSeeds(corpus / "fuzz_ps_handle");
   pstrain::TfRecordSeeds(corpus / "fuzz_tfrecord");
   pstrain::IdxSeeds(corpus / "fuzz_idx");

@@ -6,7 +6,6 @@
 #include <utility>
 
 #include "common/checkpoint/cluster_checkpoint.h"
-#include "common/wire/message_fields.h"
 #include "common/wire/refusal_log.h"
 #include "ps/membership.h"
 #include "ps/permissions.h"
@@ -145,27 +144,22 @@ std::vector<ParameterServer::Outgoing> ParameterServer::Dispatch(const std::stri
   Result<Sender> sender = IdentifySender(identity, request, options_.cluster);
   Status allowed = sender.ok() ? Authorize(*sender, request) : sender.status();
   const bool data_lease = request.type == MessageType::kDataLease && ledger_ != nullptr;
+  // A request carries only its type's fields: its struct on the wire has no place for others
+  // (common/wire/codec.h), and every request comes off the wire.
   if (allowed.ok() && request.type >= MessageType::kReplicate && !data_lease) {
     // Server to server (ps/server_replication.cc), never through the peer table; the shard map
     // is the owning ServerTask's, data leases shard 0's with its ledger on.
-    allowed = wire::CheckRequestFields(request);
     const bool chain =
         request.type == MessageType::kReplicate || request.type == MessageType::kReplicaCopy;
-    if (allowed.ok() && chain && options_.replicas > 0) {
+    if (chain && options_.replicas > 0) {
       return request.type == MessageType::kReplicate ? HandleReplicate(peer, request)
                                                      : HandleReplicaCopy(peer, request);
     }
-    if (allowed.ok()) {
-      allowed = FailedPrecondition("replication is not enabled on this server; it takes no " +
-                                   std::string(wire::MessageTypeName(request.type)));
-    }
+    allowed = FailedPrecondition("replication is not enabled on this server; it takes no " +
+                                 std::string(wire::MessageTypeName(request.type)));
   }
   if (allowed.ok()) allowed = NotePeer(sender->Name(), request, std::chrono::steady_clock::now());
   if (!allowed.ok()) return {{peer, Refuse(request, allowed, identity)}};
-  if (Status fields = wire::CheckRequestFields(request); !fields.ok()) {
-    ++stats_.rejected;
-    return {{peer, Error(request, fields.message())}};
-  }
   if (std::vector<Outgoing> out; NotTheHead(peer, request, &out)) return out;
   switch (request.type) {
     case MessageType::kRegister:
@@ -267,7 +261,7 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandlePull(const std::st
     return {{peer, Error(request,
                          "variables are not initialised yet (waiting for the chief, "
                          "worker 0)",
-                         StatusCode::kFailedPrecondition)}};
+                         StatusCode::kUninitialized)}};
   }
   if (auto it = peers_.find(Who(request)); it != peers_.end()) NotePull(&it->second);
   if (policy_->HoldPull(peer, request)) return {};
@@ -294,7 +288,7 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandlePush(const std::st
                                                                    const Message& request) {
   if (!initialized_) {
     return {{peer, Error(request, "variables are not initialised yet (waiting for the chief)",
-                         StatusCode::kFailedPrecondition)}};
+                         StatusCode::kUninitialized)}};
   }
   if (Status s = CheckPushFields(request); !s.ok()) {
     ++stats_.rejected;

@@ -109,8 +109,7 @@ std::string ParameterServer::RestoreSlots(int64_t step) {
 std::vector<ParameterServer::Outgoing> ParameterServer::HandleCheckpoint(const std::string& peer,
                                                                          const Message& request) {
   if (!initialized_) {
-    return {{peer,
-             Error(request, "nothing to save: not initialised", StatusCode::kFailedPrecondition)}};
+    return {{peer, Error(request, "nothing to save: not initialised", StatusCode::kUninitialized)}};
   }
   if (request.step < 0) {
     return {{peer, Error(request,

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <utility>
 
-#include "common/wire/message_fields.h"
 #include "common/wire/refusal_log.h"
 #include "common/wire/shard_map_message.h"
 #include "ps/permissions.h"
@@ -107,8 +106,7 @@ Message ServerTask::Error(const Message& request, const Status& why) {
 
 Status ServerTask::Admit(const Message& request, const std::string& identity) const {
   ASSIGN_OR_RETURN(Sender sender, IdentifySender(identity, request, options_.server.cluster));
-  RETURN_IF_ERROR(Authorize(sender, request));
-  return wire::CheckRequestFields(request);
+  return Authorize(sender, request);
 }
 
 void ServerTask::Stamp(std::vector<Outgoing>* out) const {

@@ -108,7 +108,8 @@ class ServerTask {
   wire::Message MapReply(const wire::Message& request) const;
   // Takes `map` (a newer epoch, checked): creates and drops shards, tells each its chain.
   Result<std::vector<Outgoing>> Adopt(replication::ShardMap map);
-  // Whether the sender may make `request` at all (ps/permissions.h) and its fields fit its type.
+  // Whether the sender may make `request` at all (ps/permissions.h); its fields fit its type,
+  // as decoded (common/wire/codec.h).
   Status Admit(const wire::Message& request, const std::string& identity) const;
   wire::Message Reply(const wire::Message& request, wire::MessageType type) const;
   wire::Message Error(const wire::Message& request, const Status& why);

@@ -8,28 +8,19 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <sstream>
 #include <utility>
 
 #include "common/bfloat16.h"
+#include "common/wire/codec_body.h"
 #include "common/wire/pstrain.capnp.h"
 
 namespace pstrain {
 namespace wire {
+namespace codec {
 namespace {
 
-constexpr MessageType kLastType = MessageType::kDataLease;
-constexpr uint16_t kLastMessageType = static_cast<uint16_t>(kLastType);
-constexpr uint16_t kLastStatusCode = static_cast<uint16_t>(StatusCode::kAborted);
 // A peer's role is echoed into error messages; a hostile one must not flood the log.
 constexpr size_t kMaxEchoedRoleChars = 32;
-
-template <typename... Args>
-std::string StrCat(const Args&... args) {
-  std::ostringstream s;
-  (s << ... << args);
-  return s.str();
-}
 
 // "worker 1", "ps", or "an unnamed peer": who sent a message, for error messages.
 std::string SenderName(const std::string& role, int32_t task_index) {
@@ -40,88 +31,6 @@ std::string SenderName(const std::string& role, int32_t task_index) {
 }
 
 std::string ShapeString(const std::vector<int64_t>& dims) { return Shape(dims).ToString(); }
-
-// All the bytes of a Text field, both ways: cStr() and the implicit conversion from std::string
-// (through c_str()) stop at an embedded NUL, silently turning "a\0b" into "a".
-std::string TextOf(capnp::Text::Reader text) { return std::string(text.begin(), text.size()); }
-capnp::Text::Reader AsText(const std::string& s) { return capnp::Text::Reader(s.data(), s.size()); }
-
-// Variable and tensor names end up in logs and checkpoint indexes, where a NUL byte cuts them.
-bool ValidName(const std::string& name) {
-  return !name.empty() && name.find('\0') == std::string::npos;
-}
-
-// A list of variable names (`what`: "name", "assign"), each checked with ValidName.
-Result<std::vector<std::string>> NamesOf(capnp::List<capnp::Text>::Reader list,
-                                         const std::string& what, MessageType type,
-                                         const std::string& sender) {
-  std::vector<std::string> names;
-  names.reserve(list.size());
-  for (uint32_t i = 0; i < list.size(); ++i) {
-    std::string name = TextOf(list[i]);
-    if (!ValidName(name)) {
-      return InvalidArgument(StrCat(what, " ", i, " of ", list.size(), " in the ",
-                                    MessageTypeName(type), " from ", sender,
-                                    " is empty or holds a NUL byte; variable names must be "
-                                    "non-empty, without NUL"));
-    }
-    names.push_back(std::move(name));
-  }
-  return names;
-}
-
-Status SetNames(const std::vector<std::string>& names, const std::string& what, MessageType type,
-                capnp::List<capnp::Text>::Builder list) {
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (!ValidName(names[i])) {
-      return InvalidArgument(StrCat(what, " ", i, " of the ", MessageTypeName(type),
-                                    " is empty or holds a NUL byte; variable names must be "
-                                    "non-empty, without NUL"));
-    }
-    list.set(i, AsText(names[i]));
-  }
-  return Status::OK();
-}
-
-// Retry-cache entries; a role is echoed into logs, where a NUL byte cuts it.
-// A list of structs whose elements the writer shrank to nothing (Cap'n Proto allows it, and the
-// reader then sees defaults) decodes into more entries than the header could hold as Encode writes
-// them: a few kilobytes would become megabytes. Each entry must have had room for a whole one.
-template <typename T>
-Status CheckEntryCount(typename capnp::List<T>::Reader list, size_t header_bytes, const char* what,
-                       MessageType type, const std::string& sender) {
-  constexpr size_t kEntryBytes =
-      sizeof(capnp::word) * (T::_capnpPrivate::dataWordSize + T::_capnpPrivate::pointerCount);
-  if (size_t{list.size()} * kEntryBytes <= header_bytes) return Status::OK();
-  return InvalidArgument(StrCat("the ", MessageTypeName(type), " from ", sender, " lists ",
-                                list.size(), " ", what, " in a ", header_bytes,
-                                "-byte header, which holds at most ", header_bytes / kEntryBytes,
-                                " (", kEntryBytes, " bytes each)"));
-}
-
-Result<std::vector<PushEntry>> PushesOf(capnp::List<schema::PushEntry>::Reader list,
-                                        MessageType type, const std::string& sender) {
-  std::vector<PushEntry> pushes;
-  pushes.reserve(list.size());
-  for (uint32_t i = 0; i < list.size(); ++i) {
-    const auto p = list[i];
-    PushEntry e;
-    e.role = TextOf(p.getRole());
-    if (e.role.find('\0') != std::string::npos) {
-      return InvalidArgument(StrCat("push entry ", i, " of ", list.size(), " in the ",
-                                    MessageTypeName(type), " from ", sender,
-                                    " names a role holding a NUL byte"));
-    }
-    e.task_index = p.getTaskIndex();
-    e.incarnation = p.getIncarnation();
-    e.sequence = p.getSequence();
-    e.reply_step = p.getReplyStep();
-    e.reply_value = p.getReplyValue();
-    e.reply_text = TextOf(p.getReplyText());
-    pushes.push_back(std::move(e));
-  }
-  return pushes;
-}
 
 // Number of float32 elements in `dims`, or an error if a dim is negative or the tensor would be
 // larger than `max_tensor_bytes` (checked before multiplying, so it cannot overflow).
@@ -171,7 +80,89 @@ Tensor TensorFromBfloat16Frame(std::vector<int64_t> dims, const Frame& frame) {
   return t;
 }
 
-// The schema's dtype, or an error naming the value and the known ones.
+// `t`'s frame: a float32 tensor's own buffer, a bfloat16 one's rounded copy.
+Frame FrameOf(const NamedTensor& t) {
+  if (t.dtype == TensorDType::kBfloat16) {
+    auto rounded = std::make_shared<std::vector<uint16_t>>(t.tensor.size());
+    FloatsToBfloat16(t.tensor.data(), t.tensor.size(), rounded->data());
+    return {rounded->data(), WireBytes(t), rounded};
+  }
+  auto keep = std::make_shared<const Tensor>(t.tensor);
+  return {keep->data(), keep->bytes(), keep};
+}
+
+// One tensor frame after the header per tensor its struct lists (none for a type without).
+Status CheckTensorFrames(size_t listed, const Received& r) {
+  if (r.frames.size() == listed + 1) return Status::OK();
+  return DataLoss(StrCat("the header of a ", MessageTypeName(r.m->type), " from ", r.sender,
+                         " lists ", listed, " tensors but ", r.frames.size() - 1,
+                         " tensor frames came with it (expected one frame per tensor)"));
+}
+
+bool IsReply(schema::Header::Body::Which which) {
+  return which == schema::Header::Body::OK || which == schema::Header::Body::ERROR;
+}
+
+Status ReadBody(schema::Header::Body::Reader body, Received& r, Expect expect) {
+  if (expect == Expect::kRequest && IsReply(body.which())) {
+    const char* type = body.which() == schema::Header::Body::OK ? "ok" : "error";
+    return InvalidArgument(StrCat(type, " is a reply, not a request (from ", r.sender, ")"));
+  }
+  switch (body.which()) {
+    case schema::Header::Body::WORKER:
+      return ReadWorkerRequest(body.getWorker(), r);
+    case schema::Header::Body::HOST:
+      return ReadHostRequest(body.getHost(), r);
+    case schema::Header::Body::REPLICATION:
+      return ReadReplicationRequest(body.getReplication(), r);
+    case schema::Header::Body::OK:
+      return ReadReply(body.getOk(), MessageType::kOk, r);
+    case schema::Header::Body::ERROR:
+      return ReadReply(body.getError(), MessageType::kError, r);
+  }
+  return UnknownType("protocol", body.which(), r, "worker", schema::Header::Body::ERROR, "error");
+}
+
+Result<Message> DecodeHeader(schema::Header::Reader header, const std::vector<Frame>& frames,
+                             const MessageLimits& limits, const std::string& receiver,
+                             Expect expect) {
+  Message m;
+  m.role = TextOf(header.getRole());
+  m.task_index = header.getTaskIndex();
+  Received r{frames, limits, SenderName(m.role, m.task_index), &m};
+  if (header.getVersion() != kProtocolVersion) {
+    return InvalidArgument(StrCat("protocol version ", header.getVersion(), " from ", r.sender,
+                                  ", ", receiver, " speaks ", kProtocolVersion));
+  }
+  m.request_id = header.getRequestId();
+  m.incarnation = header.getIncarnation();
+  m.shard = header.getShard();
+  m.map_epoch = header.getMapEpoch();
+  RETURN_IF_ERROR(ReadBody(header.getBody(), r, expect));
+  RETURN_IF_ERROR(CheckTensorFrames(m.tensors.size(), r));
+  return m;
+}
+
+Status WriteBody(Written& w, schema::Header::Body::Builder body, std::vector<Frame>* frames) {
+  switch (w.type()) {
+    case MessageType::kStoreSet:
+    case MessageType::kStoreGet:
+    case MessageType::kCollective:
+      return WriteHostRequest(w, body.initHost(), frames);
+    case MessageType::kReplicate:
+    case MessageType::kReplicaCopy:
+      return WriteReplicationRequest(w, body.initReplication(), frames);
+    case MessageType::kOk:
+      return WriteReply(w, body.initOk(), frames);
+    case MessageType::kError:
+      return WriteReply(w, body.initError(), frames);
+    default:
+      return WriteWorkerRequest(w, body.initWorker(), frames);
+  }
+}
+
+}  // namespace
+
 Result<TensorDType> DTypeOf(schema::DType dtype, const std::string& what) {
   switch (dtype) {
     case schema::DType::FLOAT32:
@@ -187,108 +178,51 @@ schema::DType SchemaDType(TensorDType dtype) {
   return dtype == TensorDType::kBfloat16 ? schema::DType::BFLOAT16 : schema::DType::FLOAT32;
 }
 
-Result<Message> DecodeHeader(schema::Header::Reader header, const std::vector<Frame>& frames,
-                             const MessageLimits& limits, const std::string& receiver) {
-  Message m;
-  m.role = TextOf(header.getRole());
-  m.task_index = header.getTaskIndex();
-  const std::string sender = SenderName(m.role, m.task_index);
-  if (header.getVersion() != kProtocolVersion) {
-    return InvalidArgument(StrCat("protocol version ", header.getVersion(), " from ", sender, ", ",
-                                  receiver, " speaks ", kProtocolVersion));
+Status WriteTensors(const std::vector<NamedTensor>& tensors, MessageType type,
+                    capnp::List<schema::TensorMeta>::Builder metas, std::vector<Frame>* frames) {
+  frames->reserve(tensors.size());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const NamedTensor& t = tensors[i];
+    if (!ValidName(t.name)) {
+      return InvalidArgument(StrCat("tensor ", i, " of the ", MessageTypeName(type),
+                                    " has an empty name or one holding a NUL byte"));
+    }
+    if (t.tensor.empty()) {
+      return InvalidArgument(StrCat("tensor '", t.name, "' of the ", MessageTypeName(type),
+                                    " has no buffer (a default-constructed Tensor)"));
+    }
+    auto meta = metas[i];
+    meta.setName(AsText(t.name));
+    const auto& dims = t.tensor.shape().dims();
+    auto shape = meta.initShape(dims.size());
+    for (size_t d = 0; d < dims.size(); ++d) shape.set(d, dims[d]);
+    meta.setDtype(SchemaDType(t.dtype));
+    meta.setByteLength(WireBytes(t));
+    frames->push_back(FrameOf(t));
   }
-  const uint16_t type = static_cast<uint16_t>(header.getType());
-  if (type > kLastMessageType) {
-    return InvalidArgument(StrCat("unknown message type ", type, " from ", sender,
-                                  "; known types are 0 (register) to ", kLastMessageType, " (",
-                                  MessageTypeName(kLastType), ")"));
-  }
-  m.type = static_cast<MessageType>(type);
-  const uint16_t code = header.getErrorCode();
-  if (code > kLastStatusCode) {
-    return InvalidArgument(StrCat("unknown error code ", code, " in a ", MessageTypeName(m.type),
-                                  " from ", sender, "; known codes are 0 to ", kLastStatusCode));
-  }
-  m.error_code = static_cast<StatusCode>(code);
-  m.request_id = header.getRequestId();
-  m.step = header.getStep();
-  m.value = header.getValue();
-  m.incarnation = header.getIncarnation();
-  m.sequence = header.getSequence();
-  m.text = TextOf(header.getText());
+  return Status::OK();
+}
 
-  ASSIGN_OR_RETURN(m.names, NamesOf(header.getNames(), "name", m.type, sender));
-  ASSIGN_OR_RETURN(m.pull_dtype, DTypeOf(header.getPullDtype(),
-                                         StrCat("the pullDtype of the ", MessageTypeName(m.type),
-                                                " from ", sender)));
-  ASSIGN_OR_RETURN(m.assigns, NamesOf(header.getAssigns(), "assign", m.type, sender));
-  m.root = header.getRoot();
-  const auto steps = header.getSteps();
-  m.steps.reserve(steps.size());
-  for (int64_t step : steps) m.steps.push_back(step);
-  m.shard = header.getShard();
-  m.map_epoch = header.getMapEpoch();
-  const size_t header_bytes = frames.empty() ? 0 : frames[0].size;
-  RETURN_IF_ERROR(CheckEntryCount<schema::PushEntry>(header.getPushes(), header_bytes,
-                                                     "push entries", m.type, sender));
-  RETURN_IF_ERROR(
-      CheckEntryCount<schema::Chain>(header.getChains(), header_bytes, "chains", m.type, sender));
-  RETURN_IF_ERROR(CheckEntryCount<schema::ChunkUse>(header.getUses(), header_bytes, "chunk uses",
-                                                    m.type, sender));
-  ASSIGN_OR_RETURN(m.pushes, PushesOf(header.getPushes(), m.type, sender));
-  for (const auto chain : header.getChains()) {
-    Chain c;
-    c.shard = chain.getShard();
-    for (int32_t t : chain.getTasks()) c.tasks.push_back(t);
-    for (int32_t t : chain.getJoining()) c.joining.push_back(t);
-    m.chains.push_back(std::move(c));
-  }
-  for (const auto use : header.getUses()) {
-    m.uses.push_back({use.getEpoch(), use.getChunk(), use.getCount()});
-  }
-  RETURN_IF_ERROR(CheckEntryCount<schema::MapProof>(header.getMapProofs(), header_bytes,
-                                                    "map proofs", m.type, sender));
-  RETURN_IF_ERROR(CheckEntryCount<schema::Chain>(header.getCaughtUp(), header_bytes,
-                                                 "caught-up chains", m.type, sender));
-  for (const auto proof : header.getMapProofs()) {
-    MapProof p;
-    p.name = proof.getName().cStr();
-    const auto tag = proof.getTag();
-    p.tag.assign(reinterpret_cast<const char*>(tag.begin()), tag.size());
-    m.map_proofs.push_back(std::move(p));
-  }
-  for (const auto chain : header.getCaughtUp()) {
-    Chain c;
-    c.shard = chain.getShard();
-    for (int32_t t : chain.getTasks()) c.tasks.push_back(t);
-    m.caught_up.push_back(std::move(c));
-  }
-  const auto link = header.getLink();
-  m.link.assign(reinterpret_cast<const char*>(link.begin()), link.size());
-
-  const auto metas = header.getTensors();
-  if (frames.size() != size_t{metas.size()} + 1) {
-    return DataLoss(StrCat("the header of a ", MessageTypeName(m.type), " from ", sender, " lists ",
-                           metas.size(), " tensors but ", frames.size() - 1,
-                           " tensor frames came with it (expected one frame per tensor)"));
-  }
+Status ReadTensors(capnp::List<schema::TensorMeta>::Reader metas, const Received& r) {
+  RETURN_IF_ERROR(CheckTensorFrames(metas.size(), r));
+  Message& m = *r.m;
   m.tensors.reserve(metas.size());
   for (uint32_t i = 0; i < metas.size(); ++i) {
     const auto meta = metas[i];
     std::string name = TextOf(meta.getName());
     if (!ValidName(name)) {
       return InvalidArgument(StrCat("tensor ", i, " of ", metas.size(), " in the ",
-                                    MessageTypeName(m.type), " from ", sender,
+                                    MessageTypeName(m.type), " from ", r.sender,
                                     " has an empty name or one holding a NUL byte"));
     }
     ASSIGN_OR_RETURN(const TensorDType dtype,
-                     DTypeOf(meta.getDtype(), StrCat("tensor '", name, "' from ", sender)));
+                     DTypeOf(meta.getDtype(), StrCat("tensor '", name, "' from ", r.sender)));
     const char* dtype_name = dtype == TensorDType::kBfloat16 ? "bfloat16" : "float32";
     const auto shape = meta.getShape();
     std::vector<int64_t> dims;
     dims.reserve(shape.size());
     for (int64_t d : shape) dims.push_back(d);
-    ASSIGN_OR_RETURN(const int64_t elements, CheckedElements(name, dims, limits));
+    ASSIGN_OR_RETURN(const int64_t elements, CheckedElements(name, dims, r.limits));
     const uint64_t bytes = static_cast<uint64_t>(elements) *
                            (dtype == TensorDType::kBfloat16 ? sizeof(uint16_t) : sizeof(float));
     if (meta.getByteLength() != bytes) {
@@ -296,7 +230,7 @@ Result<Message> DecodeHeader(schema::Header::Reader header, const std::vector<Fr
                              " bytes but its shape ", ShapeString(dims), " of ", dtype_name,
                              " needs ", bytes));
     }
-    const Frame& frame = frames[i + 1];
+    const Frame& frame = r.frames[i + 1];
     if (frame.size != bytes) {
       return DataLoss(StrCat("tensor '", name, "' frame is ", frame.size, " bytes but its shape ",
                              ShapeString(dims), " of ", dtype_name, " needs ", bytes));
@@ -306,21 +240,12 @@ Result<Message> DecodeHeader(schema::Header::Reader header, const std::vector<Fr
                         : TensorFromFrame(std::move(dims), frame);
     m.tensors.push_back({std::move(name), std::move(tensor), dtype});
   }
-  return m;
+  return Status::OK();
 }
 
-// `t`'s frame: a float32 tensor's own buffer, a bfloat16 one's rounded copy.
-Frame FrameOf(const NamedTensor& t) {
-  if (t.dtype == TensorDType::kBfloat16) {
-    auto rounded = std::make_shared<std::vector<uint16_t>>(t.tensor.size());
-    FloatsToBfloat16(t.tensor.data(), t.tensor.size(), rounded->data());
-    return {rounded->data(), WireBytes(t), rounded};
-  }
-  auto keep = std::make_shared<const Tensor>(t.tensor);
-  return {keep->data(), keep->bytes(), keep};
-}
+}  // namespace codec
 
-}  // namespace
+using codec::StrCat;
 
 Status CheckFrameCount(size_t frames, const MessageLimits& limits) {
   if (frames > limits.max_frames) {
@@ -343,98 +268,17 @@ Result<EncodedMessage> Encode(const Message& message) {
   capnp::MallocMessageBuilder builder;
   auto header = builder.initRoot<schema::Header>();
   header.setVersion(kProtocolVersion);
-  header.setType(static_cast<schema::MessageType>(message.type));
   header.setRequestId(message.request_id);
-  header.setRole(AsText(message.role));
+  header.setRole(codec::AsText(message.role));
   header.setTaskIndex(message.task_index);
-  header.setStep(message.step);
-  header.setValue(message.value);
   header.setIncarnation(message.incarnation);
-  header.setSequence(message.sequence);
-  header.setText(AsText(message.text));
-  header.setErrorCode(static_cast<uint16_t>(message.error_code));
-  RETURN_IF_ERROR(
-      SetNames(message.names, "name", message.type, header.initNames(message.names.size())));
-  header.setPullDtype(SchemaDType(message.pull_dtype));
-  RETURN_IF_ERROR(SetNames(message.assigns, "assign", message.type,
-                           header.initAssigns(message.assigns.size())));
-  header.setRoot(message.root);
-  auto steps = header.initSteps(message.steps.size());
-  for (size_t i = 0; i < message.steps.size(); ++i) steps.set(i, message.steps[i]);
   header.setShard(message.shard);
   header.setMapEpoch(message.map_epoch);
-  auto pushes = header.initPushes(message.pushes.size());
-  for (size_t i = 0; i < message.pushes.size(); ++i) {
-    const PushEntry& e = message.pushes[i];
-    if (e.role.find('\0') != std::string::npos) {
-      return InvalidArgument(StrCat("push entry ", i, " of the ", MessageTypeName(message.type),
-                                    " names a role holding a NUL byte"));
-    }
-    auto p = pushes[i];
-    p.setRole(AsText(e.role));
-    p.setTaskIndex(e.task_index);
-    p.setIncarnation(e.incarnation);
-    p.setSequence(e.sequence);
-    p.setReplyStep(e.reply_step);
-    p.setReplyValue(e.reply_value);
-    p.setReplyText(AsText(e.reply_text));
-  }
-  auto chains = header.initChains(message.chains.size());
-  for (size_t i = 0; i < message.chains.size(); ++i) {
-    const Chain& c = message.chains[i];
-    auto chain = chains[i];
-    chain.setShard(c.shard);
-    auto tasks = chain.initTasks(c.tasks.size());
-    for (size_t t = 0; t < c.tasks.size(); ++t) tasks.set(t, c.tasks[t]);
-    auto joining = chain.initJoining(c.joining.size());
-    for (size_t t = 0; t < c.joining.size(); ++t) joining.set(t, c.joining[t]);
-  }
-  auto proofs = header.initMapProofs(message.map_proofs.size());
-  for (size_t i = 0; i < message.map_proofs.size(); ++i) {
-    proofs[i].setName(AsText(message.map_proofs[i].name));
-    const std::string& tag = message.map_proofs[i].tag;
-    proofs[i].setTag(kj::arrayPtr(reinterpret_cast<const kj::byte*>(tag.data()), tag.size()));
-  }
-  auto caught_up = header.initCaughtUp(message.caught_up.size());
-  for (size_t i = 0; i < message.caught_up.size(); ++i) {
-    caught_up[i].setShard(message.caught_up[i].shard);
-    auto tasks = caught_up[i].initTasks(message.caught_up[i].tasks.size());
-    for (size_t t = 0; t < message.caught_up[i].tasks.size(); ++t) {
-      tasks.set(t, message.caught_up[i].tasks[t]);
-    }
-  }
-  if (!message.link.empty()) {
-    header.setLink(
-        kj::arrayPtr(reinterpret_cast<const kj::byte*>(message.link.data()), message.link.size()));
-  }
-  auto uses = header.initUses(message.uses.size());
-  for (size_t i = 0; i < message.uses.size(); ++i) {
-    uses[i].setEpoch(message.uses[i].epoch);
-    uses[i].setChunk(message.uses[i].chunk);
-    uses[i].setCount(message.uses[i].count);
-  }
   EncodedMessage encoded;
-  encoded.tensor_frames.reserve(message.tensors.size());
-  auto metas = header.initTensors(message.tensors.size());
-  for (size_t i = 0; i < message.tensors.size(); ++i) {
-    const NamedTensor& t = message.tensors[i];
-    if (!ValidName(t.name)) {
-      return InvalidArgument(StrCat("tensor ", i, " of the ", MessageTypeName(message.type),
-                                    " has an empty name or one holding a NUL byte"));
-    }
-    if (t.tensor.empty()) {
-      return InvalidArgument(StrCat("tensor '", t.name, "' of the ", MessageTypeName(message.type),
-                                    " has no buffer (a default-constructed Tensor)"));
-    }
-    auto meta = metas[i];
-    meta.setName(AsText(t.name));
-    const auto& dims = t.tensor.shape().dims();
-    auto shape = meta.initShape(dims.size());
-    for (size_t d = 0; d < dims.size(); ++d) shape.set(d, dims[d]);
-    meta.setDtype(SchemaDType(t.dtype));
-    meta.setByteLength(WireBytes(t));
-    encoded.tensor_frames.push_back(FrameOf(t));
-  }
+  codec::Written fields(message);
+  RETURN_IF_ERROR(codec::WriteBody(fields, header.getBody(), &encoded.tensor_frames));
+  RETURN_IF_ERROR(fields.Unwritten());
+  RETURN_IF_ERROR(codec::CheckAssigns(message));
   // Written straight into the string that becomes the header frame.
   encoded.header.resize(capnp::computeSerializedSizeInWords(builder) * sizeof(capnp::word));
   kj::ArrayOutputStream out(
@@ -456,7 +300,7 @@ std::vector<Frame> FramesOf(const EncodedMessage& encoded) {
 }
 
 Result<Message> Decode(const std::vector<Frame>& frames, const MessageLimits& limits,
-                       const std::string& receiver) {
+                       const std::string& receiver, Expect expect) {
   if (frames.empty()) return DataLoss("message has no frames; expected a header frame");
   RETURN_IF_ERROR(CheckFrameCount(frames.size(), limits));
   size_t total_bytes = 0;
@@ -496,7 +340,7 @@ Result<Message> Decode(const std::vector<Frame>& frames, const MessageLimits& li
                              (in_place.end() - reader.getEnd()) * sizeof(capnp::word),
                              " bytes after its Cap'n Proto message"));
     }
-    return DecodeHeader(reader.getRoot<schema::Header>(), frames, limits, receiver);
+    return codec::DecodeHeader(reader.getRoot<schema::Header>(), frames, limits, receiver, expect);
   } catch (const kj::Exception& e) {
     return DataLoss(
         StrCat("header frame is not a valid Cap'n Proto message: ", e.getDescription().cStr()));

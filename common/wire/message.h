@@ -1,7 +1,9 @@
-// The messages between workers, evaluators and parameter servers. On the wire a message is one
-// Cap'n Proto frame (schema: common/wire/pstrain.capnp) followed by one ZeroMQ frame per tensor
-// holding its raw float32 (or bfloat16) bytes, so tensor data is never copied into or out of the
-// header.
+// The messages between workers, evaluators, parameter servers and a host's hub. On the wire a
+// message is one Cap'n Proto frame (schema: common/wire/pstrain.capnp) followed by one ZeroMQ frame
+// per tensor holding its raw float32 (or bfloat16) bytes, so tensor data is never copied into or
+// out of the header. In memory a Message is flat (one struct for every type, as the code passes
+// it around); on the wire each protocol has its own structs: the worker requests, the host's,
+// replication, and replies (codec.h).
 #pragma once
 
 #include <cstdint>
@@ -16,13 +18,17 @@ namespace wire {
 
 // Bumped on any incompatible change; a peer speaking another version is refused by name.
 // 3: replication (docs/replication.md); 4: the chief proves shard maps (map_proof.h);
-// 5: replication records and copies carry the chain's link (chain_link.h);
-// 6: tensor frames may be bfloat16, and a pull may ask for its reply in it (--push_dtype=bf16)
-constexpr uint32_t kProtocolVersion = 6;
+// 5: replication records and copies carry the chain's link (chain_link.h); 6: one schema per
+// protocol, a struct per request type (pstrain.capnp); 7: tensor frames may be bfloat16, and a
+// pull may ask for its reply in it (--push_dtype=bf16)
+constexpr uint32_t kProtocolVersion = 7;
 
 // Each request type has its own fields (besides the envelope every message carries: role,
-// task_index, incarnation, request_id, shard, map_epoch); a request carrying a field of another
-// type is refused by CheckRequestFields (message_fields.h), so no field means two things.
+// task_index, incarnation, request_id, shard, map_epoch), its struct's in pstrain.capnp: Encode
+// refuses a message carrying a field its type's struct lacks, naming it, and Decode can only
+// produce a type's own fields, so no field means two things. The worker protocol: register to
+// shutdown, restore, shard map, data lease; the host's: store set and get, collective;
+// replication: replicate, replica copy; replies: ok, error.
 enum class MessageType {
   kRegister,    // step, tensors: the chief's initial values at that global step; without them,
                 // anyone's question whether the variables are ready (reply: value, steps)

@@ -461,11 +461,12 @@ Result<Incoming> ServerSocket::Receive(std::chrono::milliseconds timeout) {
   in.identity = std::move(parts.identity);
   if (!parts.status.ok()) {
     in.message = parts.status;
-    if (!parts.msgs.empty()) {
-      in.request_id = PeekRequestId(AsFrames(parts.msgs)[0], impl_->limits);
-    }
   } else {
-    in.message = Decode(AsFrames(parts.msgs), impl_->limits, "this server");
+    in.message = Decode(AsFrames(parts.msgs), impl_->limits, "this server", Expect::kRequest);
+  }
+  // So that a refused message's error reply is matched to its request.
+  if (!in.message.ok() && !parts.msgs.empty()) {
+    in.request_id = PeekRequestId(AsFrames(parts.msgs)[0], impl_->limits);
   }
   return in;
 }

@@ -59,7 +59,8 @@ class ServerSocket {
   Status ListenAlsoOn(const std::string& endpoint);
   // The bound endpoint (Bind's) with the actual port.
   std::string endpoint() const;
-  // Waits up to `timeout` for a message; Unavailable("timeout") when none came.
+  // Waits up to `timeout` for a message; Unavailable("timeout") when none came. Only requests
+  // are taken: a reply sent here comes out as an Incoming whose message is an error.
   Result<Incoming> Receive(std::chrono::milliseconds timeout);
   Status Reply(const std::string& peer, const Message& message);
   // Connection attempts refused so far: unknown CURVE keys, plaintext against CURVE and the

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/wire/codec.h"
 #include "ps/server.h"
 #include "tests/ps/server_test_util.h"
 
@@ -258,12 +259,28 @@ TEST(ServerFaultsTest, ASilentPeerIsFoundMissingOnceAndNotAfterGoodbye) {
   EXPECT_FALSE(server->peers().at("worker 1").missing);
 }
 
-TEST(ServerFaultsTest, RequestsBeforeInitialisationFailWithFailedPrecondition) {
+// Uninitialized is the one code that makes a chief initialise a server again
+// (worker/distributed/request_router.cc), so a server without variables answers with it alone.
+TEST(ServerFaultsTest, RequestsBeforeInitialisationAreRefusedUninitialized) {
   auto config = ConfigNode::Parse("{optimizer: {type: sgd}, learning_rate: {initial: 1.0}}", "t");
   ParameterServer server(ServerOptions{}, VariableStore::FromConfig(*config).value());
-  auto out = server.Handle("w1", Push(1, 100, 1, 1.0f, 1));
-  ASSERT_EQ(out.size(), 1u);
-  EXPECT_EQ(out[0].message.error_code, StatusCode::kFailedPrecondition);
+  Message pull;
+  pull.type = MessageType::kPull;
+  pull.role = "worker";
+  pull.task_index = 1;
+  pull.incarnation = 100;
+  Message checkpoint = pull;
+  checkpoint.type = MessageType::kCheckpoint;
+  checkpoint.role = "chief";
+  checkpoint.task_index = 0;
+  checkpoint.text = "/nonexistent";
+  for (const Message& request : {Push(1, 100, 1, 1.0f, 1), pull, checkpoint}) {
+    auto out = server.Handle("w1", request);
+    ASSERT_EQ(out.size(), 1u) << wire::MessageTypeName(request.type);
+    EXPECT_EQ(out[0].message.error_code, StatusCode::kUninitialized) << out[0].message.text;
+    EXPECT_NE(out[0].message.text.find("not initialised"), std::string::npos)
+        << out[0].message.text;
+  }
 }
 
 // A server without a chain (no --replicas) answers each replication request, authorised and well
@@ -339,13 +356,14 @@ TEST(ServerFaultsTest, AReplicationRequestIsRefusedWhileReplicationIsOffAndChang
   EXPECT_EQ(server->peers().at("worker 1").last_push_sequence, 1u)
       << "the record's retry-cache entry was not installed";
   EXPECT_EQ(server->pending_requests(), 0u);
-  // A malformed one is refused for its fields first, by name.
+  // A malformed one never reaches a server: its struct on the wire has no place for the field,
+  // and Encode refuses it by name.
   record.root = 1;
-  auto out = server->Handle("peer", record, "ps-0");
-  ASSERT_EQ(out.size(), 1u);
-  EXPECT_EQ(out[0].message.error_code, StatusCode::kInvalidArgument);
-  EXPECT_NE(out[0].message.text.find("a replicate carries no 'root'"), std::string::npos)
-      << out[0].message.text;
+  Result<wire::EncodedMessage> encoded = wire::Encode(record);
+  ASSERT_FALSE(encoded.ok());
+  EXPECT_EQ(encoded.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(encoded.status().message().find("a replicate carries no 'root'"), std::string::npos)
+      << encoded.status().message();
 }
 
 }  // namespace

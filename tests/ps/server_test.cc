@@ -116,7 +116,7 @@ TEST(ServerTest, AStaleProcessIsRefusedWithoutLearningTheNewProcesssIncarnation)
   EXPECT_NE(out[0].message.text.find("is older than one that has spoken since"), std::string::npos)
       << out[0].message.text;
   EXPECT_EQ(out[0].message.text.find("987654321987"), std::string::npos) << out[0].message.text;
-  // Not FailedPrecondition, which a chief takes for a server that lost its variables.
+  // Not Uninitialized, which a chief takes for a server that lost its variables.
   EXPECT_EQ(out[0].message.error_code, StatusCode::kPermissionDenied) << out[0].message.text;
 }
 

@@ -8,7 +8,6 @@
 
 #include "common/bfloat16.h"
 #include "common/wire/codec.h"
-#include "common/wire/message_fields.h"
 #include "tests/wire/wire_test_util.h"
 
 namespace pstrain {
@@ -83,8 +82,7 @@ TEST(Bfloat16FrameTest, NaNAndInfinitySurviveAndAnOddAddressDecodes) {
 
 TEST(Bfloat16FrameTest, AFrameOfTheFloat32SizeIsRefusedNamingTheDtype) {
   const std::string header = RawHeader([](schema::Header::Builder h) {
-    h.setType(schema::MessageType::PUSH);
-    auto meta = h.initTensors(1)[0];
+    auto meta = h.getBody().initWorker().initPush().initTensors(1)[0];
     SetMeta(meta, "w", {8}, 32);
     meta.setDtype(schema::DType::BFLOAT16);
   });
@@ -98,8 +96,7 @@ TEST(Bfloat16FrameTest, AFrameOfTheFloat32SizeIsRefusedNamingTheDtype) {
 
 TEST(Bfloat16FrameTest, AnUnknownDtypeIsRefusedNamingTheKnownOnes) {
   const std::string header = RawHeader([](schema::Header::Builder h) {
-    h.setType(schema::MessageType::PUSH);
-    auto meta = h.initTensors(1)[0];
+    auto meta = h.getBody().initWorker().initPush().initTensors(1)[0];
     SetMeta(meta, "w", {2}, 8);
     meta.setDtype(static_cast<schema::DType>(7));
   });
@@ -121,12 +118,15 @@ TEST(Bfloat16FrameTest, APullAsksForItsReplyInBfloat16AndOnlyAPullMay) {
   Result<Message> decoded = Decode(FramesOf(Encode(pull).value()));
   ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
   EXPECT_EQ(decoded->pull_dtype, TensorDType::kBfloat16);
-  EXPECT_TRUE(CheckRequestFields(*decoded).ok()) << CheckRequestFields(*decoded).ToString();
 
+  // The dtype is a field of the pull's struct alone: a push has no place for it.
   Message push = PushOf(Ramp(4), TensorDType::kBfloat16);
   push.pull_dtype = TensorDType::kBfloat16;
-  const Status refused = CheckRequestFields(push);
-  EXPECT_EQ(refused.message(), "a push carries no 'pullDtype' (it is another request's field)");
+  const Result<EncodedMessage> refused = Encode(push);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().message(),
+            "a push carries no 'pullDtype' (its struct in pstrain.capnp has no place for it: "
+            "another type's field)");
 }
 
 }  // namespace

@@ -50,20 +50,19 @@ class MalformedMessageTest : public ::testing::Test {
 
   void ExpectServerStillWorks() {
     Message ping;
-    ping.type = MessageType::kHeartbeat;
+    ping.type = MessageType::kRegister;
     ping.tensors = {{"w", RandomBitsTensor({4}, 1)}};
     ASSERT_TRUE(good_->Send(ping).ok());
     Result<Incoming> in = server_->Receive(kWait);
     ASSERT_TRUE(in.ok()) << in.status().ToString();
     ASSERT_TRUE(in->message.ok()) << in->message.status().ToString();
-    EXPECT_EQ(in->message->type, MessageType::kHeartbeat);
+    EXPECT_EQ(in->message->type, MessageType::kRegister);
   }
 
   // A valid header with one tensor "w" of `dims` declaring `byte_length` bytes.
   static std::string OneTensorHeader(const std::vector<int64_t>& dims, uint64_t byte_length) {
     return RawHeader([&](schema::Header::Builder h) {
-      h.setType(schema::MessageType::PUSH);
-      SetMeta(h.initTensors(1)[0], "w", dims, byte_length);
+      SetMeta(h.getBody().initWorker().initPush().initTensors(1)[0], "w", dims, byte_length);
     });
   }
 
@@ -86,7 +85,8 @@ TEST_F(MalformedMessageTest, HeaderNotAMultipleOfEightBytes) {
 
 TEST_F(MalformedMessageTest, TruncatedHeaderIsNotCapnProto) {
   std::string header = RawHeader([](schema::Header::Builder h) {
-    h.setText("a text long enough that cutting the message in half loses part of it");
+    h.getBody().initWorker().initBarrier().setName(
+        "a text long enough that cutting the message in half loses part of it");
   });
   header.resize(header.size() / 16 * 8);
   ExpectRefused({header}, StatusCode::kDataLoss, "not a valid Cap'n Proto message");
@@ -94,39 +94,60 @@ TEST_F(MalformedMessageTest, TruncatedHeaderIsNotCapnProto) {
 
 TEST_F(MalformedMessageTest, WrongVersionNamesBothVersionsAndTheSender) {
   const std::string header = RawHeader([](schema::Header::Builder h) {
-    h.setVersion(7);
+    h.setVersion(8);
     h.setRole("worker");
     h.setTaskIndex(1);
   });
   ExpectRefused(
       {header}, StatusCode::kInvalidArgument,
-      "protocol version 7 from worker 1, this server speaks " + std::to_string(kProtocolVersion));
+      "protocol version 8 from worker 1, this server speaks " + std::to_string(kProtocolVersion));
 }
 
-TEST_F(MalformedMessageTest, AVersion5PeerIsRefusedNamingBothVersions) {
-  // A process of the release before bfloat16 tensor frames (protocol 5) meets one of this release
-  // (6), which may push in bfloat16 (--push_dtype=bf16) or ask for a pull's reply in it.
+TEST_F(MalformedMessageTest, AVersion6PeerIsRefusedNamingBothVersions) {
+  // Two releases spoke protocol 6: the one flat header with bfloat16 tensor frames, and the first
+  // schema per protocol, without them. A process of either meets one of this release (7), which
+  // would read its header as something else.
   const std::string header = RawHeader([](schema::Header::Builder h) {
-    h.setVersion(5);
+    h.setVersion(6);
     h.setRole("chief");
     h.setTaskIndex(0);
-    h.setType(schema::MessageType::REGISTER);
+    h.getBody().initWorker().initRegister();
   });
   ExpectRefused({header}, StatusCode::kInvalidArgument,
-                "protocol version 5 from chief 0, this server speaks 6");
+                "protocol version 6 from chief 0, this server speaks 7");
 }
 
 TEST_F(MalformedMessageTest, UnknownMessageType) {
-  const std::string header =
-      RawHeader([](schema::Header::Builder h) { h.setType(static_cast<schema::MessageType>(42)); });
-  ExpectRefused({header}, StatusCode::kInvalidArgument,
-                "unknown message type 42 from an unnamed peer; known types are 0 (register) to 16 "
+  const std::string request = RawHeader([](schema::Header::Builder h) {
+    SetWhich<schema::WorkerRequest>(h.getBody().initWorker(), 42);
+  });
+  ExpectRefused({request}, StatusCode::kInvalidArgument,
+                "unknown worker request 42 from an unnamed peer; known are 0 (register) to 9 "
                 "(data lease)");
+  const std::string protocol =
+      RawHeader([](schema::Header::Builder h) { SetWhich<schema::Header::Body>(h, 42); });
+  ExpectRefused({protocol}, StatusCode::kInvalidArgument,
+                "unknown protocol 42 from an unnamed peer; known are 0 (worker) to 4 (error)");
+}
+
+TEST_F(MalformedMessageTest, AReplyIsNoRequest) {
+  const std::string header = RawHeader([](schema::Header::Builder h) {
+    h.setRequestId(12);
+    h.getBody().initOk().setValue(1);
+  });
+  raw_->Send({header});
+  Result<Incoming> in = server_->Receive(kWait);
+  ASSERT_TRUE(in.ok()) << in.status().ToString();
+  ASSERT_FALSE(in->message.ok());
+  EXPECT_NE(in->message.status().message().find("ok is a reply, not a request"), std::string::npos)
+      << in->message.status().message();
+  EXPECT_EQ(in->request_id, 12u) << "its error reply must reach the caller";
+  ExpectServerStillWorks();
 }
 
 TEST_F(MalformedMessageTest, FewerTensorFramesThanTheHeaderLists) {
   const std::string header = RawHeader([](schema::Header::Builder h) {
-    auto metas = h.initTensors(2);
+    auto metas = h.getBody().initWorker().initRegister().initTensors(2);
     SetMeta(metas[0], "a", {2}, 8);
     SetMeta(metas[1], "b", {2}, 8);
   });
@@ -161,10 +182,9 @@ TEST_F(MalformedMessageTest, NegativeDim) {
 
 TEST_F(MalformedMessageTest, EmptyVariableName) {
   const std::string header = RawHeader([](schema::Header::Builder h) {
-    h.setType(schema::MessageType::PULL);
     h.setRole("worker");
     h.setTaskIndex(0);
-    auto names = h.initNames(2);
+    auto names = h.getBody().initWorker().initPull().initNames(2);
     names.set(0, "fc/w");
     names.set(1, "");
   });
@@ -172,10 +192,11 @@ TEST_F(MalformedMessageTest, EmptyVariableName) {
 }
 
 TEST_F(MalformedMessageTest, EmptyTensorName) {
-  ExpectRefused(
-      {RawHeader([](schema::Header::Builder h) { SetMeta(h.initTensors(1)[0], "", {1}, 4); }),
-       std::string(4, 'x')},
-      StatusCode::kInvalidArgument, "tensor 0 of 1 in the register from an unnamed peer");
+  ExpectRefused({RawHeader([](schema::Header::Builder h) {
+                   SetMeta(h.getBody().initWorker().initRegister().initTensors(1)[0], "", {1}, 4);
+                 }),
+                 std::string(4, 'x')},
+                StatusCode::kInvalidArgument, "tensor 0 of 1 in the register from an unnamed peer");
 }
 
 TEST_F(MalformedMessageTest, TooManyFrames) {
@@ -190,8 +211,9 @@ TEST_F(MalformedMessageTest, TooManyBytesInAll) {
 }
 
 TEST_F(MalformedMessageTest, HeaderOverTheLimit) {
-  const std::string header =
-      RawHeader([](schema::Header::Builder h) { h.setText(std::string(8000, 't')); });
+  const std::string header = RawHeader([](schema::Header::Builder h) {
+    h.getBody().initWorker().initBarrier().setName(std::string(8000, 't'));
+  });
   ExpectRefused({header}, StatusCode::kInvalidArgument, "above the limit max_header_bytes=4096");
 }
 

@@ -289,11 +289,12 @@ Status RequestRouter::HandleRefusal(InFlight* f, size_t k, int server, const Sta
     return Status::OK();
   }
   // A server that restarted has no variables (servers never restore on their own, which would
-  // roll one shard back behind the others): the chief gives it its current values again, and
-  // the server its optimizer slots from its newest checkpoint; everyone else waits for that.
-  // (Copies of a round sent earlier may still bring this error after the fact; they change
-  // nothing.)
-  if (status.code() != StatusCode::kFailedPrecondition || p.reinit ||
+  // roll one shard back behind the others) and says so with a code of its own, kUninitialized:
+  // the chief gives it its current values again, and the server its optimizer slots from its
+  // newest checkpoint; everyone else waits for that. Any other refusal (FailedPrecondition
+  // included) fails the exchange. (Copies of a round sent earlier may still bring this error
+  // after the fact; they change nothing.)
+  if (status.code() != StatusCode::kUninitialized || p.reinit ||
       p.message.type == MessageType::kRegister) {
     return status;
   }

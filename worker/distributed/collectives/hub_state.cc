@@ -5,8 +5,6 @@
 #include <cstring>
 #include <utility>
 
-#include "common/wire/message_fields.h"
-
 namespace pstrain {
 
 using std::chrono::milliseconds;
@@ -60,8 +58,6 @@ std::vector<HubState::Outgoing> HubState::Handle(const std::string& peer, Messag
     ReplyTo(peer, wire::ErrorReply(
                       request, PermissionDenied("the request names rank " + std::to_string(rank) +
                                                 " but its key is " + identity + "'s")));
-  } else if (Status fields = wire::CheckRequestFields(request); !fields.ok()) {
-    ReplyTo(peer, wire::ErrorReply(request, fields));
   } else if (request.type == MessageType::kCollective) {
     Collect(peer, std::move(request), now);
   } else if (request.type == MessageType::kHeartbeat) {
