@@ -180,6 +180,10 @@ Result<Tensor> SparseTable::Gather(const std::vector<int64_t>& ids, int64_t step
       for (int64_t k = 0; k < n; ++k) CountPending(id, step);
     }
   }
+  return Lookup(ids);
+}
+
+Tensor SparseTable::Lookup(const std::vector<int64_t>& ids) const {
   const int64_t d = options_.dimension;
   Tensor out(Shape{static_cast<int64_t>(ids.size()), d});  // zeros for ids without a row
   for (size_t i = 0; i < ids.size(); ++i) {

@@ -75,6 +75,9 @@ class SparseTable {
   // that are new and marking every row touched at `step`. Ids without a row read zeros. Fails,
   // changing nothing, on a negative id or when the new rows would pass max_rows.
   Result<Tensor> Gather(const std::vector<int64_t>& ids, int64_t step);
+  // The rows of `ids` as they are, zeros for ids without a row, creating, counting and touching
+  // nothing (evaluation).
+  Tensor Lookup(const std::vector<int64_t>& ids) const;
   // One optimizer step on the rows of `ids` from `grads` [ids.size(), dimension]: the rows of a
   // repeated id are summed first (one update per row, as TensorFlow deduplicates indexed slices),
   // then clipped and applied at the rate of `step`. Ids without a row are skipped. Fails,

@@ -132,5 +132,8 @@ int main(int argc, char** argv) {
       "checkpoints in %s; TensorBoard: tensorboard --logdir %s\n",
       static_cast<long>(result->global_step), result->test_accuracy, result->test_loss,
       result->train_seconds, o.train_dir.c_str(), o.logdir.c_str());
+  if (result->test_auc >= 0) {
+    std::printf("test AUC %.4f, test log loss %.4f\n", result->test_auc, result->test_log_loss);
+  }
   return 0;
 }

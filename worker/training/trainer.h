@@ -40,6 +40,8 @@ struct TrainResult {
   int64_t global_step = 0;
   double test_accuracy = 0;
   double test_loss = 0;
+  double test_auc = -1;  // two-class (click) models only
+  double test_log_loss = 0;
   double train_seconds = 0;
 };
 
