@@ -127,6 +127,23 @@ TEST(WideDeepTest, TheShippedConfigTrainsOnALogOfCriteosShape) {
   EXPECT_NE(out.find("test AUC"), std::string::npos) << out;
 }
 
+TEST(WideDeepTest, ATableReachingMaxTableRowsStopsTheRunNamingIt) {
+  const std::string dir = TempDir("full");
+  int status = 0;
+  RunCommand(std::string(PSTRAIN_SYNTH_CTR_BINARY) + " --out_dir=" + dir +
+                 "/data --categorical=2 --vocabulary=500 --train_examples=500 --test_examples=10",
+             &status);
+  ASSERT_EQ(status, 0);
+  std::ofstream(dir + "/widedeep.yaml") << SmallConfig(2, dir + "/data");
+  const std::string out =
+      RunCommand(std::string(PSTRAIN_TRAIN_BINARY) + " --config=" + dir +
+                     "/widedeep.yaml --train_dir=" + dir + "/run --max_table_rows=60",
+                 &status);
+  EXPECT_NE(status, 0);
+  EXPECT_NE(out.find("is full"), std::string::npos) << out;
+  EXPECT_NE(out.find("over max_rows 60"), std::string::npos) << out;
+}
+
 TEST(WideDeepTest, AFeatureTheLogLacksStopsTheRunNamingItAndTheRecord) {
   const std::string dir = TempDir("missing");
   int status = 0;

@@ -6,7 +6,8 @@ namespace pstrain {
 namespace worker {
 namespace {
 
-Result<std::map<std::string, std::unique_ptr<ps::SparseTable>>> ReadTables(const ConfigNode& node) {
+Result<std::map<std::string, std::unique_ptr<ps::SparseTable>>> ReadTables(const ConfigNode& node,
+                                                                           int64_t max_table_rows) {
   RETURN_IF_ERROR(node.CheckKeys({"optimizer", "learning_rate", "clipping", "list"}));
   ASSIGN_OR_RETURN(ConfigNode optimizer_node, node.Child("optimizer"));
   ASSIGN_OR_RETURN(std::unique_ptr<ps::Optimizer> optimizer,
@@ -25,6 +26,7 @@ Result<std::map<std::string, std::unique_ptr<ps::SparseTable>>> ReadTables(const
   for (size_t i = 0; i < list.size(); ++i) {
     ASSIGN_OR_RETURN(ps::SparseTableOptions options,
                      ps::SparseTableOptions::FromConfig(list.At(i)));
+    if (max_table_rows > 0) options.max_rows = std::min(options.max_rows, max_table_rows);
     const std::string name = options.name;
     if (tables.count(name)) return list.At(i).Error("table '" + name + "' is listed twice");
     tables[name] = std::make_unique<ps::SparseTable>(std::move(options), shared, lr, clipping);
@@ -35,9 +37,10 @@ Result<std::map<std::string, std::unique_ptr<ps::SparseTable>>> ReadTables(const
 }  // namespace
 
 Result<std::unique_ptr<EmbeddingTables>> EmbeddingTables::Create(const ConfigNode& tables_node,
-                                                                 Model* model) {
+                                                                 Model* model,
+                                                                 int64_t max_table_rows) {
   auto tables = std::unique_ptr<EmbeddingTables>(new EmbeddingTables());
-  ASSIGN_OR_RETURN(tables->tables_, ReadTables(tables_node));
+  ASSIGN_OR_RETURN(tables->tables_, ReadTables(tables_node, max_table_rows));
   for (size_t i = 0; i < model->layers().size(); ++i) {
     auto* layer = dynamic_cast<Embedding*>(model->layers()[i].get());
     if (layer == nullptr) continue;

@@ -33,8 +33,9 @@ class EmbeddingTables {
  public:
   // Errors name the layer or the table: an embedding layer reading something other than a model
   // input, naming no table of the list, or of another dimension.
+  // `max_table_rows` > 0 caps every table's max_rows (--max_table_rows).
   static Result<std::unique_ptr<EmbeddingTables>> Create(const ConfigNode& tables_node,
-                                                         Model* model);
+                                                         Model* model, int64_t max_table_rows = 0);
 
   // Whether `v` is an embedding layer's gathered rows (updated here, not by the dense store).
   bool Holds(const Variable* v) const;

@@ -35,7 +35,7 @@ Result<std::string> PathOf(const ConfigNode& input, const std::string& key) {
   return path;
 }
 
-Result<TableRun> Prepare(const ConfigNode& config, const std::string& data_dir) {
+Result<TableRun> Prepare(const ConfigNode& config, const TrainerOptions& o) {
   RETURN_IF_ERROR(config.CheckKeys({"model", "train", "input", "tables"}));
   ASSIGN_OR_RETURN(ConfigNode model_node, config.Child("model"));
   ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::FromConfig(model_node));
@@ -48,7 +48,7 @@ Result<TableRun> Prepare(const ConfigNode& config, const std::string& data_dir) 
   ASSIGN_OR_RETURN(FeatureSchema schema, FeatureSchema::FromConfig(input));
   ASSIGN_OR_RETURN(FeatureBatcher batcher,
                    FeatureBatcher::Create(schema, model->input_names(), model->input_shapes()));
-  const std::string prefix = data_dir.empty() ? "" : data_dir + "/";
+  const std::string prefix = o.data_dir.empty() ? "" : o.data_dir + "/";
   ASSIGN_OR_RETURN(std::string train_path, PathOf(input, "train_tfrecord"));
   ASSIGN_OR_RETURN(std::string test_path, PathOf(input, "test_tfrecord"));
   ASSIGN_OR_RETURN(auto train_examples, ReadFeatureExamples(prefix + train_path, schema));
@@ -56,7 +56,7 @@ Result<TableRun> Prepare(const ConfigNode& config, const std::string& data_dir) 
   model->InitVariables(train.seed);
   ASSIGN_OR_RETURN(ConfigNode tables_node, config.Child("tables"));
   ASSIGN_OR_RETURN(std::unique_ptr<EmbeddingTables> tables,
-                   EmbeddingTables::Create(tables_node, model.get()));
+                   EmbeddingTables::Create(tables_node, model.get(), o.max_table_rows));
   for (Variable* v : model->trainable_variables()) {
     if (!tables->Holds(v)) RETURN_IF_ERROR(store->AddVariable(v->name, v->value));
   }
@@ -129,7 +129,7 @@ void LogEvaluation(int64_t step, const Evaluation& e, double log_loss) {
 }  // namespace
 
 Result<TrainResult> TrainWithTables(const TrainerOptions& o, const ConfigNode& config) {
-  ASSIGN_OR_RETURN(TableRun run, Prepare(config, o.data_dir));
+  ASSIGN_OR_RETURN(TableRun run, Prepare(config, o));
   LOG(INFO) << "trainer: " << run.model->Summary();
   const int64_t batch_size = run.train.batch_size;
   const int64_t examples = static_cast<int64_t>(run.train_examples.size());
@@ -174,6 +174,7 @@ Result<TrainResult> TrainWithTables(const TrainerOptions& o, const ConfigNode& c
     }
   }
   result.global_step = run.store->global_step();
+  result.checkpointed = false;
   result.train_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return result;
 }

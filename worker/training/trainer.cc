@@ -208,6 +208,7 @@ Result<TrainResult> Train(const TrainerOptions& o) {
       ASSIGN_OR_RETURN(Evaluation e, Evaluate(model.get(), input, tc.seed));
       result.test_accuracy = e.accuracy;
       result.test_loss = e.loss;
+      result.test_auc = e.auc;  // two-class models only
       evaluated_at_end = now_step == max_steps;
       const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
       LOG(INFO) << "trainer: step " << now_step << ": test accuracy " << std::fixed
@@ -241,6 +242,7 @@ Result<TrainResult> Train(const TrainerOptions& o) {
     ASSIGN_OR_RETURN(Evaluation e, Evaluate(model.get(), input, tc.seed));
     result.test_accuracy = e.accuracy;
     result.test_loss = e.loss;
+    result.test_auc = e.auc;
   }
   CheckpointData final_state;
   final_state.global_step = result.global_step;
