@@ -1,5 +1,6 @@
 #include "ps/sparse_table.h"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -112,7 +113,11 @@ SparseTable::SparseTable(SparseTableOptions options, std::shared_ptr<const Optim
       clipping_(clipping.ServerSide()) {
   CHECK(optimizer_ != nullptr);
   CHECK(options_.Validate().ok()) << options_.Validate().ToString();
-  num_slots_ = static_cast<int>(optimizer_->slot_names().size());
+  const Slots initial = optimizer_->CreateSlots(Shape{1});
+  for (const std::string& slot : optimizer_->slot_names()) {
+    slot_initial_.push_back(initial.at(slot)[0]);
+  }
+  num_slots_ = static_cast<int>(slot_initial_.size());
 }
 
 bool SparseTable::Admits(int64_t id, int64_t repeats_in_batch) const {
@@ -148,12 +153,9 @@ void SparseTable::CreateRow(int64_t id, int64_t step) {
   pending_.erase(id);
   float* row = RowAt(r);
   InitializeRow(options_.initializer, options_.seed, id, options_.dimension, row);
-  const std::vector<std::string> slots = optimizer_->slot_names();
-  Slots initial = optimizer_->CreateSlots(Shape{1});  // each slot's initial value
   for (int s = 0; s < num_slots_; ++s) {
-    const float value = initial.at(slots[s])[0];
     float* slot = row + (1 + s) * options_.dimension;
-    for (int64_t i = 0; i < options_.dimension; ++i) slot[i] = value;
+    std::fill(slot, slot + options_.dimension, slot_initial_[s]);
   }
 }
 

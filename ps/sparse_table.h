@@ -113,6 +113,7 @@ class SparseTable {
   LearningRateSchedule learning_rate_;
   ClippingOptions clipping_;
   int num_slots_ = 0;
+  std::vector<float> slot_initial_;             // per slot, the value a new row's slot starts at
   std::unordered_map<int64_t, int64_t> index_;  // id -> row slot in storage_
   std::vector<int64_t> last_step_;              // per row slot: the last step that touched it
   std::vector<int64_t> row_ids_;                // per row slot: its id, or -1 when free
