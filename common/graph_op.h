@@ -7,7 +7,10 @@
 // is here, in common/, so that common/summary reads it without including worker/.
 //
 // The op's inputs are not listed: it reads the layer's inputs, then the layer's variables in the
-// order the layer created them (and, for TensorFlow, a loss reads the "labels" placeholder last).
+// order the layer created them (and, for TensorFlow, a loss reads the "labels" placeholder last),
+// or the variables first where the op takes its data before its indices (Gather). A layer that is
+// several ops in a row (a gather, then a sum over the slots) lists the followers in `then`: each
+// reads the output of the one before, and the last one's output is the layer's.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +42,8 @@ struct GraphOp {
   std::string op;  // "Conv2D", "LeakyRelu"
   std::vector<GraphOpAttribute> attributes;
   bool reads_labels = false;  // TensorFlow: a loss also reads the "labels" placeholder
+  bool variables_first = false;
+  std::vector<GraphOp> then;
 
   GraphOp& Int(std::string name, int64_t v) {
     return Add(std::move(name), Kind::kInt).i = v, *this;
@@ -57,6 +62,8 @@ struct GraphOp {
     return Add(std::move(name), Kind::kType).type = v, *this;
   }
   GraphOp& ReadsLabels() { return reads_labels = true, *this; }
+  GraphOp& ReadsVariablesFirst() { return variables_first = true, *this; }
+  GraphOp& Then(GraphOp next) { return then.push_back(std::move(next)), *this; }
 
   // The attribute called `name`, or null.
   const GraphOpAttribute* Find(const std::string& name) const {

@@ -22,7 +22,7 @@ using Slots = std::map<std::string, Tensor>;
 
 class Optimizer {
  public:
-  // Reads the `optimizer:` node: `type` (sgd | momentum | adam | adagrad | rmsprop) and the
+  // Reads the `optimizer:` node: `type` (sgd | momentum | adam | adagrad | rmsprop | ftrl) and the
   // hyper-parameters of that type. Unknown types, unknown fields and bad values are errors.
   static Result<std::unique_ptr<Optimizer>> FromConfig(const ConfigNode& optimizer_node);
   // The types FromConfig knows, in alphabetical order (as errors list them).
@@ -66,6 +66,13 @@ class Optimizer {
   // buffer, instead of copying the whole variable first.
   Status ApplyInto(float lr, int64_t global_step, const Tensor& grad, const Tensor& var,
                    Tensor* out, Slots* slots) const;
+  // The same update in place over `n` raw floats whose sizes the caller has checked: one row of
+  // a sparse table (ps/sparse_table.h), whose rows and slots are not Tensors of their own.
+  // `slots` points at the slot rows in slot_names() order. The caller flushes denormals.
+  void UpdateRow(float lr, int64_t global_step, int64_t n, const float* grad, float* var,
+                 float* const* slots) const {
+    Update(lr, global_step, n, grad, var, var, slots);
+  }
 
  protected:
   // The value a fresh slot is filled with (0 unless overridden).
@@ -109,12 +116,24 @@ struct RMSPropOptions {
   bool centered = false;
 };
 
+// tf.train.FtrlOptimizer (l2_shrinkage 0): accum_new = accum + g^2;
+// linear += g - (accum_new^-p - accum^-p) / lr * var with p = learning_rate_power;
+// var = |linear| > l1 ? (sign(linear) l1 - linear) / (accum_new^-p / lr + 2 l2) : 0.
+// Slots "accumulator" (starts at initial_accumulator_value) and "linear".
+struct FtrlOptions {
+  float learning_rate_power = -0.5f;        // <= 0
+  float initial_accumulator_value = 0.1f;   // > 0
+  float l1_regularization_strength = 0.0f;  // >= 0
+  float l2_regularization_strength = 0.0f;  // >= 0
+};
+
 // Constructors for code that builds optimizers without a config (the errors name the field).
 std::unique_ptr<Optimizer> NewSgdOptimizer();
 Result<std::unique_ptr<Optimizer>> NewMomentumOptimizer(const MomentumOptions& options);
 Result<std::unique_ptr<Optimizer>> NewAdamOptimizer(const AdamOptions& options);
 Result<std::unique_ptr<Optimizer>> NewAdagradOptimizer(const AdagradOptions& options);
 Result<std::unique_ptr<Optimizer>> NewRMSPropOptimizer(const RMSPropOptions& options);
+Result<std::unique_ptr<Optimizer>> NewFtrlOptimizer(const FtrlOptions& options);
 
 // In optimizers/<name>.cc: PSTRAIN_REGISTER_OPTIMIZER("adam", internal::AdamFromConfig);
 #define PSTRAIN_REGISTER_OPTIMIZER(type_name, from_config)            \

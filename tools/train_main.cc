@@ -39,6 +39,10 @@ DEFINE_string(data_dir, "",
               "Fashion-MNIST IDX directory (default: the config's, else "
               "/usr/share/datasets/fashion-mnist)");
 DEFINE_double(stop_at_accuracy, 0, "stop once an evaluation reaches this test accuracy");
+DEFINE_int64(
+    max_table_rows, 0,
+    "the most rows any sparse embedding table may hold, below its config's max_rows "
+    "(0: each table's max_rows); a batch that would pass it stops the run naming the table");
 
 namespace {
 
@@ -128,16 +132,22 @@ int main(int argc, char** argv) {
   o.restore_exclude = FLAGS_restore_exclude;
   o.data_dir = FLAGS_data_dir;
   o.stop_at_accuracy = FLAGS_stop_at_accuracy;
+  o.max_table_rows = FLAGS_max_table_rows;
   o.command_line = command_line;
   auto result = pstrain::worker::Train(o);
   if (!result.ok()) {
     LOG(ERROR) << result.status().ToString();
     return 1;
   }
-  std::printf(
-      "done: global step %ld, test accuracy %.4f, test loss %.4f, %.1f s\n"
-      "checkpoints in %s; TensorBoard: tensorboard --logdir %s\n",
-      static_cast<long>(result->global_step), result->test_accuracy, result->test_loss,
-      result->train_seconds, o.train_dir.c_str(), o.logdir.c_str());
+  std::printf("done: global step %ld, test accuracy %.4f, test loss %.4f, %.1f s\n",
+              static_cast<long>(result->global_step), result->test_accuracy, result->test_loss,
+              result->train_seconds);
+  if (result->test_auc >= 0) {
+    std::printf("test AUC %.4f, test log loss %.4f\n", result->test_auc, result->test_log_loss);
+  }
+  if (result->checkpointed) {
+    std::printf("checkpoints in %s; TensorBoard: tensorboard --logdir %s\n", o.train_dir.c_str(),
+                o.logdir.c_str());
+  }
   return 0;
 }

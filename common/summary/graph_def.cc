@@ -105,10 +105,12 @@ tensorflow::GraphDef BuildGraphDef(const GraphModel& model) {
       auto it = node_of.find(in);
       inputs.push_back(it == node_of.end() ? in : it->second);
     }
+    std::vector<std::string> variables;  // the layer's inputs' place, or before them
+    std::vector<std::string>& reads = layer.op.variables_first ? variables : inputs;
     for (const GraphLayer::Variable& v : layer.variables) {
       for (const GraphVariable& part : v.partitions) AddVariable(&graph, part);
       if (v.partitions.size() == 1) {
-        inputs.push_back(v.partitions[0].name);
+        reads.push_back(v.partitions[0].name);
         continue;
       }
       // TensorFlow's PartitionedVariable reads as the concatenation of its parts.
@@ -117,15 +119,25 @@ tensorflow::GraphDef BuildGraphDef(const GraphModel& model) {
       for (const GraphVariable& part : v.partitions) node->add_input(part.name);
       SetType(node, "T", tensorflow::DT_FLOAT);
       (*node->mutable_attr())["N"].set_i(static_cast<int64_t>(v.partitions.size()));
-      inputs.push_back(concat);
+      reads.push_back(concat);
     }
+    inputs.insert(inputs.begin(), variables.begin(), variables.end());
     if (layer.op.reads_labels) inputs.push_back(kLabels);
-    const std::string name = LayerNodeName(layer);
+    std::string name = LayerNodeName(layer);
     tensorflow::NodeDef* node =
         AddNode(&graph, name, OpName(layer), model.worker_device, Batched(layer.output_shape));
     for (const std::string& in : inputs) node->add_input(in);
     SetType(node, "T", tensorflow::DT_FLOAT);
     for (const GraphOpAttribute& a : layer.op.attributes) SetAttribute(node, a);
+    for (const GraphOp& next : layer.op.then) {  // each reads the one before; shapes: the last's
+      node->mutable_attr()->erase("_output_shapes");
+      const std::string input = name;
+      name = layer.name + "/" + next.op;
+      node = AddNode(&graph, name, next.op, model.worker_device, Batched(layer.output_shape));
+      node->add_input(input);
+      SetType(node, "T", tensorflow::DT_FLOAT);
+      for (const GraphOpAttribute& a : next.attributes) SetAttribute(node, a);
+    }
     node_of[layer.name] = name;
   }
   return graph;

@@ -16,6 +16,7 @@ Result<std::unique_ptr<Optimizer>> MomentumFromConfig(const ConfigNode& node);
 Result<std::unique_ptr<Optimizer>> AdamFromConfig(const ConfigNode& node);
 Result<std::unique_ptr<Optimizer>> AdagradFromConfig(const ConfigNode& node);
 Result<std::unique_ptr<Optimizer>> RMSPropFromConfig(const ConfigNode& node);
+Result<std::unique_ptr<Optimizer>> FtrlFromConfig(const ConfigNode& node);
 
 // "field 'beta1' must be in [0, 1), got 1.5" style errors; NaN always fails.
 Status CheckInUnitInterval(const char* field, double value);  // [0, 1)

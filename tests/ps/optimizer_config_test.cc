@@ -33,7 +33,7 @@ TEST(OptimizerConfigTest, EveryTypeIsKnown) {
   for (const std::string& type : Optimizer::KnownTypes()) {
     EXPECT_STREQ(MustOptimizer("{type: " + type + "}")->name(), type.c_str());
   }
-  EXPECT_EQ(Optimizer::KnownTypes().size(), 5u);
+  EXPECT_EQ(Optimizer::KnownTypes().size(), 6u);
 }
 
 TEST(OptimizerConfigTest, FieldsReachTheUpdate) {
@@ -53,13 +53,21 @@ TEST(OptimizerConfigTest, FieldsReachTheUpdate) {
             OneStep(*NewRMSPropOptimizer({0.5f, 0.2f, 0.01f, true}).value()));
   EXPECT_NE(OneStep(*MustOptimizer("{type: rmsprop, decay: 0.5}")),
             OneStep(*MustOptimizer("{type: rmsprop}")));
+  EXPECT_EQ(OneStep(*MustOptimizer("{type: ftrl, learning_rate_power: -0.7, "
+                                   "initial_accumulator_value: 0.5, l1_regularization_strength: "
+                                   "0.01, l2_regularization_strength: 0.3}")),
+            OneStep(*NewFtrlOptimizer({-0.7f, 0.5f, 0.01f, 0.3f}).value()));
+  EXPECT_NE(OneStep(*MustOptimizer("{type: ftrl, learning_rate_power: -0.7}")),
+            OneStep(*MustOptimizer("{type: ftrl}")));
+  EXPECT_NE(OneStep(*MustOptimizer("{type: ftrl, l2_regularization_strength: 0.3}")),
+            OneStep(*MustOptimizer("{type: ftrl}")));
 }
 
 TEST(OptimizerConfigTest, UnknownTypeListsKnownTypes) {
   const std::string error = ErrorOf("{type: adamw}");
   EXPECT_NE(error.find("test.yaml: optimizer"), std::string::npos) << error;
   EXPECT_NE(error.find("'adamw'"), std::string::npos) << error;
-  EXPECT_NE(error.find("adagrad, adam, momentum, rmsprop, sgd"), std::string::npos) << error;
+  EXPECT_NE(error.find("adagrad, adam, ftrl, momentum, rmsprop, sgd"), std::string::npos) << error;
 }
 
 TEST(OptimizerConfigTest, MissingTypeIsNamed) {
@@ -84,6 +92,9 @@ TEST(OptimizerConfigTest, BadValuesAreNamed) {
       {"{type: adagrad, initial_accumulator_value: 0}",
        "field 'initial_accumulator_value' must be > 0, got 0"},
       {"{type: rmsprop, decay: 1}", "field 'decay' must be in [0, 1), got 1"},
+      {"{type: ftrl, learning_rate_power: 0.5}", "field 'learning_rate_power' must be <= 0"},
+      {"{type: ftrl, l1_regularization_strength: -1}",
+       "field 'l1_regularization_strength' must be >= 0, got -1"},
       {"{type: rmsprop, epsilon: -1}", "field 'epsilon' must be >= 0, got -1"},
       {"{type: adam, beta1: fast}", "field 'beta1' must be a number, got 'fast'"},
       {"{type: momentum, nesterov: maybe}", "field 'nesterov' must be true or false"},

@@ -115,6 +115,25 @@ TEST(OptimizerTest, AdagradUsesConfiguredInitialAccumulator) {
   ExpectValues(Step(*adagrad, 0, &var, &slots), {0.9552786405, -1.9292893219}, "step 0");
 }
 
+TEST(OptimizerTest, FtrlZeroesCoordinatesWhoseLinearTermIsWithinL1) {
+  FtrlOptions options;
+  options.l1_regularization_strength = 2.5f;
+  options.l2_regularization_strength = 0.2f;
+  auto ftrl = NewFtrlOptimizer(options).value();
+  Tensor var = Vec({1.0f, -2.0f});
+  Slots slots = ftrl->CreateSlots(var.shape());
+  ExpectValues(slots.at("accumulator"), {0.1, 0.1}, "initial accumulator");
+  // a' = a + g^2; linear += g - (sqrt(a') - sqrt(a)) / 0.1 * var;
+  // var = |linear| > 2.5 ? (sign(linear) 2.5 - linear) / (sqrt(a') / 0.1 + 0.4) : 0.
+  // step 0: a' = [0.35, 1.1]; linear = [0.5 - 2.7538021, -1 + 7.3257119 * 2] = [-2.2538021,
+  // 13.6516216]: the first is within l1, so 0; the second (2.5 - 13.6516216) / 10.8880885.
+  ExpectValues(Step(*ftrl, 0, &var, &slots), {0.0, -1.024204}, "step 0");
+  // step 1: a' = [0.4125, 2.1]; linear = [-2.0038021, 18.7518]: 0 and -16.2518 / 14.8913767.
+  ExpectValues(Step(*ftrl, 1, &var, &slots), {0.0, -1.091357}, "step 1");
+  ExpectValues(slots.at("linear"), {-2.003802, 18.7518}, "linear");
+  ExpectValues(slots.at("accumulator"), {0.4125, 2.1}, "accumulator");
+}
+
 TEST(OptimizerTest, RMSPropMatchesHandComputedSteps) {
   auto rmsprop = NewRMSPropOptimizer({0.9f, 0.5f, 1e-10f, false}).value();
   Tensor var = Vec({1.0f, -2.0f});

@@ -36,7 +36,9 @@ inline std::vector<std::string> AllOptimizerConfigs() {
           "{type: adam}",
           "{type: adagrad}",
           "{type: rmsprop, momentum: 0.5}",
-          "{type: rmsprop, momentum: 0.5, centered: true}"};
+          "{type: rmsprop, momentum: 0.5, centered: true}",
+          "{type: ftrl, l1_regularization_strength: 0.01, l2_regularization_strength: 0.1}",
+          "{type: ftrl, learning_rate_power: -0.7}"};
 }
 
 inline Tensor Vec(const std::vector<float>& values) {

@@ -146,5 +146,24 @@ TEST(GraphDefTest, ALayerWithoutATensorFlowOpKeepsItsTypeName) {
   EXPECT_EQ(Inputs(nodes.at("fc1/MatMul"))[0], "flatten/my_new_layer");
 }
 
+// A layer of several ops (an embedding: a gather, then a sum over the slots) is a chain in its
+// name scope; a gather reads its table before its indices, and the next layer reads the chain's
+// last op.
+TEST(GraphDefTest, ALayerOfSeveralOpsIsAChainAndAGatherReadsItsTableFirst) {
+  GraphModel m;
+  m.input_shape = {4};
+  GraphLayer embedding{"emb", "embedding", {"input"}, {3}, {}, GraphOp("GatherV2")};
+  embedding.op.ReadsVariablesFirst().Then(GraphOp("Sum").Bool("keep_dims", false));
+  embedding.variables.push_back({"emb/rows", {5, 3}, {{"emb/rows", {5, 3}, ""}}});
+  GraphLayer fc{"fc", "fully_connected", {"emb"}, {2}, {}, GraphOp("MatMul")};
+  m.layers = {embedding, fc};
+  const auto nodes = ByName(BuildGraphDef(m));
+  EXPECT_EQ(Inputs(nodes.at("emb/GatherV2")), (std::vector<std::string>{"emb/rows", "input"}));
+  EXPECT_EQ(Inputs(nodes.at("emb/Sum")), (std::vector<std::string>{"emb/GatherV2"}));
+  EXPECT_FALSE(nodes.at("emb/Sum").attr().at("keep_dims").b());
+  EXPECT_EQ(OutputShape(nodes.at("emb/Sum")), (std::vector<int64_t>{-1, 3}));
+  EXPECT_FALSE(nodes.at("emb/GatherV2").attr().count("_output_shapes"));
+  EXPECT_EQ(Inputs(nodes.at("fc/MatMul"))[0], "emb/Sum");
+}
 }  // namespace
 }  // namespace pstrain

@@ -206,14 +206,30 @@ inline std::unique_ptr<Layer> MakeCaseLayer(const LayerCase& c, Shape* output_sh
   return layer;
 }
 
+// Integers uniform in [lo, hi], as floats.
+inline Tensor RandomIndices(const Shape& shape, std::mt19937_64* rng, float lo, float hi) {
+  Tensor t = Tensor::Uninitialized(shape);
+  std::uniform_int_distribution<int64_t> dist(static_cast<int64_t>(lo), static_cast<int64_t>(hi));
+  for (int64_t i = 0; i < t.size(); ++i) t[i] = static_cast<float>(dist(*rng));
+  return t;
+}
+
 // A case's inputs, batch tensors.
 inline std::vector<Tensor> CaseInputs(const LayerCase& c) {
   std::mt19937_64 rng(c.seed);
   std::vector<Tensor> out;
   for (const Shape& s : c.inputs) {
-    out.push_back(c.values == InputValues::kDistinct
-                      ? DistinctValues(Batched(c.batch, s), rng())
-                      : RandomTensor(Batched(c.batch, s), &rng, c.lo, c.hi));
+    switch (c.values) {
+      case InputValues::kDistinct:
+        out.push_back(DistinctValues(Batched(c.batch, s), rng()));
+        break;
+      case InputValues::kIndices:
+        out.push_back(RandomIndices(Batched(c.batch, s), &rng, c.lo, c.hi));
+        break;
+      case InputValues::kUniform:
+        out.push_back(RandomTensor(Batched(c.batch, s), &rng, c.lo, c.hi));
+        break;
+    }
   }
   return out;
 }

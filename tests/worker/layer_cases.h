@@ -26,6 +26,7 @@ namespace testing {
 enum class InputValues {
   kUniform,   // uniform in [lo, hi]
   kDistinct,  // distinct, 0.05 apart: no max-pool tie or ReLU kink within the difference step
+  kIndices,   // integers uniform in [lo, hi]: an embedding's row indices (-1 for padding)
 };
 
 struct LayerCase {
@@ -57,6 +58,9 @@ struct LayerCase {
   LayerCase& Evaluation() { return training = false, *this; }
   LayerCase& Seed(uint64_t s) { return seed = s, *this; }
   LayerCase& Distinct() { return values = InputValues::kDistinct, *this; }
+  LayerCase& Indices(float l, float h) {
+    return values = InputValues::kIndices, lo = l, hi = h, *this;
+  }
   LayerCase& Range(float l, float h) { return lo = l, hi = h, *this; }
   LayerCase& Labels(std::vector<int32_t> l) { return labels = std::move(l), *this; }
   LayerCase& Set(std::string variable, std::vector<float> v) {
@@ -184,6 +188,26 @@ inline const std::vector<LayerCase>& LayerCases() {
       LayerCase("flatten_batch4", "{type: flatten}", {{3, 5, 5}}).Batch(4),
       LayerCase("add", "{type: add}", {{2, 3, 3}, {2, 3, 3}}).Seed(14),
       LayerCase("add_batch4", "{type: add}", {{3, 5, 5}, {3, 5, 5}}).Batch(4),
+
+      // embedding: the rows of the batch's distinct ids pooled per example; the input is row
+      // indices (-1: padding), which have no gradient (the check sees none: rounding absorbs
+      // the step).
+      LayerCase("embedding_sum", "{type: embedding, dimension: 3, rows: 5}", {{4}})
+          .Batch(3)
+          .Indices(-1, 4),
+      LayerCase("embedding_mean_repeated_rows",
+                "{type: embedding, dimension: 4, rows: 3, combiner: mean}", {{6}})
+          .Batch(4)
+          .Seed(16)
+          .Indices(-1, 2),
+      LayerCase("embedding_one_slot_dimension_1", "{type: embedding, dimension: 1, rows: 8}", {{1}})
+          .Batch(5)
+          .Seed(17)
+          .Indices(0, 7),
+
+      // concat
+      LayerCase("concat_features", "{type: concat}", {{3}, {3}}).Batch(3).Seed(18),
+      LayerCase("concat_channels", "{type: concat}", {{2, 3, 3}, {2, 3, 3}}).Seed(19),
 
       // fully_connected
       LayerCase("fully_connected", "{type: fully_connected, units: 5}", {{7}})

@@ -477,6 +477,82 @@ TEST(SoftmaxCrossEntropyTest, LossValue) {
   CheckGradients(ce.get(), {z}, out, opt);
 }
 
+TEST(EmbeddingTest, SumsTheRowsOfEachExamplesSlotsSkippingPadding) {
+  Shape out;
+  auto embedding = MakeLayer("{type: embedding, dimension: 2, rows: 3}", {Shape{3}}, &out);
+  ASSERT_EQ(out, (Shape{2}));
+  embedding->variables()[0].value.CopyFrom(
+      Tensor::FromVector(Shape{3, 2}, {1, 2, 10, 20, 100, 200}));
+  const Tensor slots = Tensor::FromVector(Shape{2, 3}, {0, 2, -1, 1, 1, 1});
+  Tensor y = RunForward(embedding.get(), {slots}, out);
+  EXPECT_EQ(y.ToVector(), (std::vector<float>{101, 202, 30, 60}));
+}
+
+TEST(EmbeddingTest, MeanDividesByTheFilledSlotsAndARowReadTwiceGetsBothGradients) {
+  Shape out;
+  auto embedding =
+      MakeLayer("{type: embedding, dimension: 1, rows: 2, combiner: mean}", {Shape{4}}, &out);
+  embedding->variables()[0].value.CopyFrom(Tensor::FromVector(Shape{2, 1}, {3, 5}));
+  // Example 0 reads row 0 twice and row 1 once; example 1 only pads.
+  const Tensor slots = Tensor::FromVector(Shape{2, 4}, {0, -1, 1, 0, -1, -1, -1, -1});
+  Tensor y = RunForward(embedding.get(), {slots}, out);
+  EXPECT_FLOAT_EQ(y[0], 11.0f / 3.0f);
+  EXPECT_EQ(y[1], 0.0f);
+  std::mt19937_64 rng(1);
+  LayerContext ctx{true, &rng, nullptr};
+  Tensor slot_grad = Tensor::Filled(slots.shape(), NAN);
+  embedding->Backward({&slots}, y, Tensor::FromVector(Shape{2, 1}, {3, 7}), {&slot_grad}, ctx);
+  EXPECT_FLOAT_EQ(embedding->variables()[0].grad[0], 2.0f);  // 3 * 2/3
+  EXPECT_FLOAT_EQ(embedding->variables()[0].grad[1], 1.0f);  // 3 * 1/3
+  for (int64_t i = 0; i < slot_grad.size(); ++i) EXPECT_EQ(slot_grad[i], 0.0f);
+}
+
+TEST(EmbeddingTest, ConfigErrorsNameTheField) {
+  auto error = [](const std::string& yaml) {
+    auto node = ConfigNode::Parse(yaml, "model.yaml");
+    auto layer = LayerRegistry::Global().Create("embedding", "C1");
+    return layer.value()->Configure(node.value()).ToString();
+  };
+  EXPECT_NE(error("{type: embedding, rows: 4}").find("'dimension'"), std::string::npos);
+  EXPECT_NE(error("{type: embedding, dimension: 2, rows: 0}").find("field 'rows'"),
+            std::string::npos);
+  EXPECT_NE(error("{type: embedding, dimension: 2, rows: 20000000}").find("16777216"),
+            std::string::npos);
+  EXPECT_NE(error("{type: embedding, dimension: 2, rows: 4, combiner: max}")
+                .find("field 'combiner' must be sum or mean, got 'max'"),
+            std::string::npos);
+}
+
+TEST(ConcatTest, JoinsInputsOfDifferentWidthsInListOrder) {
+  Shape out;
+  auto concat =
+      MakeLayer("{type: concat, inputs: [a, b, c]}", {Shape{1}, Shape{3}, Shape{2}}, &out);
+  ASSERT_EQ(concat->num_inputs(), 3);
+  ASSERT_EQ(out, (Shape{6}));
+  const Tensor a = Tensor::FromVector(Shape{2, 1}, {1, 2});
+  const Tensor b = Tensor::FromVector(Shape{2, 3}, {3, 4, 5, 6, 7, 8});
+  const Tensor c = Tensor::FromVector(Shape{2, 2}, {9, 10, 11, 12});
+  Tensor y = RunForward(concat.get(), {a, b, c}, out);
+  EXPECT_EQ(y.ToVector(), (std::vector<float>{1, 3, 4, 5, 9, 10, 2, 6, 7, 8, 11, 12}));
+  GradientCheckOptions opt;
+  CheckGradients(concat.get(), {a, b, c}, out, opt);
+}
+
+TEST(ConcatTest, RefusesInputsThatDifferBeyondTheFirstAxis) {
+  auto layer = LayerRegistry::Global().Create("concat", "join").value();
+  ASSERT_TRUE(layer->Configure(ConfigNode::Parse("{type: concat}", "m.yaml").value()).ok());
+  auto shape = layer->Setup({Shape{2, 3, 3}, Shape{2, 4, 3}});
+  ASSERT_FALSE(shape.ok());
+  EXPECT_NE(shape.status().message().find("input 1 [2,4,3] must match input 0 [2,3,3]"),
+            std::string::npos)
+      << shape.status().ToString();
+  auto one = LayerRegistry::Global().Create("concat", "join").value();
+  EXPECT_NE(one->Configure(ConfigNode::Parse("{type: concat, inputs: [a]}", "m.yaml").value())
+                .ToString()
+                .find("at least two inputs"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace testing
 }  // namespace worker

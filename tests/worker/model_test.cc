@@ -305,6 +305,56 @@ TEST(ModelTest, PlainGradientDescentOverfitsASmallBatch) {
   EXPECT_GE(model->CountCorrect(labels), 15);
 }
 
+// A click model names its inputs; each layer reads the ones it names, and gradients reach the
+// variables behind each input.
+TEST(ModelTest, NamedInputsReachTheLayersThatNameThem) {
+  auto model = FromText(R"(
+name: two_inputs
+inputs:
+  - {name: dense, shape: [2]}
+  - {name: ids, shape: [3]}
+layers:
+  - {name: emb, type: embedding, inputs: ids, dimension: 2, rows: 4}
+  - {name: join, type: concat, inputs: [dense, emb]}
+  - {name: logits, type: fully_connected, units: 2, use_bias: false}
+  - {name: loss, type: softmax_cross_entropy}
+)");
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  EXPECT_EQ((*model)->input_names(), (std::vector<std::string>{"dense", "ids"}));
+  (*model)->InitVariables(1);
+  // Row r of the embedding holds [r, 10 r]; the logits' weights pick the join's features 0 and 3.
+  Tensor& rows = (*model)->FindVariable("emb/rows")->value;
+  for (int r = 0; r < 4; ++r) rows[2 * r] = r, rows[2 * r + 1] = 10.0f * r;
+  Tensor& w = (*model)->FindVariable("logits/weights")->value;
+  w.Fill(0.0f);
+  w[0 * 4 + 0] = 1.0f;  // logit 0 = dense[0]
+  w[1 * 4 + 3] = 1.0f;  // logit 1 = the embedding's second column
+  const Tensor dense = Tensor::FromVector(Shape{1, 2}, {0.5f, 7.0f});
+  const Tensor ids = Tensor::FromVector(Shape{1, 3}, {1, 3, -1});
+  std::mt19937_64 rng(1);
+  (*model)->Forward({&dense, &ids}, {0}, true, &rng);  // label 0: class 1 gets the gradient
+  EXPECT_EQ((*model)->logits()[0], 0.5f);
+  EXPECT_EQ((*model)->logits()[1], 40.0f);
+  (*model)->Backward();
+  const Tensor& grad = (*model)->FindVariable("emb/rows")->grad;
+  EXPECT_NE(grad[2 * 1 + 1], 0.0f);  // rows 1 and 3 were read
+  EXPECT_EQ(grad[2 * 1 + 1], grad[2 * 3 + 1]);
+  EXPECT_EQ(grad[2 * 2 + 1], 0.0f);  // row 2 was not
+}
+
+TEST(ModelTest, InputAndNamedInputsAreExclusiveAndNamesAreUnique) {
+  auto both = FromText("{input: [1, 2, 2], inputs: [{name: a, shape: [1]}], layers: []}");
+  EXPECT_NE(both.status().message().find("either 'input'"), std::string::npos);
+  auto twice = FromText(
+      "{inputs: [{name: a, shape: [1]}, {name: a, shape: [2]}], layers: [{name: loss, type: "
+      "softmax_cross_entropy}]}");
+  EXPECT_NE(twice.status().message().find("input name 'a' is used twice"), std::string::npos)
+      << twice.status().ToString();
+  auto clash = FromText(
+      "{inputs: [{name: a, shape: [2]}], layers: [{name: a, type: softmax_cross_entropy}]}");
+  EXPECT_NE(clash.status().message().find("names a model input"), std::string::npos)
+      << clash.status().ToString();
+}
 }  // namespace
 }  // namespace worker
 }  // namespace pstrain

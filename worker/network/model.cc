@@ -1,5 +1,6 @@
 #include "worker/network/model.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -13,18 +14,10 @@ namespace pstrain {
 namespace worker {
 
 Result<std::unique_ptr<Model>> Model::FromConfig(const ConfigNode& node) {
-  RETURN_IF_ERROR(node.CheckKeys({"name", "input", "layers"}));
+  RETURN_IF_ERROR(node.CheckKeys({"name", "input", "inputs", "layers"}));
   auto model = std::unique_ptr<Model>(new Model());
   ASSIGN_OR_RETURN(model->name_, node.GetString("name", "model"));
-  ASSIGN_OR_RETURN(std::vector<int64_t> input, node.GetIntList("input"));
-  if (input.size() != 3 || input[0] < 1 || input[1] < 1 || input[2] < 1) {
-    return node.Error("field 'input' must be [channels, height, width]");
-  }
-  if (ElementsAtMost(Shape(input), kMaxExampleElements) < 0) {
-    return node.Error("field 'input' " + Shape(input).ToString() + " holds more than " +
-                      std::to_string(kMaxExampleElements) + " values per example");
-  }
-  model->input_shape_ = Shape(input);
+  RETURN_IF_ERROR(model->ReadInputs(node));
   ASSIGN_OR_RETURN(ConfigNode layers, node.Child("layers"));
   if (!layers.IsSequence() || layers.size() == 0) {
     return layers.Error("must be a non-empty list of layers");
@@ -36,8 +29,9 @@ Result<std::unique_ptr<Model>> Model::FromConfig(const ConfigNode& node) {
     ASSIGN_OR_RETURN(std::string name, spec.GetString("name"));
     ASSIGN_OR_RETURN(std::string type, spec.GetString("type"));
     auto where = [&](const Status& s) { return s.WithContext(spec.Where()); };
-    if (name == "input" || index.count(name)) {
-      return spec.Error("layer name '" + name + "' is used twice (or is the reserved 'input')");
+    const auto& inputs = model->input_names_;
+    if (index.count(name) || std::find(inputs.begin(), inputs.end(), name) != inputs.end()) {
+      return spec.Error("layer name '" + name + "' is used twice (or names a model input)");
     }
     auto created = LayerRegistry::Global().Create(type, name);
     if (!created.ok()) return where(created.status());
@@ -63,7 +57,7 @@ Result<std::unique_ptr<Model>> Model::FromConfig(const ConfigNode& node) {
         input_names.push_back(s);
       }
     } else {
-      input_names.push_back(i == 0 ? "input" : model->layers_.back()->name());
+      input_names.push_back(i == 0 ? model->input_names_[0] : model->layers_.back()->name());
     }
     if (static_cast<int>(input_names.size()) != layer->num_inputs()) {
       return spec.Error(layer->Describe() + " takes " + std::to_string(layer->num_inputs()) +
@@ -71,9 +65,11 @@ Result<std::unique_ptr<Model>> Model::FromConfig(const ConfigNode& node) {
     }
     std::vector<Shape> shapes;
     for (const std::string& in : input_names) {
-      if (in == "input") {
-        n.inputs.push_back(-1);
-        shapes.push_back(model->input_shape_);
+      const auto named = std::find(inputs.begin(), inputs.end(), in);
+      if (named != inputs.end()) {
+        const int k = static_cast<int>(named - inputs.begin());
+        n.inputs.push_back(-1 - k);
+        shapes.push_back(model->input_shapes_[k]);
         continue;
       }
       auto it = index.find(in);
@@ -114,6 +110,47 @@ Result<std::unique_ptr<Model>> Model::FromConfig(const ConfigNode& node) {
   model->PlanReluAfterMaxPool();
   model->scratch_per_example_ = model->ScratchPerExample();
   return model;
+}
+
+Status Model::ReadInputs(const ConfigNode& node) {
+  if (node.Has("input") == node.Has("inputs")) {
+    return node.Error("give either 'input' ([channels, height, width]) or 'inputs' (named)");
+  }
+  if (node.Has("input")) {
+    ASSIGN_OR_RETURN(std::vector<int64_t> input, node.GetIntList("input"));
+    if (input.size() != 3 || input[0] < 1 || input[1] < 1 || input[2] < 1) {
+      return node.Error("field 'input' must be [channels, height, width]");
+    }
+    input_names_ = {"input"};
+    input_shapes_ = {Shape(input)};
+  } else {
+    ASSIGN_OR_RETURN(ConfigNode list, node.Child("inputs"));
+    if (!list.IsSequence() || list.size() == 0) {
+      return list.Error("must be a non-empty list of {name, shape}");
+    }
+    for (size_t k = 0; k < list.size(); ++k) {
+      const ConfigNode item = list.At(k);
+      RETURN_IF_ERROR(item.CheckKeys({"name", "shape"}));
+      ASSIGN_OR_RETURN(std::string name, item.GetString("name"));
+      ASSIGN_OR_RETURN(std::vector<int64_t> shape, item.GetIntList("shape"));
+      if (shape.empty() || *std::min_element(shape.begin(), shape.end()) < 1) {
+        return item.Error("field 'shape' must be a non-empty list of sizes >= 1");
+      }
+      if (std::find(input_names_.begin(), input_names_.end(), name) != input_names_.end()) {
+        return item.Error("input name '" + name + "' is used twice");
+      }
+      input_names_.push_back(name);
+      input_shapes_.push_back(Shape(shape));
+    }
+  }
+  for (const Shape& shape : input_shapes_) {
+    if (ElementsAtMost(shape, kMaxExampleElements) < 0) {
+      return node.Error("input " + shape.ToString() + " holds more than " +
+                        std::to_string(kMaxExampleElements) + " values per example");
+    }
+  }
+  input_shape_ = input_shapes_[0];
+  return Status::OK();
 }
 
 void Model::set_relu_after_max_pool(bool on) {
@@ -218,6 +255,9 @@ Status Model::SetDevice(Device device, cuda::GpuContext* gpu) {
   std::unique_ptr<ModelDevice> next;
   if (device == Device::kCpu) {
     next = NewHostModelDevice();
+  } else if (input_names_.size() > 1) {
+    return FailedPrecondition("model '" + name_ + "' has " + std::to_string(input_names_.size()) +
+                              " named inputs; such a model runs on the CPU only");
   } else {
     for (const auto& l : layers_) RETURN_IF_ERROR(l->GpuSupport());
     ASSIGN_OR_RETURN(next, NewGpuModelDevice(gpu, name_));
@@ -277,12 +317,35 @@ float Model::Forward(const Tensor& images, const std::vector<int32_t>& labels, b
   Allocate(n);
   labels_ = labels;
   ctx_ = LayerContext{training, rng, &labels_};
-  input_ = device_->UploadBatch(images, labels, num_classes_, &ctx_);
+  inputs_ = {device_->UploadBatch(images, labels, num_classes_, &ctx_)};
+  return RunForward();
+}
+
+float Model::Forward(const std::vector<const Tensor*>& inputs, const std::vector<int32_t>& labels,
+                     bool training, std::mt19937_64* rng) {
+  CHECK(device_->device() == Device::kCpu)
+      << "model '" << name_ << "': named inputs run on the CPU";
+  CHECK_EQ(inputs.size(), input_shapes_.size()) << "model '" << name_ << "' inputs";
+  const int64_t n = inputs[0]->dim(0);
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    CHECK(inputs[k]->dim(0) == n && inputs[k]->shape().WithoutBatch() == input_shapes_[k])
+        << "model '" << name_ << "' input '" << input_names_[k] << "' expects "
+        << input_shapes_[k].ToString() << " per example, got " << inputs[k]->shape().ToString();
+  }
+  CHECK_EQ(static_cast<int64_t>(labels.size()), n);
+  Allocate(n);
+  labels_ = labels;
+  ctx_ = LayerContext{training, rng, &labels_};
+  inputs_ = inputs;
+  return RunForward();
+}
+
+float Model::RunForward() {
   std::vector<const Tensor*> in;
   for (int i = 0; i < static_cast<int>(layers_.size()); ++i) {
     if (nodes_[i].runs_after_pool) continue;
     in.clear();
-    for (int k : RunInputs(i)) in.push_back(k < 0 ? input_ : &outputs_[k]);
+    for (int k : RunInputs(i)) in.push_back(Input(k));
     Timed(&forward_seconds_, i, [&] { layers_[i]->Forward(in, &outputs_[i], ctx_); });
     if (const int relu = nodes_[i].relu_after; relu >= 0) {  // in place, on the pooled values
       Timed(&forward_seconds_, relu,
@@ -307,7 +370,7 @@ void Model::Backward(const std::function<void(int layer)>& on_layer_done) {
     std::vector<int> accumulate;
     const std::vector<int>& inputs = RunInputs(i);
     for (int k : inputs) {
-      in.push_back(k < 0 ? input_ : &outputs_[k]);
+      in.push_back(Input(k));
       if (k < 0 || !nodes_[k].needs_grad) {
         in_grads.push_back(nullptr);
       } else if (!written[k]) {

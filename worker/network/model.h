@@ -8,6 +8,12 @@
 //       - {name: conv1, type: conv2d, filters: 32, kernel: 5, padding: SAME}
 //       - ...
 //       - {name: loss, type: softmax_cross_entropy}
+//
+// A model of several inputs (dense features and id lists of a click model) names them instead of
+// `input:`, and its layers read them by name; such a model runs on the CPU:
+//     inputs:
+//       - {name: dense, shape: [13]}
+//       - {name: C1, shape: [1]}
 #pragma once
 
 #include <functional>
@@ -29,6 +35,9 @@ class Model {
 
   const std::string& name() const { return name_; }
   const Shape& input_shape() const { return input_shape_; }  // per example, [C, H, W]
+  // The named inputs ("input" alone for a model of one input) and their per-example shapes.
+  const std::vector<std::string>& input_names() const { return input_names_; }
+  const std::vector<Shape>& input_shapes() const { return input_shapes_; }
   int64_t num_classes() const { return num_classes_; }
   // Every variable in layer order; trainable ones have gradients after Backward().
   std::vector<Variable*> variables();
@@ -60,6 +69,9 @@ class Model {
   // Runs the layers on a batch [N, C, H, W]; returns the mean loss over the batch.
   float Forward(const Tensor& images, const std::vector<int32_t>& labels, bool training,
                 std::mt19937_64* rng);
+  // The same on the CPU with one batch tensor per named input, in input_names() order.
+  float Forward(const std::vector<const Tensor*>& inputs, const std::vector<int32_t>& labels,
+                bool training, std::mt19937_64* rng);
   // Gradients of the mean loss of the last training Forward(). `on_layer_done(i)`, when given,
   // runs as soon as layer i's variables have their gradients (on a GPU: once the kernels that
   // compute them are queued; see DeviceFence), so that their communication can start while
@@ -79,6 +91,8 @@ class Model {
   void set_profiling(bool on) { profiling_ = on; }
   std::string ProfileReport() const;
   const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
+  // What layer i reads: j >= 0 is layer j's output, -1 - k the model's input k.
+  const std::vector<int>& layer_inputs(int i) const { return nodes_[i].inputs; }
 
   // A `relu` whose only reader is a `max_pool` runs after the pool, on the pooled values (a
   // quarter of them for 2x2): max commutes with a monotone function, so outputs and gradients
@@ -92,7 +106,7 @@ class Model {
 
  private:
   struct Node {
-    std::vector<int> inputs;  // -1 is the model input
+    std::vector<int> inputs;  // -1 - k is the model's input k
     Shape shape;              // per example
     bool needs_grad = false;  // some trainable variable is at or before this node
     // A max_pool: the relu it reads, run after it (set_relu_after_max_pool); -1 when none.
@@ -104,6 +118,11 @@ class Model {
   const std::vector<int>& RunInputs(int i) const;
   void PlanReluAfterMaxPool();
   void Allocate(int64_t batch);
+  // Reads `input:` or `inputs:` of the model node.
+  Status ReadInputs(const ConfigNode& node);
+  // The layers' forward pass over inputs_; the mean loss.
+  float RunForward();
+  const Tensor* Input(int k) const { return k < 0 ? inputs_[-1 - k] : &outputs_[k]; }
   // Runs `run`; when profiling, adds its time (the device synchronised) to (*seconds)[layer].
   void Timed(std::vector<double>* seconds, int layer, const std::function<void()>& run);
   // Per example, the most gradient scratch one layer's backward needs (see Backward).
@@ -111,6 +130,8 @@ class Model {
 
   std::string name_;
   Shape input_shape_;
+  std::vector<std::string> input_names_;
+  std::vector<Shape> input_shapes_;
   int64_t num_classes_ = 0;
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<Node> nodes_;
@@ -118,7 +139,7 @@ class Model {
   std::vector<Tensor> outputs_, grads_;
   Tensor scratch_grad_;
   int64_t scratch_per_example_ = 0;
-  const Tensor* input_ = nullptr;
+  std::vector<const Tensor*> inputs_;
   std::vector<int32_t> labels_;
   LayerContext ctx_;
   bool profiling_ = false;

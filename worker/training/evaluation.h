@@ -1,8 +1,9 @@
 // Accuracy and loss over the whole test set, in evaluation mode (the trainer, the chief at the
-// end, the evaluator role).
+// end, the evaluator role), and for a two-class model (a click model) the ROC AUC of class 1.
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "common/status.h"
 #include "worker/network/model.h"
@@ -15,7 +16,23 @@ struct Evaluation {
   double accuracy = 0;
   double loss = 0;
   int64_t examples = 0;
+  double auc = -1;  // two classes only: the ROC AUC of class 1's probability; else -1
 };
+
+// Class 1's softmax probabilities of two-class logits, batch by batch, and their AUC.
+class ClickScores {
+ public:
+  // `logits` [N, 2] of the examples labelled `labels`.
+  void Add(const Tensor& logits, const std::vector<int32_t>& labels);
+  // The ROC AUC (-1 when the labels hold a single class) and the log loss so far.
+  double Auc() const;
+  double LogLoss() const;
+
+ private:
+  std::vector<double> probabilities_;
+  std::vector<int32_t> labels_;
+};
+
 // Accuracy and mean loss of the model (in evaluation mode) over the whole test set.
 Result<Evaluation> Evaluate(Model* model, const InputOptions& input, uint64_t seed);
 

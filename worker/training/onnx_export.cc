@@ -78,11 +78,22 @@ class GraphWriter {
         return;
     }
   }
-  // The node of `op` named "<layer>/<op>", reading `inputs`.
+  // The node of `op` named "<layer>/<op>", reading `inputs`, then its followers (op.then), each
+  // reading the one before, the last one writing `output`.
   void Op(const GraphOp& op, const std::string& layer, const std::vector<std::string>& inputs,
           const std::string& output) {
-    onnx::NodeProto* node = Node(op.op, layer + "/" + op.op, inputs, output);
+    const std::string first_output = op.then.empty() ? output : layer + "/" + op.op + ":0";
+    onnx::NodeProto* node = Node(op.op, layer + "/" + op.op, inputs, first_output);
     for (const GraphOpAttribute& a : op.attributes) Attribute(node, a);
+    std::string previous = first_output;
+    for (size_t i = 0; i < op.then.size(); ++i) {
+      const GraphOp& next = op.then[i];
+      const std::string next_output =
+          i + 1 == op.then.size() ? output : layer + "/" + next.op + ":0";
+      node = Node(next.op, layer + "/" + next.op, {previous}, next_output);
+      for (const GraphOpAttribute& a : next.attributes) Attribute(node, a);
+      previous = next_output;
+    }
   }
   void Initializer(const std::string& name, const Tensor& value) {
     onnx::TensorProto* t = graph_->add_initializer();
@@ -174,7 +185,10 @@ Result<std::string> ExportOnnx(const ConfigNode& model_node,
       continue;
     }
     RETURN_IF_ERROR(AddVariables(layer, weights, &out).WithContext(spec.Where()));
-    for (const worker::Variable& v : layer.variables()) inputs.push_back(v.name);
+    std::vector<std::string> variables;
+    for (const worker::Variable& v : layer.variables()) variables.push_back(v.name);
+    inputs.insert(op->variables_first ? inputs.begin() : inputs.end(), variables.begin(),
+                  variables.end());
     const std::string output = OutputName(layer.name());
     out.Op(*op, layer.name(), inputs, output);
     graph->mutable_node(graph->node_size() - 1)->set_doc_string(layer.Describe());

@@ -26,6 +26,7 @@
 #include "worker/training/model_health.h"
 #include "worker/training/progress_line.h"
 #include "worker/training/progress_window.h"
+#include "worker/training/table_trainer.h"
 #include "worker/training/tf_layout.h"
 #include "worker/training/train_config.h"
 #include "worker/training/warm_start.h"
@@ -43,6 +44,7 @@ bool StopRequested() { return SignalReceived(SIGINT) || SignalReceived(SIGTERM);
 
 Result<TrainResult> Train(const TrainerOptions& o) {
   ASSIGN_OR_RETURN(ConfigNode config, ConfigNode::LoadFile(o.config_path));
+  if (config.Has("tables")) return TrainWithTables(o, config);  // a click model
   RETURN_IF_ERROR(config.CheckKeys({"model", "train", "input"}));
   // First: a wrong device flag or a missing GPU stops the run before data is loaded.
   ASSIGN_OR_RETURN(std::unique_ptr<ComputeDevice> device, ComputeDevice::Open(o.device, "trainer"));
@@ -204,6 +206,7 @@ Result<TrainResult> Train(const TrainerOptions& o) {
       ASSIGN_OR_RETURN(Evaluation e, Evaluate(model.get(), input, tc.seed));
       result.test_accuracy = e.accuracy;
       result.test_loss = e.loss;
+      result.test_auc = e.auc;  // two-class models only
       evaluated_at_end = now_step == max_steps;
       const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
       LOG(INFO) << "trainer: step " << now_step << ": test accuracy " << std::fixed
@@ -237,6 +240,7 @@ Result<TrainResult> Train(const TrainerOptions& o) {
     ASSIGN_OR_RETURN(Evaluation e, Evaluate(model.get(), input, tc.seed));
     result.test_accuracy = e.accuracy;
     result.test_loss = e.loss;
+    result.test_auc = e.auc;
   }
   CheckpointData final_state;
   final_state.global_step = result.global_step;

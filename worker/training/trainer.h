@@ -32,6 +32,7 @@ struct TrainerOptions {
   std::string restore_exclude;  // comma-separated name prefixes/globs not to restore
   std::string data_dir;         // overrides input.data_dir
   double stop_at_accuracy = 0;  // stop after an evaluation reaching this (0: never)
+  int64_t max_table_rows = 0;   // caps every sparse table's max_rows (0: the config's)
   std::string command_line;     // for the TensorBoard text summary
   DeviceOptions device;         // --device, --allow_soft_placement, ...
 };
@@ -40,7 +41,10 @@ struct TrainResult {
   int64_t global_step = 0;
   double test_accuracy = 0;
   double test_loss = 0;
+  double test_auc = -1;  // two-class (click) models only
+  double test_log_loss = 0;
   double train_seconds = 0;
+  bool checkpointed = true;  // false for models with sparse tables (table_trainer.h)
 };
 
 Result<TrainResult> Train(const TrainerOptions& options);

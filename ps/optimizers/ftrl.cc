@@ -1,0 +1,95 @@
+// tf.train.FtrlOptimizer (follow the regularised leader, proximal form), with the arithmetic in
+// the order of TF's ApplyFtrl kernel (l2_shrinkage 0). It keeps a per-coordinate sum of squared
+// gradients and a "linear" term; the weight is solved in closed form from them each step, so an
+// l1 strength above |linear| gives exact zeros, which is why sparse linear models use it.
+#include <cmath>
+#include <memory>
+
+#include "ps/optimizers/optimizers.h"
+#include "ps/parallel.h"
+
+namespace pstrain::ps {
+namespace {
+
+class FtrlOptimizer : public Optimizer {
+ public:
+  explicit FtrlOptimizer(const FtrlOptions& options) : options_(options) {}
+  const char* name() const override { return "ftrl"; }
+  float gradient_bound() const override { return kSquaredGradientBound; }
+  std::vector<std::string> slot_names() const override { return {"accumulator", "linear"}; }
+
+ protected:
+  float InitialSlotValue(const std::string& slot) const override {
+    return slot == "accumulator" ? options_.initial_accumulator_value : 0.0f;
+  }
+
+  void Update(float lr, int64_t /*global_step*/, int64_t n, const float* grad, const float* var,
+              float* out, float* const* slots) const override {
+    float* accum = slots[0];
+    float* linear = slots[1];
+    const float l1 = options_.l1_regularization_strength;
+    const float two_l2 = 2.0f * options_.l2_regularization_strength;
+    const float power = -options_.learning_rate_power;
+    const bool square_root = options_.learning_rate_power == -0.5f;  // TF's fast path
+#pragma omp parallel for if (parallel : n >= kMinParallelElements)
+    for (int64_t i = 0; i < n; ++i) {
+      const float g = grad[i];
+      const float a = accum[i];
+      const float a_new = a + g * g;
+      const float a_new_pow = square_root ? std::sqrt(a_new) : std::pow(a_new, power);
+      const float a_pow = square_root ? std::sqrt(a) : std::pow(a, power);
+      const float l = linear[i] + g - (a_new_pow - a_pow) / lr * var[i];
+      const float quadratic = a_new_pow / lr + two_l2;
+      linear[i] = l;
+      accum[i] = a_new;
+      out[i] = std::fabs(l) > l1 ? (std::copysign(l1, l) - l) / quadratic : 0.0f;
+    }
+  }
+
+ private:
+  FtrlOptions options_;
+};
+
+Status Validate(const FtrlOptions& options) {
+  RETURN_IF_ERROR(
+      internal::CheckPositive("initial_accumulator_value", options.initial_accumulator_value));
+  RETURN_IF_ERROR(
+      internal::CheckNonNegative("l1_regularization_strength", options.l1_regularization_strength));
+  RETURN_IF_ERROR(
+      internal::CheckNonNegative("l2_regularization_strength", options.l2_regularization_strength));
+  if (!(options.learning_rate_power <= 0.0f)) {
+    return InvalidArgument("field 'learning_rate_power' must be <= 0, got " +
+                           std::to_string(options.learning_rate_power));
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Optimizer>> NewFtrlOptimizer(const FtrlOptions& options) {
+  RETURN_IF_ERROR(Validate(options).WithContext("ftrl optimizer"));
+  return std::unique_ptr<Optimizer>(new FtrlOptimizer(options));
+}
+
+namespace internal {
+
+Result<std::unique_ptr<Optimizer>> FtrlFromConfig(const ConfigNode& node) {
+  RETURN_IF_ERROR(node.CheckKeys({"type", "learning_rate_power", "initial_accumulator_value",
+                                  "l1_regularization_strength", "l2_regularization_strength"}));
+  FtrlOptions o;
+  ASSIGN_OR_RETURN(o.learning_rate_power,
+                   GetFloat(node, "learning_rate_power", o.learning_rate_power));
+  ASSIGN_OR_RETURN(o.initial_accumulator_value,
+                   GetFloat(node, "initial_accumulator_value", o.initial_accumulator_value));
+  ASSIGN_OR_RETURN(o.l1_regularization_strength,
+                   GetFloat(node, "l1_regularization_strength", o.l1_regularization_strength));
+  ASSIGN_OR_RETURN(o.l2_regularization_strength,
+                   GetFloat(node, "l2_regularization_strength", o.l2_regularization_strength));
+  RETURN_IF_ERROR(AtNode(node, Validate(o)));
+  return NewFtrlOptimizer(o);
+}
+
+}  // namespace internal
+PSTRAIN_REGISTER_OPTIMIZER("ftrl", internal::FtrlFromConfig);
+
+}  // namespace pstrain::ps
