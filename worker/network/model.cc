@@ -268,7 +268,7 @@ void Model::Allocate(int64_t batch) {
 }
 
 float Model::Forward(const Tensor& images, const std::vector<int32_t>& labels, bool training,
-                     std::mt19937_64* rng) {
+                     std::mt19937_64* rng, const std::function<void(int layer)>& before_layer) {
   CHECK_EQ(images.shape().WithoutBatch(), input_shape_)
       << "model '" << name_ << "' expects images " << input_shape_.ToString() << ", got "
       << images.shape().ToString();
@@ -283,6 +283,7 @@ float Model::Forward(const Tensor& images, const std::vector<int32_t>& labels, b
     if (nodes_[i].runs_after_pool) continue;
     in.clear();
     for (int k : RunInputs(i)) in.push_back(k < 0 ? input_ : &outputs_[k]);
+    if (before_layer) before_layer(i);
     Timed(&forward_seconds_, i, [&] { layers_[i]->Forward(in, &outputs_[i], ctx_); });
     if (const int relu = nodes_[i].relu_after; relu >= 0) {  // in place, on the pooled values
       Timed(&forward_seconds_, relu,

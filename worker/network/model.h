@@ -58,8 +58,10 @@ class Model {
   void Synchronize();
 
   // Runs the layers on a batch [N, C, H, W]; returns the mean loss over the batch.
+  // `before_layer(i)`, when given, runs just before layer i does (so that a distributed step can
+  // wait there for layer i's values alone; on a GPU they must be uploaded before it returns).
   float Forward(const Tensor& images, const std::vector<int32_t>& labels, bool training,
-                std::mt19937_64* rng);
+                std::mt19937_64* rng, const std::function<void(int layer)>& before_layer = {});
   // Gradients of the mean loss of the last training Forward(). `on_layer_done(i)`, when given,
   // runs as soon as layer i's variables have their gradients (on a GPU: once the kernels that
   // compute them are queued; see DeviceFence), so that their communication can start while
