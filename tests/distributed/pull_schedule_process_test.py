@@ -8,12 +8,13 @@ timelines (--vmodule=step_timeline=1). Proved from the timelines: with per_layer
 sent at the step's start and a layer's forward starts before the step's last pull has arrived
 (the forward waits per layer, not for the whole model); with late each layer's pull is sent only
 after the forward of the layer before it started. Both train (the loss falls to well under half
-its start), count every step exactly once on every server, and say what they do; a bad value
+of ln 10), count every step exactly once on every server, and say what they do; a bad value
 stops the worker naming the allowed ones. By default (late) workers on loopback push in parts.
 A minute or two on 2 cores.
 """
 
 import argparse
+import math
 import os
 import re
 import shutil
@@ -62,7 +63,8 @@ class PullScheduleProcessTest(unittest.TestCase):
         for w in ("worker0", "worker1"):
             seen = cluster.losses(logs[w])
             self.assertGreaterEqual(len(seen), 2, logs[w][-3000:])
-            self.assertLess(seen[-1], 0.5 * seen[0], f"{schedule}: {w}: losses {seen}")
+            # RefNet starts at ln(10) = 2.30; 30 Adam steps a worker take it well under half.
+            self.assertLess(seen[-1], 0.5 * math.log(10), f"{schedule}: {w}: losses {seen}")
             self.assertIn(f"the next step pulls by layer (--pull_schedule={schedule})", logs[w])
         return logs
 
@@ -82,6 +84,7 @@ class PullScheduleProcessTest(unittest.TestCase):
                 self.assertEqual(len(arrivals), len(issues), events)
                 self.assertEqual(kinds[:len(issues)], ["issue"] * len(issues), events)
                 early += min(forwards) < max(arrivals)
+            print(f"{w}, a per_layer step: {steps[len(steps) // 2]}")
             # The first layer's forward runs while fc1's partitions are still on their way.
             self.assertEqual(early, len(steps), f"{w}: {early} of {len(steps)} steps")
 
@@ -101,6 +104,7 @@ class PullScheduleProcessTest(unittest.TestCase):
                         last_forward = (layer, ms)
                 forwards = [what for k, what, _ in events if k == "forward"]
                 self.assertEqual(forwards, ["conv1", "conv2", "fc1", "fc2"], events)
+            print(f"{w}, a late step: {steps[len(steps) // 2]}")
 
     def test_a_bad_schedule_stops_the_worker_naming_the_allowed_ones(self):
         out = subprocess.run([cluster.PSTRAIN, "--job_name=worker", "--task_index=0",
