@@ -16,6 +16,7 @@
 #include "common/wire/pair_tag.h"
 #include "common/wire/shard_map_message.h"
 #include "common/wire/transport.h"
+#include "tests/distributed/fake_server.h"
 #include "tests/distributed/sgd_variables.h"
 #include "worker/distributed/ps_client.h"
 #include "worker/distributed/shard_master.h"
@@ -24,65 +25,10 @@ namespace pstrain {
 namespace {
 
 using std::chrono::milliseconds;
+using testing::FakeServer;
+using testing::Ok;
 using wire::Message;
 using wire::MessageType;
-
-class FakeServer {
- public:
-  // Answers each request with what `handle` returns (nothing: no answer at all).
-  using Handler = std::function<std::optional<Message>(const Message&)>;
-  explicit FakeServer(Handler handle) : handle_(std::move(handle)) {
-    auto s = wire::ServerSocket::Bind("tcp://127.0.0.1:0");
-    EXPECT_TRUE(s.ok()) << s.status().ToString();
-    socket_ = std::move(s).value();
-    const std::string endpoint = socket_->endpoint();
-    host_ = endpoint.substr(endpoint.find("//") + 2);
-    thread_ = std::thread([this] { Run(); });
-  }
-  ~FakeServer() {
-    stop_ = true;
-    thread_.join();
-  }
-  const std::string& host() const { return host_; }
-  // Every request but heartbeats, in arrival order.
-  std::vector<Message> Received() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return received_;
-  }
-
- private:
-  void Run() {
-    while (!stop_) {
-      Result<wire::Incoming> in = socket_->Receive(milliseconds(20));
-      if (!in.ok() || !in->message.ok()) continue;
-      const Message& m = in->message.value();
-      if (m.type != MessageType::kHeartbeat) {
-        std::lock_guard<std::mutex> lock(mu_);
-        received_.push_back(m);
-      }
-      std::optional<Message> reply = handle_(m);
-      if (reply) (void)socket_->Reply(in->peer, *reply);
-    }
-  }
-  Handler handle_;
-  std::unique_ptr<wire::ServerSocket> socket_;
-  std::string host_;
-  std::atomic<bool> stop_{false};
-  std::mutex mu_;
-  std::vector<Message> received_;
-  std::thread thread_;
-};
-
-Message Ok(const Message& request, uint64_t epoch, int64_t step = 0) {
-  Message r;
-  r.type = MessageType::kOk;
-  r.request_id = request.request_id;
-  r.incarnation = 7;
-  r.map_epoch = epoch;
-  r.step = step;
-  if (request.type == MessageType::kRegister) r.value = 1;  // holds its variables
-  return r;
-}
 
 Message NotTheHead(const Message& request, uint64_t epoch) {
   Message r =

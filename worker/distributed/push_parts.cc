@@ -49,13 +49,17 @@ Status CopyPulledPartitions(const std::string& server,
     return Internal(server + " answered a pull of " + std::to_string(partitions.size()) +
                     " partitions with " + std::to_string(reply.tensors.size()) + " tensors");
   }
-  for (size_t j = 0; j < partitions.size(); ++j) {
+  for (size_t j = 0; j < partitions.size(); ++j) {  // all checked before any is copied
     const replication::Partition& q = partitions[j];
     const Tensor& got = reply.tensors[j].tensor;
     if (reply.tensors[j].name != q.key || got.shape() != q.shape) {
       return Internal(server + " answered the pull of '" + q.key + "' " + q.shape.ToString() +
                       " with '" + reply.tensors[j].name + "' " + got.shape().ToString());
     }
+  }
+  for (size_t j = 0; j < partitions.size(); ++j) {
+    const replication::Partition& q = partitions[j];
+    const Tensor& got = reply.tensors[j].tensor;
     Variable* v = owners[j];
     const int64_t rows = v->value.shape().rank() ? v->value.dim(0) : 1;
     std::memcpy(v->value.data() + q.row_begin * (v->value.size() / rows), got.data(), got.bytes());
