@@ -42,6 +42,21 @@ std::vector<std::vector<PushPart>> PlanPushParts(const replication::Sharding& sh
   return parts;
 }
 
+namespace {
+// The layers a part holds, by its variables' names ("fc1/weights": fc1), joined in its order.
+std::string PartLabel(const PushPart& part, int server) {
+  std::string label;
+  std::string last;
+  for (const replication::Partition& p : part.partitions) {
+    const std::string layer = p.variable.substr(0, p.variable.find('/'));
+    if (layer == last) continue;
+    label += (label.empty() ? "" : "+") + layer;
+    last = layer;
+  }
+  return label + "@ps" + std::to_string(server);
+}
+}  // namespace
+
 Status CopyPulledPartitions(const std::string& server,
                             const std::vector<replication::Partition>& partitions,
                             const std::vector<Variable*>& owners, const Message& reply) {
@@ -88,6 +103,7 @@ void PsClient::set_push_part_bytes(int64_t part_bytes) {
     }
   }
   parts->owners.resize(parts->plan.size());
+  parts->labels.resize(parts->plan.size());
   for (size_t s = 0; s < parts->plan.size(); ++s) {
     for (size_t k = 0; k < parts->plan[s].size(); ++k) {
       std::vector<Variable*> owners;
@@ -100,6 +116,7 @@ void PsClient::set_push_part_bytes(int64_t part_bytes) {
         }
       }
       parts->owners[s].push_back(std::move(owners));
+      parts->labels[s].push_back(PartLabel(parts->plan[s][k], static_cast<int>(s)));
     }
   }
   parts_ = std::move(parts);
@@ -137,6 +154,7 @@ Status PsClient::SendPart(int s, size_t k) {
   // Parts still to come, whatever order they leave in: the last one sent closes the step.
   push.value = static_cast<int64_t>(p.plan[s].size() - ++p.parts_sent[s]);
   p.sent.push_back({s, k, false});
+  p.timeline.Pushed(p.labels[s][k]);
   RETURN_IF_ERROR(router_->Send(p.flight.get(), s, std::move(push)));
   if (p.pulls_by_layer()) return Status::OK();  // the next step pulls by layer
   p.sent.push_back({s, k, true});

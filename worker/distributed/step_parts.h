@@ -21,6 +21,8 @@ struct PsClient::StepParts {
   std::vector<std::vector<PushPart>> plan;  // [server][part]
   // The variable of each partition, [server][part][i].
   std::vector<std::vector<std::vector<Variable*>>> owners;
+  // Each part's layers for the timeline, [server][part]: "fc2+fc1@ps0".
+  std::vector<std::vector<std::string>> labels;
   // The parts each variable is in, as (server, part).
   std::map<const Variable*, std::vector<std::pair<int, size_t>>> parts_of;
   // Per-layer pulls: the plan, the variable of each pulled partition ([pull][i]) and each

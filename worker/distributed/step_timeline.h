@@ -4,7 +4,8 @@
 // --vmodule=step_timeline=1 (glog's verbose logging of this file alone), e.g.
 //
 //   worker 0: step 41 timeline (ms from the step's start): issue conv1@ps0 0.01,
-//   arrive conv1@ps0 0.42, forward conv1 0.43, issue fc1@ps0 3.10, arrive fc1@ps0 7.92, ...
+//   arrive conv1@ps0 0.42, forward conv1 0.43, issue fc1@ps0 3.10, arrive fc1@ps0 7.92, ...,
+//   push fc2+fc1@ps0 160.2, push conv2+conv1@ps0 301.5
 //
 // Times are when this worker's thread saw each event: a reply "arrives" when the worker takes it
 // from its connection, which it does while it waits for some layer's values.
@@ -27,6 +28,8 @@ class StepTimeline {
   void Arrived(const std::string& what) { Note("arrive", what); }
   // Layer `layer`'s forward starts now.
   void ForwardStarts(const std::string& layer) { Note("forward", layer); }
+  // A part of the push (`what`: "fc2+fc1@ps0", its layers) leaves now.
+  void Pushed(const std::string& what) { Note("push", what); }
   // The line above, without the prefix.
   std::string ToString() const;
   // Logs the line for `who` when this file's verbose logging is on.
