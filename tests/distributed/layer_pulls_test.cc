@@ -1,7 +1,8 @@
 // PsClient's per-layer pulls (--pull_schedule, worker/distributed/pull_schedule.h) against an
 // in-process fake server: which pulls leave when, that a layer's wait copies its own values and
-// not the others', that nothing is pulled after the step's parts, and that a reply of the wrong
-// shape fails the layer's wait naming it and changes nothing.
+// not the others', that the push goes in parts that end with their layers and nothing is pulled
+// after them, and that a reply of the wrong shape fails the layer's wait naming it and changes
+// nothing.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -78,16 +79,22 @@ TEST(LayerPullsTest, LateSendsEachLayersPullAtItsWaitAndNothingAfterTheParts) {
   auto result = client->FinishStep();
   ASSERT_TRUE(result.ok()) << result.status().ToString();
   EXPECT_EQ(result->global_step, 5) << "the step the closing part's reply carries";
+  // The pulls, then one part per layer (a part ends where a layer does), backward's order.
   const std::vector<Message> sent = Requests(&server);
-  ASSERT_EQ(sent.size(), 3u);
+  ASSERT_EQ(sent.size(), 4u);
   EXPECT_EQ(sent[0].type, MessageType::kPull);
   EXPECT_EQ(sent[0].names, std::vector<std::string>{"fc/weights"});
   EXPECT_EQ(sent[1].type, MessageType::kPull);
   EXPECT_EQ(sent[1].names, std::vector<std::string>{"fc/bias"});
-  EXPECT_EQ(sent[2].type, MessageType::kPush);
-  EXPECT_EQ(sent[2].step, 3);
-  EXPECT_EQ(sent[2].value, 0) << "one part: it closes the step";
-  EXPECT_EQ(sent[2].tensors.size(), 2u);
+  for (int i : {2, 3}) {
+    EXPECT_EQ(sent[i].type, MessageType::kPush);
+    EXPECT_EQ(sent[i].step, 3);
+    ASSERT_EQ(sent[i].tensors.size(), 1u);
+  }
+  EXPECT_EQ(sent[2].tensors[0].name, "fc/bias");
+  EXPECT_EQ(sent[2].value, 1);
+  EXPECT_EQ(sent[3].tensors[0].name, "fc/weights");
+  EXPECT_EQ(sent[3].value, 0) << "the last part closes the step";
 }
 
 TEST(LayerPullsTest, PerLayerSendsEveryPullAtTheStartAndAWrongShapeChangesNothing) {

@@ -1,6 +1,7 @@
 // PsClient's per-layer pulls (--pull_schedule per_layer or late; pull_schedule.h says when each
 // schedule reads, ps_client.h how the pulls share the step's requests with its pushes).
 #include <algorithm>
+#include <map>
 
 #include "worker/distributed/ps_client.h"
 #include "worker/distributed/step_parts.h"
@@ -13,14 +14,19 @@ Status PsClient::set_pull_schedule(PullSchedule schedule,
   CHECK(parts_ != nullptr || schedule == PullSchedule::kStep)
       << "a per-layer pull schedule needs the overlapped push (set_push_part_bytes)";
   if (parts_ == nullptr) return Status::OK();
+  if (schedule == PullSchedule::kStep) {
+    PlanParts({});  // by size alone
+    return Status::OK();
+  }
+  ASSIGN_OR_RETURN(std::vector<LayerPull> pulls, PlanLayerPulls(sharding_, layers));
+  std::map<std::string, int> layer_of;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    for (const std::string& name : layers[i].variables) layer_of[name] = static_cast<int>(i);
+  }
+  PlanParts(layer_of);  // a part ends where a layer does
+  if (parts_ == nullptr) return Status::OK();
   StepParts& p = *parts_;
-  p.schedule = PullSchedule::kStep;
-  p.pulls.clear();
-  p.pull_owners.clear();
-  p.pulls_of_layer.clear();
-  p.layer_names.clear();
-  if (schedule == PullSchedule::kStep) return Status::OK();
-  ASSIGN_OR_RETURN(p.pulls, PlanLayerPulls(sharding_, layers));
+  p.pulls = std::move(pulls);
   for (size_t j = 0; j < p.pulls.size(); ++j) {
     std::vector<Variable*> owners;
     for (const replication::Partition& q : p.pulls[j].partitions) {

@@ -41,6 +41,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -164,6 +165,8 @@ class PsClient {
   // A push of `partitions` of server `s` computed at `step` (trainable variables' gradients,
   // the others' values as assigns).
   wire::Message PushOf(int s, const std::vector<replication::Partition>& partitions, int64_t step);
+  // Cuts the overlapped push's parts (push_parts.h; at layer boundaries with `layer_of`).
+  void PlanParts(const std::map<std::string, int>& layer_of);
   // Sends part `k` of server `s` (its push, then, with --pull_schedule=step, the pull of the
   // same partitions).
   Status SendPart(int s, size_t k);

@@ -26,15 +26,20 @@ PushSizes ChoosePushSizes(int replicas, std::optional<int64_t> partition_bytes,
 
 std::vector<std::vector<PushPart>> PlanPushParts(const replication::Sharding& sharding,
                                                  const std::vector<std::string>& variable_order,
-                                                 int64_t part_bytes) {
+                                                 int64_t part_bytes,
+                                                 const std::map<std::string, int>& layer_of) {
   std::vector<std::vector<PushPart>> parts(sharding.num_ps());
+  std::vector<int> last_layer(sharding.num_ps(), -1);  // of each server's last partition
   std::map<std::string, std::vector<const replication::Partition*>> of_variable;
   for (const replication::Partition& p : sharding.partitions())
     of_variable[p.variable].push_back(&p);
   for (auto v = variable_order.rbegin(); v != variable_order.rend(); ++v) {
+    const auto layer = layer_of.find(*v);
     for (const replication::Partition* p : of_variable[*v]) {
       std::vector<PushPart>& mine = parts[p->task];
-      if (mine.empty() || mine.back().bytes >= part_bytes) mine.emplace_back();
+      const bool new_layer = layer != layer_of.end() && layer->second != last_layer[p->task];
+      if (mine.empty() || mine.back().bytes >= part_bytes || new_layer) mine.emplace_back();
+      if (layer != layer_of.end()) last_layer[p->task] = layer->second;
       mine.back().partitions.push_back(*p);
       mine.back().bytes += p->shape.num_elements() * static_cast<int64_t>(sizeof(float));
     }
@@ -85,7 +90,10 @@ Status CopyPulledPartitions(const std::string& server,
 void PsClient::set_push_part_bytes(int64_t part_bytes) {
   part_bytes_ = part_bytes;
   parts_.reset();
-  if (part_bytes <= 0) return;
+  if (part_bytes > 0) PlanParts({});
+}
+
+void PsClient::PlanParts(const std::map<std::string, int>& layer_of) {
   auto parts = std::make_shared<StepParts>();
   std::vector<std::string> order;
   std::map<std::string, Variable*> by_name;
@@ -93,7 +101,7 @@ void PsClient::set_push_part_bytes(int64_t part_bytes) {
     order.push_back(v->name);
     by_name[v->name] = v;
   }
-  parts->plan = PlanPushParts(sharding_, order, part_bytes);
+  parts->plan = PlanPushParts(sharding_, order, part_bytes_, layer_of);
   for (size_t s = 0; s < parts->plan.size(); ++s) {
     if (parts->plan[s].empty()) {  // nothing to push there: the whole push it is
       LOG(WARNING) << Who() << ": " << ServerName(static_cast<int>(s))
