@@ -26,7 +26,8 @@
 // Per-layer pulls (--pull_schedule per_layer or late, pull_schedule.h; with the overlapped push
 // only): nothing is pulled after the parts; instead the step's pulls go out by layer, all at
 // BeginStep or each at its AwaitLayer, and AwaitLayer(L), called before layer L's forward, waits
-// only for L's. They share the step's requests with its pushes, so FinishStep still collects
+// only for L's; the push's parts then end where layers end, so each layer's update leaves as
+// soon as backward has it. They share the step's requests with its pushes, so FinishStep still collects
 // every reply; the global step comes from server 0's answer to the part that closes the step.
 //
 // Replicas (--replicas > 0, docs/replication.md section 4): shard s's requests carry `shard = s`
