@@ -8,7 +8,7 @@
 // (bitwise), a restart restores exactly what the checkpoint saved, and a server without a chain
 // (docs/replication.md) answers a replication request with an error and changes nothing.
 // Senders draw incarnations (a restart, a zombie, one from the far future), barrier names and
-// magnitudes up to and past what an optimizer's state can take; with one push per pull on, the
+// magnitudes up to and past what an optimizer's state can take; with one step per pull on, the
 // global step never moves by more pushes than the pulls answered (plus one first push a peer).
 #include <glog/logging.h>
 #include <stdlib.h>
@@ -320,7 +320,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     if (options.one_push_per_pull && options.mode == UpdateMode::kAsync &&
         request.type != MessageType::kRestore && request.type != MessageType::kRegister) {
-      // At most one push per pull, and one first push per peer name (a few roles and tasks).
+      // At most one step per pull (a step's parts count down on one pull), and one first push
+      // per peer name (a few roles and tasks).
       CHECK_LE(server->global_step() - first_step, pulls + 12)
           << "the global step moved by more pushes than pulls";
     }

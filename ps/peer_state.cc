@@ -38,14 +38,19 @@ Status AdmitIncarnation(const PeerState& p, bool known, const std::string& who,
 void NotePull(PeerState* p) { p->pulled = true; }
 
 Status MayPush(const PeerState& p, const std::string& who, const wire::Message& push, bool retry) {
-  if (retry || p.pulled) return Status::OK();
+  // The next part of a step pushed in parts counts down from the part before it.
+  if (retry || p.pulled || push.value < p.parts_to_come) return Status::OK();
   return PermissionDenied(who + "'s push " + std::to_string(push.sequence) + " (step " +
-                          std::to_string(push.step) +
-                          ") follows its previous push with no pull from this server in "
-                          "between: a worker pushes once per pull of the values it computed from");
+                          std::to_string(push.step) + ", " + std::to_string(push.value) +
+                          " parts to come) follows its previous step's last part with no pull "
+                          "from this server in between: a worker pushes one step per pull of the "
+                          "values it computed from");
 }
 
-void NotePushTaken(PeerState* p) { p->pulled = false; }
+void NotePushTaken(PeerState* p, const wire::Message& push) {
+  p->pulled = false;
+  p->parts_to_come = push.value;
+}
 
 Result<bool> AdmitPeer(Peers* peers, const std::string& who, const wire::Message& request,
                        std::chrono::steady_clock::time_point now,

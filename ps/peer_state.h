@@ -9,13 +9,16 @@
 //                   from within the peer timeout; heartbeats come every second), as ZooKeeper
 //                   fences an expired session; once the newer one falls silent, the older may
 //                   speak again, so one forged heartbeat cannot lock a real process out.
-//   one push per pull
+//   one step per pull
 //                   a worker's push carries gradients computed from values it pulled: a new push
 //                   (not a retry of one already taken) is let in only if this peer has pulled
-//                   from this server since its previous push. A key cannot move the global step
-//                   faster than it fetches the model. A peer's first push to this server is let
-//                   in once (a server that restarted, or a backup that became head, has not seen
-//                   the pull it follows).
+//                   from this server since its previous push, or if it is the next part of a
+//                   step pushed in parts (its parts still to come, `value`, below the previous
+//                   part's; a worker that pulls by layer pulls before the step, not between its
+//                   parts). A key cannot move the global step faster than it fetches the model,
+//                   nor push more than kMaxPushParts + 1 parts per pull. A peer's first push to
+//                   this server is let in once (a server that restarted, or a backup that became
+//                   head, has not seen the pull it follows).
 #pragma once
 
 #include <chrono>
@@ -42,8 +45,10 @@ struct PeerState {
   // With a chain (ps/replica_chain.h): the shard's record that answers that push, whose
   // acknowledgement a retry waits for (-1: the open accumulate window's, not yet made).
   int64_t last_push_record = 0;
-  // One push per pull: whether this peer has pulled since its last push taken.
+  // One step per pull: whether this peer has pulled since its last push taken, and how many
+  // parts of its step that push said were still to come.
   bool pulled = true;
+  int64_t parts_to_come = 0;
 };
 
 // How far ahead of this server's clock a process's start may lie (hosts' clocks disagree by
@@ -72,12 +77,12 @@ std::vector<std::string> FindSilentPeers(Peers* peers, std::chrono::steady_clock
                                          std::chrono::milliseconds peer_timeout,
                                          const std::string& log_prefix);
 
-// One push per pull. `retry`: the push is one this server has taken already (its retry cache,
+// One step per pull. `retry`: the push is one this server has taken already (its retry cache,
 // or pushes held below --min_workers, answer it); retries pass. A push refused for what it
 // carries costs nothing: only a push taken (applied, dropped as stale, or held) uses the pull.
 void NotePull(PeerState* p);
 Status MayPush(const PeerState& p, const std::string& who, const wire::Message& push, bool retry);
-void NotePushTaken(PeerState* p);
+void NotePushTaken(PeerState* p, const wire::Message& push);
 
 }  // namespace ps
 }  // namespace pstrain

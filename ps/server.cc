@@ -371,7 +371,8 @@ std::vector<ParameterServer::Outgoing> ParameterServer::TakePush(const std::stri
     membership_->NotePush(policy_->window_empty(), peers_);
     out = HandlePush(peer, request);
   }
-  if (held_pushes_.size() > held || stats_.pushes > taken) NotePushTaken(&peers_[Who(request)]);
+  if (held_pushes_.size() > held || stats_.pushes > taken)
+    NotePushTaken(&peers_[Who(request)], request);
   return out;
 }
 

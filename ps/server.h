@@ -76,7 +76,7 @@ struct ServerOptions {
   // --min_workers: > 0 lets workers join and leave, N following the live ones (ps/membership.h);
   // 0: N is num_workers, fixed.
   int min_workers = 0;
-  // A worker's new push must follow a pull from this server (ps/peer_state.h). The server
+  // A worker's new step must follow a pull from this server (ps/peer_state.h). The server
   // role turns it on; in-process tests that drive pushes alone leave it off.
   bool one_push_per_pull = false;
   // A push whose largest gradient element lies more than this many binades above its sender's
@@ -216,7 +216,7 @@ class ParameterServer : private UpdateShard {
   // (ps/magnitude_guard.h); counts and logs it.
   void ScaleOutlier(const wire::Message& request, uint32_t exponent,
                     std::vector<std::pair<std::string, Tensor>>* grads);
-  // One push per pull (ps/peer_state.h), with ServerOptions::one_push_per_pull: whether a push
+  // One step per pull (ps/peer_state.h), with ServerOptions::one_push_per_pull: whether a push
   // may be taken, and taking it (held below --min_workers, or handled), which uses the pull.
   Status PacePush(const wire::Message& request);
   std::vector<Outgoing> TakePush(const std::string& peer, const wire::Message& request);

@@ -22,6 +22,7 @@
 #include "tools/device_flags.h"
 #include "worker/distributed/intra_node.h"
 #include "worker/distributed/leave_signal.h"
+#include "worker/distributed/pull_schedule.h"
 #include "worker/distributed/push_dtype.h"
 #include "worker/distributed/push_parts.h"
 #include "worker/distributed/tf_checkpoint_writer.h"
@@ -123,8 +124,16 @@ DEFINE_string(overlap_push, "auto",
               "worker: true: push each part of the model's gradients as soon as backward has it, "
               "last layer first, and pull it back at once (async servers, no clip_by_global_norm, "
               "a CPU worker alone on its host; elsewhere one push a step, the reason logged); "
-              "auto: the same unless every server is on loopback (no link to overlap with); "
+              "auto: the same unless every server is on loopback (no link to overlap with) and "
+              "--pull_schedule=step; "
               "false: one push per server a step after backward");
+DEFINE_string(pull_schedule,
+              pstrain::worker::PullScheduleName(pstrain::worker::kDefaultPullSchedule),
+              "worker: when a step reads the servers' values: step (every variable after the "
+              "push), per_layer (every layer's pull sent at the step's start, each layer's forward "
+              "waiting only for its own), late (each layer's pull sent just before its forward: "
+              "the freshest values). per_layer and late need the overlapped push and turn it on, "
+              "on loopback too (where it may not overlap, the step pulls after its push)");
 DEFINE_string(push_dtype, "fp32",
               "worker: what gradients are pushed and the step's pulls answered in: fp32, or bf16 "
               "(bfloat16: half the bytes; the rounding error is carried into the next push, the "
@@ -245,6 +254,9 @@ bool Validate(const std::vector<std::string>& ps, const std::vector<std::string>
   if (FLAGS_overlap_push != "auto" && FLAGS_overlap_push != "true" &&
       FLAGS_overlap_push != "false") {
     return Fail("--overlap_push must be auto, true or false, got '" + FLAGS_overlap_push + "'");
+  }
+  if (auto schedule = pstrain::worker::ParsePullSchedule(FLAGS_pull_schedule); !schedule.ok()) {
+    return Fail(schedule.status().message());
   }
   if (auto dtype = pstrain::worker::ParsePushDType(FLAGS_push_dtype); !dtype.ok()) {
     return Fail(dtype.status().message());
@@ -427,6 +439,7 @@ int main(int argc, char** argv) {
     o.async = FLAGS_update_mode == "async";
     o.overlap_push = FLAGS_overlap_push;
     o.push_part_bytes = sizes.part_bytes;
+    o.pull_schedule = pstrain::worker::ParsePullSchedule(FLAGS_pull_schedule).value();
     o.min_workers = FLAGS_min_workers;
     o.elastic_data = FLAGS_elastic_data;
     o.replicas = FLAGS_replicas;

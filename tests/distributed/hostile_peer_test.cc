@@ -269,7 +269,7 @@ TEST_F(HostilePeerTest, AWorkersKeyMovesTheGlobalStepOncePerPull) {
     ++refused;
     EXPECT_EQ(r.status().code(), StatusCode::kPermissionDenied) << r.status().ToString();
     if (refused == 1) {
-      EXPECT_NE(r.status().message().find("a worker pushes once per pull"), std::string::npos)
+      EXPECT_NE(r.status().message().find("a worker pushes one step per pull"), std::string::npos)
           << r.status().ToString();
     }
   }

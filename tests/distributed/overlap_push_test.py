@@ -8,8 +8,8 @@ and without (one push per server a step). Proved for both: every role exits clea
 falls to well under half its start, the final test accuracy is of the same kind, and each
 server's global step counts the workers' steps exactly (the sum of their local steps: a step
 pushed in parts counts once). With overlap the servers receive several pushes per update, without
-exactly one. By default (--overlap_push=auto) workers whose servers are all on loopback push
-whole steps, and under --update_mode=accumulate every worker does; they say why.
+exactly one. With --overlap_push=auto and --pull_schedule=step workers whose servers are all on
+loopback push whole steps, and under --update_mode=accumulate every worker does; they say why.
 A minute or two on 2 cores.
 """
 
@@ -121,7 +121,7 @@ class OverlapPushTest(unittest.TestCase):
         return result
 
     def test_async_training_with_and_without_overlap_counts_every_step_once(self):
-        on = self.train("on", ["--overlap_push=true", "--push_part_mb=1"])
+        on = self.train("on", ["--overlap_push=true", "--push_part_mb=1", "--pull_schedule=step"])
         off = self.train("off", ["--overlap_push=false"])
         for w in ("worker0", "worker1"):
             self.assertIn("the push overlaps backward, in parts of 1 MiB", on["logs"][w])
@@ -144,8 +144,8 @@ class OverlapPushTest(unittest.TestCase):
         self.assertGreater(off["accuracy"], 0.6)
         self.assertLess(abs(on["accuracy"] - off["accuracy"]), 0.1)
 
-    def test_by_default_servers_on_loopback_get_whole_pushes_and_workers_say_why(self):
-        codes, logs = run_cluster(self.tmp, [], max_steps=10)
+    def test_with_whole_step_pulls_servers_on_loopback_get_whole_pushes_and_workers_say_why(self):
+        codes, logs = run_cluster(self.tmp, ["--pull_schedule=step"], max_steps=10)
         for role, code in codes.items():
             self.assertEqual(code, 0, f"{role} failed:\n{logs[role][-5000:]}")
         for w in ("worker0", "worker1"):

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "worker/distributed/training_step.h"
 
@@ -97,6 +98,30 @@ TEST(PushPartsTest, APartAsLargeAsTheModelIsOnePushPerServer) {
   ASSERT_EQ(parts[0][0].partitions.size(), 3u);
   EXPECT_EQ(parts[0][0].partitions[0].variable, "c");
   EXPECT_EQ(parts[0][0].partitions[2].variable, "a");
+}
+
+TEST(PushPartsTest, WithLayersGivenAPartEndsWhereALayerDoesAndStillAtItsSize) {
+  // Layer 0: two variables; layer 1: one of 3 MiB, cut by size; layer 2: a small one. One server.
+  const std::vector<replication::VariableSpec> specs = {
+      Var("a/w", kMiB / 4), Var("a/b", 4096), Var("b/w", 3 * kMiB), Var("c/w", 64 * 1024)};
+  auto sharding = replication::Sharding::Compute(specs, 1, kMiB);
+  ASSERT_TRUE(sharding.ok()) << sharding.status().ToString();
+  const std::vector<std::string> order = {"a/w", "a/b", "b/w", "c/w"};
+  const std::map<std::string, int> layer_of = {{"a/w", 0}, {"a/b", 0}, {"b/w", 1}, {"c/w", 2}};
+  const auto parts = PlanPushParts(*sharding, order, 2 * kMiB, layer_of);
+  ASSERT_EQ(parts.size(), 1u);
+  std::vector<std::string> layers;  // each part's layer, in order
+  for (const PushPart& part : parts[0]) {
+    std::set<int> in;
+    for (const replication::Partition& p : part.partitions) in.insert(layer_of.at(p.variable));
+    ASSERT_EQ(in.size(), 1u) << "a part spans layers";
+    layers.push_back(std::string(1, static_cast<char>('a' + *in.begin())));
+  }
+  // c alone, b's three 1 MiB partitions in a 2 MiB part and a 1 MiB one, a's two together.
+  EXPECT_EQ(layers, (std::vector<std::string>{"c", "b", "b", "a"}));
+  EXPECT_EQ(parts[0][3].partitions.size(), 2u);
+  // Without layers the same sizes mix them: c's 64 KiB waits in one part with b's first.
+  EXPECT_EQ(PlanPushParts(*sharding, order, 2 * kMiB)[0][0].partitions.size(), 3u);
 }
 
 TEST(PushPartsTest, TheWorkerPushesWholeStepsWhereAPartCouldNotGoAloneAndSaysWhy) {

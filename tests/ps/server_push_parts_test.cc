@@ -148,6 +148,33 @@ TEST(ServerPushPartsTest, APartCountBeyondTheLimitIsRefusedNamingTheRange) {
   EXPECT_FLOAT_EQ(ValueOf(server.get(), "b"), 1.0f);
 }
 
+// A worker that pulls by layer pulls once before its step and pushes the step's parts after:
+// the parts of one step pass on one pull as long as each counts down from the one before; the
+// step's last part uses the pull up.
+TEST(ServerPushPartsTest, OnePullLetsInTheCountdownOfOneStepsPartsAndNoMore) {
+  ServerOptions o;
+  o.mode = UpdateMode::kAsync;
+  o.num_workers = 1;
+  o.one_push_per_pull = true;
+  auto server = InitializedSgdServer(
+      o, {{"w", Tensor::Filled(Shape{3}, 10.0f)}, {"b", Tensor::Filled(Shape{2}, 1.0f)}});
+  ValueOf(server.get(), "w");  // worker 0's pull
+  EXPECT_EQ(Handle(server.get(), Part(0, 1, 0, "b", 0.5f, 2)).type, MessageType::kOk);
+  EXPECT_EQ(Handle(server.get(), Part(0, 2, 0, "w", 1.0f, 1)).type, MessageType::kOk);
+  // A part that does not count down is a second step on the same pull.
+  Message again = Handle(server.get(), Part(0, 3, 0, "w", 1.0f, 1));
+  EXPECT_EQ(again.type, MessageType::kError);
+  EXPECT_NE(again.text.find("a worker pushes one step per pull"), std::string::npos) << again.text;
+  EXPECT_EQ(Handle(server.get(), Part(0, 3, 0, "b", 0.5f, 0)).type, MessageType::kOk);
+  EXPECT_EQ(server->global_step(), 1);
+  // The step is closed: the next one needs a pull.
+  EXPECT_EQ(Handle(server.get(), Part(0, 4, 1, "b", 0.5f, 0)).type, MessageType::kError);
+  EXPECT_EQ(server->global_step(), 1);
+  EXPECT_FLOAT_EQ(ValueOf(server.get(), "w"), 9.0f);  // one part of w applied, the refused not
+  EXPECT_EQ(Handle(server.get(), Part(0, 4, 1, "b", 0.5f, 0)).type, MessageType::kOk);
+  EXPECT_EQ(server->global_step(), 2);
+}
+
 }  // namespace
 }  // namespace ps
 }  // namespace pstrain

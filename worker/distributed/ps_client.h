@@ -19,6 +19,16 @@
 // come (`value`), so that the server counts the step once; every part has its own sequence number,
 // so a retried part is applied once. Pulled values are copied into the variables as each reply
 // arrives, while later parts are still on the wire (PushAndPull copies them all at the end).
+// A step's parts may leave in any order (the one sent last says that none is to come); when
+// several are ready together, the ones nearest the input go first, as the next forward needs
+// them first.
+//
+// Per-layer pulls (--pull_schedule per_layer or late, pull_schedule.h; with the overlapped push
+// only): nothing is pulled after the parts; instead the step's pulls go out by layer, all at
+// BeginStep or each at its AwaitLayer, and AwaitLayer(L), called before layer L's forward, waits
+// only for L's; the push's parts then end where layers end, so each layer's update leaves as
+// soon as backward has it. They share the step's requests with its pushes, so FinishStep still collects
+// every reply; the global step comes from server 0's answer to the part that closes the step.
 //
 // Replicas (--replicas > 0, docs/replication.md section 4): shard s's requests carry `shard = s`
 // and go to the head of its chain in the newest shard map this client knows (ShardRoutes,
@@ -32,6 +42,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -40,6 +51,7 @@
 #include "common/replication/sharding.h"
 #include "common/wire/transport.h"
 #include "worker/distributed/heartbeat.h"
+#include "worker/distributed/pull_schedule.h"
 #include "worker/distributed/push_dtype.h"
 #include "worker/distributed/request_router.h"
 #include "worker/distributed/shard_routes.h"
@@ -97,6 +109,14 @@ class PsClient {
   Status Ready(const Variable* v);
   // Sends the parts not sent yet and waits for every reply; the step's PushPullResult.
   Result<PushPullResult> FinishStep();
+  // The step's pulls by layer (with the overlapped push on, before the first step); fails naming
+  // a variable of no layer. `layers` in the model's order.
+  Status set_pull_schedule(PullSchedule schedule, const std::vector<LayerVariables>& layers);
+  PullSchedule pull_schedule() const;
+  // Per-layer schedules, between BeginStep and FinishStep: before layer `layer`'s forward, its
+  // values of this step are in its variables (late: its pulls are sent now). A layer without
+  // variables returns at once.
+  Status AwaitLayer(int layer);
 
   // --push_dtype: kBfloat16 pushes gradients in bfloat16 with error feedback (push_dtype.h) and
   // has the step's pulls answered in it; Pull (the start, the chief's final model, the
@@ -146,8 +166,17 @@ class PsClient {
   // A push of `partitions` of server `s` computed at `step` (trainable variables' gradients,
   // the others' values as assigns).
   wire::Message PushOf(int s, const std::vector<replication::Partition>& partitions, int64_t step);
-  // Sends part `k` of server `s` (its push, then the pull of the same partitions).
+  // Cuts the overlapped push's parts (push_parts.h; at layer boundaries with `layer_of`).
+  void PlanParts(const std::map<std::string, int>& layer_of);
+  // Sends part `k` of server `s` (its push, then, with --pull_schedule=step, the pull of the
+  // same partitions).
   Status SendPart(int s, size_t k);
+  // Sends server `s`'s parts whose variables are all ready, nearest the input first.
+  Status SendReadyParts(int s);
+  // Per-layer pulls (layer_pulls.cc): sends pull `j` of the step's plan.
+  Status SendLayerPull(size_t j);
+  // Each reply of the step's requests as it is taken: a pull's values copied into the variables.
+  void TakeStepReply(size_t i, const wire::Message& reply, Status* copied);
   // The chief's register for shard `s`: the current values of its partitions.
   wire::Message InitMessage(int s, int64_t step) const;
   std::string Who() const { return role_ + " " + std::to_string(task_index_); }

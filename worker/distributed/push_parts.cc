@@ -2,11 +2,12 @@
 // (worker/distributed/ps_client.h says what they do, push_parts.h why parts).
 #include "worker/distributed/push_parts.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <set>
 
-#include "worker/distributed/ps_client.h"
+#include "worker/distributed/step_parts.h"
 
 namespace pstrain {
 namespace worker {
@@ -25,15 +26,20 @@ PushSizes ChoosePushSizes(int replicas, std::optional<int64_t> partition_bytes,
 
 std::vector<std::vector<PushPart>> PlanPushParts(const replication::Sharding& sharding,
                                                  const std::vector<std::string>& variable_order,
-                                                 int64_t part_bytes) {
+                                                 int64_t part_bytes,
+                                                 const std::map<std::string, int>& layer_of) {
   std::vector<std::vector<PushPart>> parts(sharding.num_ps());
+  std::vector<int> last_layer(sharding.num_ps(), -1);  // of each server's last partition
   std::map<std::string, std::vector<const replication::Partition*>> of_variable;
   for (const replication::Partition& p : sharding.partitions())
     of_variable[p.variable].push_back(&p);
   for (auto v = variable_order.rbegin(); v != variable_order.rend(); ++v) {
+    const auto layer = layer_of.find(*v);
     for (const replication::Partition* p : of_variable[*v]) {
       std::vector<PushPart>& mine = parts[p->task];
-      if (mine.empty() || mine.back().bytes >= part_bytes) mine.emplace_back();
+      const bool new_layer = layer != layer_of.end() && layer->second != last_layer[p->task];
+      if (mine.empty() || mine.back().bytes >= part_bytes || new_layer) mine.emplace_back();
+      if (layer != layer_of.end()) last_layer[p->task] = layer->second;
       mine.back().partitions.push_back(*p);
       mine.back().bytes += p->shape.num_elements() * static_cast<int64_t>(sizeof(float));
     }
@@ -41,33 +47,53 @@ std::vector<std::vector<PushPart>> PlanPushParts(const replication::Sharding& sh
   return parts;
 }
 
-struct PsClient::StepParts {
-  std::vector<std::vector<PushPart>> plan;  // [server][part]
-  // The variable of each partition, [server][part][i].
-  std::vector<std::vector<std::vector<Variable*>>> owners;
-  // The parts each variable is in, as (server, part).
-  std::map<const Variable*, std::vector<std::pair<int, size_t>>> parts_of;
+namespace {
+// The layers a part holds, by its variables' names ("fc1/weights": fc1), joined in its order.
+std::string PartLabel(const PushPart& part, int server) {
+  std::string label;
+  std::string last;
+  for (const replication::Partition& p : part.partitions) {
+    const std::string layer = p.variable.substr(0, p.variable.find('/'));
+    if (layer == last) continue;
+    label += (label.empty() ? "" : "+") + layer;
+    last = layer;
+  }
+  return label + "@ps" + std::to_string(server);
+}
+}  // namespace
 
-  // The step under way.
-  int64_t step = 0;
-  std::set<const Variable*> ready;
-  std::vector<std::vector<int>> unready;  // [server][part]: its variables not ready yet
-  std::vector<size_t> next;               // per server: its next part to send
-  std::shared_ptr<RequestRouter::InFlight> flight;
-  // What each request of `flight` is: (server, part), and whether it is the pull.
-  struct Sent {
-    int server = 0;
-    size_t part = 0;
-    bool pull = false;
-  };
-  std::vector<Sent> sent;
-  Status error = Status::OK();  // the first failure of the step, returned by FinishStep
-};
+Status CopyPulledPartitions(const std::string& server,
+                            const std::vector<replication::Partition>& partitions,
+                            const std::vector<Variable*>& owners, const Message& reply) {
+  if (reply.tensors.size() != partitions.size()) {
+    return Internal(server + " answered a pull of " + std::to_string(partitions.size()) +
+                    " partitions with " + std::to_string(reply.tensors.size()) + " tensors");
+  }
+  for (size_t j = 0; j < partitions.size(); ++j) {  // all checked before any is copied
+    const replication::Partition& q = partitions[j];
+    const Tensor& got = reply.tensors[j].tensor;
+    if (reply.tensors[j].name != q.key || got.shape() != q.shape) {
+      return Internal(server + " answered the pull of '" + q.key + "' " + q.shape.ToString() +
+                      " with '" + reply.tensors[j].name + "' " + got.shape().ToString());
+    }
+  }
+  for (size_t j = 0; j < partitions.size(); ++j) {
+    const replication::Partition& q = partitions[j];
+    const Tensor& got = reply.tensors[j].tensor;
+    Variable* v = owners[j];
+    const int64_t rows = v->value.shape().rank() ? v->value.dim(0) : 1;
+    std::memcpy(v->value.data() + q.row_begin * (v->value.size() / rows), got.data(), got.bytes());
+  }
+  return Status::OK();
+}
 
 void PsClient::set_push_part_bytes(int64_t part_bytes) {
   part_bytes_ = part_bytes;
   parts_.reset();
-  if (part_bytes <= 0) return;
+  if (part_bytes > 0) PlanParts({});
+}
+
+void PsClient::PlanParts(const std::map<std::string, int>& layer_of) {
   auto parts = std::make_shared<StepParts>();
   std::vector<std::string> order;
   std::map<std::string, Variable*> by_name;
@@ -75,7 +101,7 @@ void PsClient::set_push_part_bytes(int64_t part_bytes) {
     order.push_back(v->name);
     by_name[v->name] = v;
   }
-  parts->plan = PlanPushParts(sharding_, order, part_bytes);
+  parts->plan = PlanPushParts(sharding_, order, part_bytes_, layer_of);
   for (size_t s = 0; s < parts->plan.size(); ++s) {
     if (parts->plan[s].empty()) {  // nothing to push there: the whole push it is
       LOG(WARNING) << Who() << ": " << ServerName(static_cast<int>(s))
@@ -85,6 +111,7 @@ void PsClient::set_push_part_bytes(int64_t part_bytes) {
     }
   }
   parts->owners.resize(parts->plan.size());
+  parts->labels.resize(parts->plan.size());
   for (size_t s = 0; s < parts->plan.size(); ++s) {
     for (size_t k = 0; k < parts->plan[s].size(); ++k) {
       std::vector<Variable*> owners;
@@ -97,6 +124,7 @@ void PsClient::set_push_part_bytes(int64_t part_bytes) {
         }
       }
       parts->owners[s].push_back(std::move(owners));
+      parts->labels[s].push_back(PartLabel(parts->plan[s][k], static_cast<int>(s)));
     }
   }
   parts_ = std::move(parts);
@@ -114,22 +142,40 @@ void PsClient::BeginStep(int64_t step) {
           static_cast<int>(std::set<const Variable*>(owners.begin(), owners.end()).size()));
     }
   }
-  p.next.assign(p.plan.size(), 0);
+  p.sent_part.assign(p.plan.size(), {});
+  for (size_t s = 0; s < p.plan.size(); ++s) p.sent_part[s].assign(p.plan[s].size(), false);
+  p.parts_sent.assign(p.plan.size(), 0);
   p.flight = router_->Start();
   p.sent.clear();
   p.error = Status::OK();
+  p.timeline.Begin(step);
+  p.pull_request.assign(p.pulls.size(), -1);
+  if (p.schedule != PullSchedule::kPerLayer) return;
+  for (size_t j = 0; j < p.pulls.size() && p.error.ok(); ++j) p.error = SendLayerPull(j);
 }
 
 Status PsClient::SendPart(int s, size_t k) {
   StepParts& p = *parts_;
   const std::vector<replication::Partition>& partitions = p.plan[s][k].partitions;
   Message push = PushOf(s, partitions, p.step);
-  push.value = static_cast<int64_t>(p.plan[s].size() - 1 - k);  // parts still to come
-  Message pull = StepPull(partitions);
+  p.sent_part[s][k] = true;
+  // Parts still to come, whatever order they leave in: the last one sent closes the step.
+  push.value = static_cast<int64_t>(p.plan[s].size() - ++p.parts_sent[s]);
   p.sent.push_back({s, k, false});
+  p.timeline.Pushed(p.labels[s][k]);
   RETURN_IF_ERROR(router_->Send(p.flight.get(), s, std::move(push)));
+  if (p.pulls_by_layer()) return Status::OK();  // the next step pulls by layer
   p.sent.push_back({s, k, true});
-  return router_->Send(p.flight.get(), s, std::move(pull));
+  return router_->Send(p.flight.get(), s, StepPull(partitions));
+}
+
+Status PsClient::SendReadyParts(int s) {
+  StepParts& p = *parts_;
+  // The plan runs in backward's order, last layer first: from its end, the input side first.
+  for (size_t k = p.plan[s].size(); k-- > 0;) {
+    if (!p.sent_part[s][k] && p.unready[s][k] == 0) RETURN_IF_ERROR(SendPart(s, k));
+  }
+  return Status::OK();
 }
 
 Status PsClient::Ready(const Variable* v) {
@@ -143,63 +189,58 @@ Status PsClient::Ready(const Variable* v) {
     --p.unready[s][k];
     touched.insert(s);
   }
-  // Each server's parts leave in its order, so that the one closing the step goes last.
   for (int s : touched) {
-    while (p.next[s] < p.plan[s].size() && p.unready[s][p.next[s]] == 0) {
-      Status sent = SendPart(s, p.next[s]++);
-      if (!sent.ok()) return p.error = sent;
-    }
+    Status sent = SendReadyParts(s);
+    if (!sent.ok()) return p.error = sent;
   }
   return Status::OK();
+}
+
+void PsClient::TakeStepReply(size_t i, const Message& reply, Status* copied) {
+  StepParts& p = *parts_;
+  const StepParts::Sent& what = p.sent[i];
+  if (!what.pull || !copied->ok()) return;
+  if (what.layer_pull < 0) {
+    *copied =
+        CopyPulledPartitions(ServerName(what.server), p.plan[what.server][what.part].partitions,
+                             p.owners[what.server][what.part], reply);
+    return;
+  }
+  p.timeline.Arrived(p.pulls[what.layer_pull].label);
+  *copied = CopyPulledPartitions(ServerName(what.server), p.pulls[what.layer_pull].partitions,
+                                 p.pull_owners[what.layer_pull], reply);
 }
 
 Result<PushPullResult> PsClient::FinishStep() {
   StepParts& p = *parts_;
   for (size_t s = 0; s < p.plan.size() && p.error.ok(); ++s) {
-    while (p.next[s] < p.plan[s].size() && p.error.ok()) {
-      p.error = SendPart(static_cast<int>(s), p.next[s]++);
-    }
+    // Whatever backward did not hand over (synthetic compute's constant gradients) is final.
+    std::fill(p.unready[s].begin(), p.unready[s].end(), 0);
+    p.error = SendReadyParts(static_cast<int>(s));
+  }
+  // A layer whose forward never asked (synthetic compute) is pulled all the same.
+  for (size_t j = 0; j < p.pulls.size() && p.error.ok(); ++j) {
+    if (p.pull_request[j] < 0) p.error = SendLayerPull(j);
   }
   RETURN_IF_ERROR(p.error);
   // Each pulled part goes into the variables as it arrives, while later parts are on the wire;
   // its frames are released with the reply.
   Status copied = Status::OK();
-  auto copy_in = [&](size_t i, const Message& reply) {
-    const StepParts::Sent& what = p.sent[i];
-    if (!what.pull || !copied.ok()) return;
-    const std::vector<replication::Partition>& partitions =
-        p.plan[what.server][what.part].partitions;
-    if (reply.tensors.size() != partitions.size()) {
-      copied = Internal(ServerName(what.server) + " answered a pull of " +
-                        std::to_string(partitions.size()) + " partitions with " +
-                        std::to_string(reply.tensors.size()) + " tensors");
-      return;
-    }
-    for (size_t j = 0; j < partitions.size(); ++j) {
-      const replication::Partition& q = partitions[j];
-      const Tensor& got = reply.tensors[j].tensor;
-      Variable* v = p.owners[what.server][what.part][j];
-      if (reply.tensors[j].name != q.key || got.shape() != q.shape) {
-        copied = Internal(ServerName(what.server) + " answered the pull of '" + q.key + "' " +
-                          q.shape.ToString() + " with '" + reply.tensors[j].name + "' " +
-                          got.shape().ToString());
-        return;
-      }
-      const int64_t rows = v->value.shape().rank() ? v->value.dim(0) : 1;
-      std::memcpy(v->value.data() + q.row_begin * (v->value.size() / rows), got.data(),
-                  got.bytes());
-    }
-  };
   ASSIGN_OR_RETURN(std::vector<Message> replies,
-                   router_->Await(p.flight.get(), kStepTimeout, copy_in));
+                   router_->Await(p.flight.get(), kStepTimeout, [&](size_t i, const Message& r) {
+                     TakeStepReply(i, r, &copied);
+                   }));
   p.flight.reset();
   RETURN_IF_ERROR(copied);
+  p.timeline.Log(Who());
   PushPullResult result;
   for (size_t i = 0; i < replies.size(); ++i) {
     const StepParts::Sent& what = p.sent[i];
     if (!what.pull) result.dropped |= replies[i].value < 0;
-    // Server 0's answer to the pull after its last part: the step this worker's push closed.
-    if (what.pull && what.server == 0) result.global_step = replies[i].step;
+    // Server 0's answer to the last request about its parts: the step this worker's push
+    // closed (the pull after its last part, or with per-layer pulls that part's push).
+    const bool closes = p.pulls_by_layer() ? !what.pull : what.pull;
+    if (what.server == 0 && closes) result.global_step = replies[i].step;
   }
   NoteStepAcknowledged(result.global_step);
   return result;

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -52,10 +53,13 @@ struct PushPart {
 // Per server, its partitions in the order backward finishes their variables (the reverse of
 // `variable_order`, the model's layer order), cut into parts of at least `part_bytes` each (the
 // last part of a server may be smaller). A variable's partitions on one server stay in one part
-// unless the part is already full.
+// unless the part is already full. With `layer_of` (each variable's layer), a part also ends
+// where a layer does, so that no layer's gradients wait for a layer below it: what per-layer
+// pulls need, whose point is that each layer's update lands as soon as backward has it.
 std::vector<std::vector<PushPart>> PlanPushParts(const replication::Sharding& sharding,
                                                  const std::vector<std::string>& variable_order,
-                                                 int64_t part_bytes);
+                                                 int64_t part_bytes,
+                                                 const std::map<std::string, int>& layer_of = {});
 
 }  // namespace worker
 }  // namespace pstrain

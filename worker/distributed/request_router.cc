@@ -1,5 +1,6 @@
 #include "worker/distributed/request_router.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <thread>
@@ -344,24 +345,28 @@ Status RequestRouter::TakeReply(InFlight* f, int server, Message reply,
 }
 
 // The loop of an exchange: keep the routes and the rounds current, wait on the first unanswered
-// request that has somewhere to go, and take each reply.
-Result<std::vector<Message>> RequestRouter::Await(
-    InFlight* f, milliseconds timeout,
-    const std::function<void(size_t, const Message&)>& on_reply) {
+// request that is wanted (the chief's re-initialisations always are) and has somewhere to go,
+// and take each reply, wanted or not, as it comes.
+Status RequestRouter::AwaitUntil(InFlight* f, milliseconds timeout,
+                                 const std::function<void(size_t, const Message&)>& on_reply,
+                                 const std::function<bool(size_t)>& wanted) {
   std::vector<Pending>& pending = f->pending;
+  const auto waits_for = [&](size_t i) {
+    return !pending[i].done && (i >= f->requested || wanted(i));
+  };
   auto deadline = Clock::now() + timeout;
   milliseconds backoff(100);
   while (true) {
     size_t next = pending.size();
     for (size_t i = 0; i < pending.size() && next == pending.size(); ++i) {
-      if (!pending[i].done) next = i;
+      if (waits_for(i)) next = i;
     }
-    if (next == pending.size()) break;
+    if (next == pending.size()) return Status::OK();
     bool any_down = false;
     if (routes_->replicated()) RETURN_IF_ERROR(FollowRoutes(f, timeout, &deadline, &any_down));
     RETURN_IF_ERROR(ResendToServers(f, timeout, &deadline, &any_down));
     for (size_t i = next; i < pending.size() && pending[next].server < 0; ++i) {
-      if (!pending[i].done && pending[i].server >= 0) next = i;
+      if (waits_for(i) && pending[i].server >= 0) next = i;
     }
     if (!any_down && Clock::now() > deadline) {
       return Unavailable("no reply from " + ServerName(pending[next].server) + " within " +
@@ -381,8 +386,22 @@ Result<std::vector<Message>> RequestRouter::Await(
     if (routes_->replicated()) routes_->Observe(reply->map_epoch);
     RETURN_IF_ERROR(TakeReply(f, server, std::move(reply).value(), on_reply, &backoff));
   }
+}
+
+Status RequestRouter::AwaitSome(InFlight* f, milliseconds timeout,
+                                const std::vector<size_t>& wanted,
+                                const std::function<void(size_t, const Message&)>& on_reply) {
+  return AwaitUntil(f, timeout, on_reply, [&](size_t i) {
+    return std::find(wanted.begin(), wanted.end(), i) != wanted.end();
+  });
+}
+
+Result<std::vector<Message>> RequestRouter::Await(
+    InFlight* f, milliseconds timeout,
+    const std::function<void(size_t, const Message&)>& on_reply) {
+  RETURN_IF_ERROR(AwaitUntil(f, timeout, on_reply, [](size_t) { return true; }));
   std::vector<Message> replies;
-  for (size_t i = 0; i < f->requested; ++i) replies.push_back(std::move(pending[i].reply));
+  for (size_t i = 0; i < f->requested; ++i) replies.push_back(std::move(f->pending[i].reply));
   return replies;
 }
 

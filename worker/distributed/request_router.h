@@ -58,6 +58,12 @@ class RequestRouter {
   Result<std::vector<wire::Message>> Await(
       InFlight* f, std::chrono::milliseconds timeout,
       const std::function<void(size_t, const wire::Message&)>& on_reply = {});
+  // Waits until the requests `wanted` (indices in the order sent) are answered, taking every
+  // other reply that comes meanwhile (`on_reply` sees each); the rest stay in flight for a later
+  // AwaitSome or Await.
+  Status AwaitSome(InFlight* f, std::chrono::milliseconds timeout,
+                   const std::vector<size_t>& wanted,
+                   const std::function<void(size_t, const wire::Message&)>& on_reply = {});
   // The three calls at once, for one request per (shard, message) (or, with `to_tasks`, per
   // (server task, message): task-level requests).
   Result<std::vector<wire::Message>> Exchange(const std::vector<std::pair<int, wire::Message>>& out,
@@ -91,6 +97,10 @@ class RequestRouter {
                          bool* any_down);
   Status HandleRefusal(InFlight* f, size_t k, int server, const Status& status,
                        std::chrono::milliseconds* backoff);
+  // Await's loop, until every request `wanted` says it waits for is answered.
+  Status AwaitUntil(InFlight* f, std::chrono::milliseconds timeout,
+                    const std::function<void(size_t, const wire::Message&)>& on_reply,
+                    const std::function<bool(size_t)>& wanted);
   Status TakeReply(InFlight* f, int server, wire::Message reply,
                    const std::function<void(size_t, const wire::Message&)>& on_reply,
                    std::chrono::milliseconds* backoff);

@@ -40,8 +40,14 @@ Result<StepOutcome> TrainingStep::Run(const Batch& batch, int64_t step, std::mt1
     // StartBackward, the host average (stage 4) averages every tensor after the wait.
     SyntheticCompute(std::chrono::steady_clock::now());
   } else {
-    // 1. forward
-    outcome.loss = model_->Forward(batch.images, batch.labels, /*training=*/true, rng);
+    // 1. forward; with per-layer pulls each layer first waits for its own values
+    Status pulled = Status::OK();
+    outcome.loss = model_->Forward(batch.images, batch.labels, /*training=*/true, rng,
+                                   PullsByLayer() ? std::function<void(int)>([&](int layer) {
+                                     if (pulled.ok()) pulled = client_->AwaitLayer(layer);
+                                   })
+                                                  : std::function<void(int)>());
+    if (!pulled.ok()) return pulled.WithContext(who_ + ": step " + std::to_string(step));
     if (!std::isfinite(outcome.loss)) {
       diverged =
           Internal(who_ + ": step " + std::to_string(step) + ": the loss is " +
@@ -100,6 +106,10 @@ void TrainingStep::PushLayer(int layer) {
 }
 
 void TrainingStep::SyntheticCompute(std::chrono::steady_clock::time_point start) {
+  // No forward to wait in: every layer's values first (a failed pull is FinishStep's error).
+  for (int i = 0; PullsByLayer() && i < static_cast<int>(model_->layers().size()); ++i) {
+    if (!client_->AwaitLayer(i).ok()) break;
+  }
   // Every gradient, and every averaged value (batch-norm statistics) left as it is; the fill
   // is the only pass over the tensors. Stage 4 and PrepareGradients may rewrite them in place,
   // so it is done every step.

@@ -11,7 +11,8 @@
 //                          goes on to stage 5 (HostSync; skipped for a worker alone on its host)
 //   5. push and pull       weight decay and global-norm clipping (PrepareGradients), then one
 //                          push of the gradients and one pull of the new values (PsClient);
-//                          or, overlapped (below), in parts that left during stage 2
+//                          or, overlapped (below), in parts that left during stage 2; with
+//                          per-layer pulls (below) the pull moves into the next step's stage 1
 //   6. upload              the pulled values to the device; the leader's values to every rank
 //
 // Where the host average runs decides where stages 3 and 6 happen: in host memory (CPU workers,
@@ -29,6 +30,13 @@
 // the push). Elsewhere the step pushes once per server, as before; WhyPushWholeSteps says why,
 // and the worker logs it once. By default (--overlap_push=auto) not on loopback either, where
 // the transfer is copies by the cores that run backward and the overlap only adds messages.
+//
+// Per-layer pulls (--pull_schedule per_layer or late, worker/distributed/pull_schedule.h; with
+// the overlapped push only): the step's pulls go out by layer, at the step's start or just
+// before each layer's forward, and stage 1 waits before each layer for that layer's values
+// alone (PsClient::AwaitLayer), so the forward starts on the first layers while the later ones
+// are still on the wire and each layer reads values as fresh as its turn allows. Stage 5 then
+// pushes without pulling.
 //
 // Synthetic compute (--synthetic_step_ms, for measuring the exchange at scale without GPUs, as
 // tf_cnn_benchmarks' and BytePS's synthetic modes do): stages 1 and 2 become a wait of N ms,
@@ -117,6 +125,11 @@ class TrainingStep {
 
   // Whether the push overlaps backward (PsClient was given a part size for it).
   bool pushes_parts() const { return group_ == nullptr && client_->push_part_bytes() > 0; }
+  // Whether the step's pulls go by layer (--pull_schedule per_layer or late), the forward
+  // waiting for each layer's.
+  bool PullsByLayer() const {
+    return pushes_parts() && client_->pull_schedule() != PullSchedule::kStep;
+  }
   bool on_devices() const { return group_ != nullptr && group_->mode == IntraNodeSync::kNccl; }
   // Whether backward can hand each layer's tensors to the host average as it finishes them:
   // when the averaged tensors are where backward writes them.

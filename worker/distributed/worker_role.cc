@@ -80,24 +80,39 @@ Status InitializeOrWait(const RoleOptions& o, Model& model, PsClient* client,
 
 // The push overlaps backward where it may; said once either way. On loopback the transfer is
 // copies by the same cores that run backward: nothing to hide it behind (a 300-step local RefNet
-// job: 27.3 against 26.6 CPU-s with it, wall time within noise).
-void ChoosePushParts(const RoleOptions& o, const TrainConfig& train, bool alone, Device device,
-                     PsClient* client, const std::string& who) {
+// job: 27.3 against 26.6 CPU-s with it, wall time within noise), unless the pulls go by layer,
+// which need it.
+Status ChoosePushParts(const RoleOptions& o, const TrainConfig& train, bool alone, Device device,
+                       const Model& model, PsClient* client, const std::string& who) {
+  const bool by_layer = o.pull_schedule != PullSchedule::kStep;
   std::string whole = o.overlap_push == "false" ? "--overlap_push=false"
                                                 : WhyPushWholeSteps(train, o.async, alone, device);
-  if (whole.empty() && o.overlap_push == "auto" && AllOnLoopback(o.ps_hosts)) {
+  if (whole.empty() && o.overlap_push == "auto" && !by_layer && AllOnLoopback(o.ps_hosts)) {
     whole =
         "every server is on loopback, where there is no link to overlap with; "
         "--overlap_push=true to overlap all the same";
   }
   if (whole.empty()) client->set_push_part_bytes(o.push_part_bytes);
-  if (client->push_part_bytes() > 0) {
-    LOG(INFO) << who << ": the push overlaps backward, in parts of " << (o.push_part_bytes >> 20)
-              << " MiB a server, pulled back as they are applied";
-  } else {
+  const std::string schedule = "--pull_schedule=" + PullScheduleName(o.pull_schedule);
+  if (client->push_part_bytes() == 0) {
     LOG(INFO) << who << ": one push per server a step, after backward ("
-              << (whole.empty() ? "see the warning above" : whole) << ")";
+              << (whole.empty() ? "see the warning above" : whole) << ")"
+              << (by_layer ? "; the pull follows it (" + schedule + " needs the overlapped push)"
+                           : "");
+    return Status::OK();
   }
+  std::vector<LayerVariables> layers;
+  for (const auto& layer : model.layers()) {
+    layers.push_back({layer->name(), {}});
+    for (const Variable& v : layer->variables()) layers.back().variables.push_back(v.name);
+  }
+  RETURN_IF_ERROR(client->set_pull_schedule(o.pull_schedule, layers));
+  LOG(INFO) << who << ": the push overlaps backward, in parts of " << (o.push_part_bytes >> 20)
+            << " MiB a server, "
+            << (by_layer
+                    ? "nearest the input first; the next step pulls by layer (" + schedule + ")"
+                    : "pulled back as they are applied");
+  return Status::OK();
 }
 
 // The chief's TensorBoard run: the config as text and the model's graph (as
@@ -264,7 +279,8 @@ Status WorkerRun::Connect() {
               << "keep float32 weights and slots";
   }
   RETURN_IF_ERROR(InitializeOrWait(o_, *model_, client_.get(), who_));
-  ChoosePushParts(o_, s_->train, group_ == nullptr, device_->device(), client_.get(), who_);
+  RETURN_IF_ERROR(ChoosePushParts(o_, s_->train, group_ == nullptr, device_->device(), *model_,
+                                  client_.get(), who_));
   training_step_ =
       std::make_unique<TrainingStep>(model_, s_->train, client_.get(), group_.get(), who_,
                                      std::chrono::milliseconds(o_.synthetic_step_ms));

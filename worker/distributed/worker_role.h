@@ -10,6 +10,7 @@
 #include "common/status.h"
 #include "common/wire/curve.h"
 #include "common/wire/message.h"
+#include "worker/distributed/pull_schedule.h"
 #include "worker/network/device_placement.h"
 
 namespace pstrain {
@@ -47,6 +48,9 @@ struct RoleOptions {
   // (worker/distributed/training_step.h); auto: not when every server is on loopback.
   std::string overlap_push = "auto";
   int64_t push_part_bytes = int64_t{4} << 20;
+  // --pull_schedule: when the step reads the servers' values (worker/distributed/pull_schedule.h);
+  // a per-layer one turns the overlapped push on, on loopback too.
+  PullSchedule pull_schedule = kDefaultPullSchedule;
   // --min_workers: > 0 when workers join and leave (ps/membership.h); a worker's task index may
   // then lie beyond --worker_hosts, up to --max_workers.
   int min_workers = 0;

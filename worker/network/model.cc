@@ -308,7 +308,7 @@ void Model::Allocate(int64_t batch) {
 }
 
 float Model::Forward(const Tensor& images, const std::vector<int32_t>& labels, bool training,
-                     std::mt19937_64* rng) {
+                     std::mt19937_64* rng, const std::function<void(int layer)>& before_layer) {
   CHECK_EQ(images.shape().WithoutBatch(), input_shape_)
       << "model '" << name_ << "' expects images " << input_shape_.ToString() << ", got "
       << images.shape().ToString();
@@ -318,11 +318,12 @@ float Model::Forward(const Tensor& images, const std::vector<int32_t>& labels, b
   labels_ = labels;
   ctx_ = LayerContext{training, rng, &labels_};
   inputs_ = {device_->UploadBatch(images, labels, num_classes_, &ctx_)};
-  return RunForward();
+  return RunForward(before_layer);
 }
 
 float Model::Forward(const std::vector<const Tensor*>& inputs, const std::vector<int32_t>& labels,
-                     bool training, std::mt19937_64* rng) {
+                     bool training, std::mt19937_64* rng,
+                     const std::function<void(int layer)>& before_layer) {
   CHECK(device_->device() == Device::kCpu)
       << "model '" << name_ << "': named inputs run on the CPU";
   CHECK_EQ(inputs.size(), input_shapes_.size()) << "model '" << name_ << "' inputs";
@@ -337,15 +338,16 @@ float Model::Forward(const std::vector<const Tensor*>& inputs, const std::vector
   labels_ = labels;
   ctx_ = LayerContext{training, rng, &labels_};
   inputs_ = inputs;
-  return RunForward();
+  return RunForward(before_layer);
 }
 
-float Model::RunForward() {
+float Model::RunForward(const std::function<void(int layer)>& before_layer) {
   std::vector<const Tensor*> in;
   for (int i = 0; i < static_cast<int>(layers_.size()); ++i) {
     if (nodes_[i].runs_after_pool) continue;
     in.clear();
     for (int k : RunInputs(i)) in.push_back(Input(k));
+    if (before_layer) before_layer(i);
     Timed(&forward_seconds_, i, [&] { layers_[i]->Forward(in, &outputs_[i], ctx_); });
     if (const int relu = nodes_[i].relu_after; relu >= 0) {  // in place, on the pooled values
       Timed(&forward_seconds_, relu,

@@ -67,11 +67,14 @@ class Model {
   void Synchronize();
 
   // Runs the layers on a batch [N, C, H, W]; returns the mean loss over the batch.
+  // `before_layer(i)`, when given, runs just before layer i does (so that a distributed step can
+  // wait there for layer i's values alone; on a GPU they must be uploaded before it returns).
   float Forward(const Tensor& images, const std::vector<int32_t>& labels, bool training,
-                std::mt19937_64* rng);
+                std::mt19937_64* rng, const std::function<void(int layer)>& before_layer = {});
   // The same on the CPU with one batch tensor per named input, in input_names() order.
   float Forward(const std::vector<const Tensor*>& inputs, const std::vector<int32_t>& labels,
-                bool training, std::mt19937_64* rng);
+                bool training, std::mt19937_64* rng,
+                const std::function<void(int layer)>& before_layer = {});
   // Gradients of the mean loss of the last training Forward(). `on_layer_done(i)`, when given,
   // runs as soon as layer i's variables have their gradients (on a GPU: once the kernels that
   // compute them are queued; see DeviceFence), so that their communication can start while
@@ -121,7 +124,7 @@ class Model {
   // Reads `input:` or `inputs:` of the model node.
   Status ReadInputs(const ConfigNode& node);
   // The layers' forward pass over inputs_; the mean loss.
-  float RunForward();
+  float RunForward(const std::function<void(int layer)>& before_layer);
   const Tensor* Input(int k) const { return k < 0 ? inputs_[-1 - k] : &outputs_[k]; }
   // Runs `run`; when profiling, adds its time (the device synchronised) to (*seconds)[layer].
   void Timed(std::vector<double>* seconds, int layer, const std::function<void()>& run);
