@@ -1,16 +1,22 @@
 // Wide & Deep in one process, as a user runs it: pstrain-synth-ctr writes a click log from a
 // hidden model and the best AUC it allows, pstrain-train trains on it with the embedding tables
 // in sparse tables, and the test AUC it reports comes close to that best.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 
+#include "tests/summary/event_test_util.h"
 #include "tests/test_env.h"
 
 namespace pstrain {
@@ -94,9 +100,24 @@ TEST(WideDeepTest, TrainsToWithinThreePointsOfTheBestAucOfItsSyntheticLog) {
   const double rate = JsonNumber(best, "positive_rate");
   std::ofstream(dir + "/widedeep.yaml") << SmallConfig(4, dir + "/data");
   const std::string out = RunCommand(std::string(PSTRAIN_TRAIN_BINARY) + " --config=" + dir +
-                                         "/widedeep.yaml --train_dir=" + dir + "/run",
+                                         "/widedeep.yaml --train_dir=" + dir +
+                                         "/run --logdir=" + dir + "/logs --log_every_n_steps=100",
                                      &status);
   ASSERT_EQ(status, 0) << out;
+  // The trainer's own progress lines, with the tables' rows, and its TensorBoard runs.
+  EXPECT_NE(out.find("step 400/400 (epoch"), std::string::npos) << out;
+  EXPECT_NE(out.find("examples/s, tables: "), std::string::npos) << out;
+  EXPECT_NE(out.find("are not in checkpoints yet"), std::string::npos) << out;
+  std::vector<float> eval_auc;
+  for (const std::string& file : EventFiles(dir + "/logs/eval")) {
+    auto events = ReadEvents(file);
+    ASSERT_TRUE(events.ok()) << events.status().ToString();
+    for (const auto& e : *events) {
+      for (const auto& v : e.summary().value())
+        if (v.tag() == "auc") eval_auc.push_back(v.simple_value());
+    }
+  }
+  ASSERT_FALSE(eval_auc.empty()) << "no auc scalar in " << dir << "/logs/eval";
   double auc = 0, log_loss = 0;
   const size_t at = out.rfind("test AUC");
   ASSERT_NE(at, std::string::npos) << out;
@@ -108,6 +129,7 @@ TEST(WideDeepTest, TrainsToWithinThreePointsOfTheBestAucOfItsSyntheticLog) {
   const double trivial_loss = -(rate * std::log(rate) + (1 - rate) * std::log(1 - rate));
   EXPECT_GT(auc, 0.7);
   EXPECT_LT(log_loss, trivial_loss - 0.08) << "trivial " << trivial_loss;
+  EXPECT_NEAR(eval_auc.back(), auc, 1e-3);  // the last evaluation is the one reported
 }
 
 TEST(WideDeepTest, TheShippedConfigTrainsOnALogOfCriteosShape) {
@@ -125,6 +147,64 @@ TEST(WideDeepTest, TheShippedConfigTrainsOnALogOfCriteosShape) {
   ASSERT_EQ(status, 0) << out;
   EXPECT_NE(out.find("done: global step 20"), std::string::npos) << out;
   EXPECT_NE(out.find("test AUC"), std::string::npos) << out;
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream f(path);
+  return std::string((std::istreambuf_iterator<char>(f)), {});
+}
+
+// Ctrl-C or the launcher's SIGTERM in the middle of a click model's run: it stops at the end of
+// the step and says "done" at that step, as an image model's run does.
+TEST(WideDeepTest, SigtermStopsTheRunAtAStepBoundaryAndItSaysDoneAtThatStep) {
+  const std::string dir = TempDir("stop");
+  int status = 0;
+  RunCommand(std::string(PSTRAIN_SYNTH_CTR_BINARY) + " --out_dir=" + dir +
+                 "/data --categorical=2 --train_examples=2000 --test_examples=200",
+             &status);
+  ASSERT_EQ(status, 0);
+  std::ofstream(dir + "/widedeep.yaml") << SmallConfig(2, dir + "/data");
+  const std::string log = dir + "/train.log";
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    const std::string config = "--config=" + dir + "/widedeep.yaml";
+    const std::string train_dir = "--train_dir=" + dir + "/run";
+    execl(PSTRAIN_TRAIN_BINARY, PSTRAIN_TRAIN_BINARY, config.c_str(), train_dir.c_str(),
+          "--max_steps=100000000", "--log_every_n_steps=20", "--eval_every_n_steps=100000000",
+          nullptr);
+    _exit(127);
+  }
+  // Signalled once it is training (its first progress line), not while it starts.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (ReadAll(log).find("trainer: step 20/") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline && waitpid(pid, &status, WNOHANG) == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(kill(pid, SIGTERM), 0) << ReadAll(log);
+  const auto stop_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  bool exited = false;
+  while (!(exited = waitpid(pid, &status, WNOHANG) == pid) &&
+         std::chrono::steady_clock::now() < stop_deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (!exited) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+  }
+  const std::string out = ReadAll(log);
+  ASSERT_TRUE(exited) << "still training 60 s after SIGTERM:\n" << out;
+  ASSERT_TRUE(WIFEXITED(status)) << out;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << out;
+  const size_t stopped = out.find("trainer: stop requested at step ");
+  ASSERT_NE(stopped, std::string::npos) << out;
+  const long step = std::stol(out.substr(stopped + 32));
+  EXPECT_GE(step, 20);
+  EXPECT_LT(step, 100000000);
+  EXPECT_NE(out.find("done: global step " + std::to_string(step) + ","), std::string::npos) << out;
 }
 
 TEST(WideDeepTest, ATableReachingMaxTableRowsStopsTheRunNamingIt) {

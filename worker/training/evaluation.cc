@@ -43,7 +43,10 @@ Result<Evaluation> Evaluate(Model* model, const InputOptions& input, uint64_t se
   if (e.examples == 0) return FailedPrecondition("the evaluation set is empty");
   e.accuracy = static_cast<double>(correct) / e.examples;
   e.loss = loss_sum / e.examples;
-  if (model->num_classes() == 2) e.auc = scores.Auc();
+  if (model->num_classes() == 2) {
+    e.auc = scores.Auc();
+    e.log_loss = scores.LogLoss();
+  }
   return e;
 }
 

@@ -17,6 +17,7 @@ struct Evaluation {
   double loss = 0;
   int64_t examples = 0;
   double auc = -1;  // two classes only: the ROC AUC of class 1's probability; else -1
+  double log_loss = -1;  // two classes only: the log loss of class 1's probability; else -1
 };
 
 // Class 1's softmax probabilities of two-class logits, batch by batch, and their AUC.

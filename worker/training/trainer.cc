@@ -1,12 +1,10 @@
 #include "worker/training/trainer.h"
 
-#include <unistd.h>
-
 #include <chrono>
 #include <cmath>
 #include <csignal>
-#include <cstdio>
 #include <iomanip>
+#include <map>
 #include <sstream>
 
 #include "common/checkpoint/checkpoint_manager.h"
@@ -18,15 +16,14 @@
 #include "common/summary/summary_writer.h"
 #include "ps/variable_store.h"
 #include "worker/network/model.h"
+#include "worker/training/click_input.h"
 #include "worker/training/device_memory_report.h"
-#include "worker/training/evaluation.h"
 #include "worker/training/gradient_preparation.h"
-#include "worker/training/input/input_pipeline.h"
+#include "worker/training/image_input.h"
 #include "worker/training/model_graph.h"
 #include "worker/training/model_health.h"
 #include "worker/training/progress_line.h"
 #include "worker/training/progress_window.h"
-#include "worker/training/table_trainer.h"
 #include "worker/training/tf_layout.h"
 #include "worker/training/train_config.h"
 #include "worker/training/warm_start.h"
@@ -40,183 +37,276 @@ using Clock = std::chrono::steady_clock;
 // SIGINT or SIGTERM, watched by the program's main (tools/train_main.cc) before any thread.
 bool StopRequested() { return SignalReceived(SIGINT) || SignalReceived(SIGTERM); }
 
-}  // namespace
+// Everything one run holds.
+struct Run {
+  Run(ConfigNode config, ConfigNode model_node)
+      : config(std::move(config)), model_node(std::move(model_node)) {}
+  ConfigNode config, model_node;
+  TrainConfig train;
+  std::unique_ptr<ComputeDevice> device;
+  std::unique_ptr<Model> model;
+  std::unique_ptr<ps::VariableStore> store;
+  std::unique_ptr<TrainingInput> input;
+  std::map<std::string, Tensor> state;  // what a checkpoint holds
+  std::unique_ptr<CheckpointManager> checkpoints;
+  std::unique_ptr<SummaryWriter> train_log, eval_log;
+  int64_t steps_per_epoch = 1;
+  int64_t max_steps = 0;
+  std::mt19937_64 rng;  // dropout's masks
+};
 
-Result<TrainResult> Train(const TrainerOptions& o) {
+// Restores the checkpoint --checkpoint_path names, else the train_dir's latest, into run->state
+// and the global step; nothing when there is none.
+Status RestoreDense(const TrainerOptions& o, Run* run) {
+  Result<CheckpointData> restored = FailedPrecondition("nothing to restore");
+  if (!o.checkpoint_path.empty()) {
+    restored = run->checkpoints->Restore(o.checkpoint_path);
+    if (!restored.ok()) return restored.status();
+  } else if (run->checkpoints->LatestPath().ok()) {
+    restored = run->checkpoints->RestoreLatest();
+    if (!restored.ok()) return restored.status();
+  }
+  if (!restored.ok()) return Status::OK();
+  RestoreFilter filter;
+  filter.exclude = SplitList(o.restore_exclude);
+  ASSIGN_OR_RETURN(RestoreReport report, RestoreInto(restored.value(), filter, &run->state));
+  run->store->set_global_step(restored->global_step);
+  LOG(INFO) << "trainer: restored " << report.restored.size() << " tensors at global step "
+            << restored->global_step << " from "
+            << (o.checkpoint_path.empty() ? o.train_dir : o.checkpoint_path)
+            << (IsFromTfBundle(restored.value()) ? " (a TensorFlow checkpoint)" : "")
+            << (report.filtered.empty()
+                    ? ""
+                    : " (" + std::to_string(report.filtered.size()) +
+                          " left at their initial values by --restore_exclude)");
+  if (!report.missing.empty()) {
+    LOG(WARNING) << "trainer: " << report.missing.size() << " tensors were not in the "
+                 << "checkpoint and keep their initial values, e.g. " << report.missing[0];
+  }
+  return Status::OK();
+}
+
+// TensorBoard's train/ and eval/ runs, the config as text and the model's graph.
+Status OpenLogs(const TrainerOptions& o, Run* run) {
+  if (o.logdir.empty()) return Status::OK();
+  ASSIGN_OR_RETURN(run->train_log, SummaryWriter::Open(o.logdir, "train"));
+  ASSIGN_OR_RETURN(run->eval_log, SummaryWriter::Open(o.logdir, "eval"));
+  run->train_log->AddText(
+      "config", run->store->global_step(),
+      "```\n" + run->config.ToYaml() + "\n```\n\ncommand line: `" + o.command_line + "`");
+  // The Graphs tab; a diagnostic, never fatal. One process and no servers: every variable sits
+  // beside its layers, on the device as TensorFlow names a local one.
+  ModelGraphOptions local;
+  local.num_ps = 0;
+  local.worker_device = std::string("/job:localhost/replica:0/task:0/device:") +
+                        DeviceName(run->device->device()) + ":0";
+  auto graph = ModelGraphDef(run->model_node, local);
+  if (graph.ok()) {
+    run->train_log->AddGraph(*graph);
+  } else {
+    LOG(WARNING) << "trainer: no graph for TensorBoard: " << graph.status().ToString();
+  }
+  return Status::OK();
+}
+
+// The model, its dense store and its input, restored from a checkpoint when there is one.
+Result<Run> Prepare(const TrainerOptions& o) {
   ASSIGN_OR_RETURN(ConfigNode config, ConfigNode::LoadFile(o.config_path));
-  if (config.Has("tables")) return TrainWithTables(o, config);  // a click model
-  RETURN_IF_ERROR(config.CheckKeys({"model", "train", "input"}));
+  const bool clicks = config.Has("tables");
+  RETURN_IF_ERROR(clicks ? config.CheckKeys({"model", "train", "input", "tables"})
+                         : config.CheckKeys({"model", "train", "input"}));
   // First: a wrong device flag or a missing GPU stops the run before data is loaded.
   ASSIGN_OR_RETURN(std::unique_ptr<ComputeDevice> device, ComputeDevice::Open(o.device, "trainer"));
   ASSIGN_OR_RETURN(ConfigNode model_node, config.Child("model"));
-  ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::FromConfig(model_node));
-  ASSIGN_OR_RETURN(ConfigNode train_node, config.Child("train"));
-  ASSIGN_OR_RETURN(TrainConfig tc, ReadTrainConfig(train_node));
-  ASSIGN_OR_RETURN(std::unique_ptr<ps::VariableStore> store,
-                   ps::VariableStore::FromConfig(train_node));
-  ASSIGN_OR_RETURN(InputOptions input, ReadInputOptions(config, o.data_dir));
-  LOG(INFO) << "trainer: " << model->Summary();
-
-  model->InitVariables(tc.seed);
-  std::map<std::string, Tensor> state;  // what a checkpoint holds
-  for (Variable* v : model->variables()) {
+  Run run(std::move(config), std::move(model_node));
+  run.device = std::move(device);
+  if (clicks && run.device->device() != Device::kCpu) {
+    return InvalidArgument(
+        "a model with sparse tables (the config's 'tables') trains on the CPU only; run it with "
+        "--device=cpu");
+  }
+  ASSIGN_OR_RETURN(run.model, Model::FromConfig(run.model_node));
+  ASSIGN_OR_RETURN(ConfigNode train_node, run.config.Child("train"));
+  ASSIGN_OR_RETURN(run.train, ReadTrainConfig(train_node));
+  ASSIGN_OR_RETURN(run.store, ps::VariableStore::FromConfig(train_node));
+  LOG(INFO) << "trainer: " << run.model->Summary();
+  run.model->InitVariables(run.train.seed);
+  if (clicks) {
+    ASSIGN_OR_RETURN(run.input,
+                     ClickInput::Create(run.config, run.model.get(), run.train.batch_size,
+                                        run.train.seed, o.data_dir, o.max_table_rows));
+  }
+  for (Variable* v : run.model->variables()) {
+    if (run.input && run.input->Holds(v)) continue;  // the tables' rows
     if (v->trainable)
-      RETURN_IF_ERROR(store->AddVariable(v->name, v->value));
+      RETURN_IF_ERROR(run.store->AddVariable(v->name, v->value));
     else
-      state[v->name] = v->value;
+      run.state[v->name] = v->value;
   }
-  for (auto& [name, t] : store->StateTensors()) state[name] = t;
-
-  CheckpointManager checkpoints(o.train_dir, o.max_to_keep);
-  ASSIGN_OR_RETURN(TfLayout tf_layout, TfLayoutOf(model_node));
-  checkpoints.set_tf_layout(std::move(tf_layout));  // a TensorFlow checkpoint's dense kernels
-  Result<CheckpointData> restored = FailedPrecondition("nothing to restore");
-  if (!o.checkpoint_path.empty()) {
-    restored = checkpoints.Restore(o.checkpoint_path);
-    if (!restored.ok()) return restored.status();
-  } else if (checkpoints.LatestPath().ok()) {
-    restored = checkpoints.RestoreLatest();
-    if (!restored.ok()) return restored.status();
+  for (auto& [name, t] : run.store->StateTensors()) run.state[name] = t;
+  run.checkpoints = std::make_unique<CheckpointManager>(o.train_dir, o.max_to_keep);
+  if (clicks) {
+    if (!o.checkpoint_path.empty())
+      return InvalidArgument("--checkpoint_path: " + run.input->NotCheckpointed());
+  } else {
+    ASSIGN_OR_RETURN(TfLayout tf_layout, TfLayoutOf(run.model_node));
+    run.checkpoints->set_tf_layout(std::move(tf_layout));  // a TensorFlow checkpoint's kernels
+    RETURN_IF_ERROR(RestoreDense(o, &run));
   }
-  if (restored.ok()) {
-    RestoreFilter filter;
-    filter.exclude = SplitList(o.restore_exclude);
-    ASSIGN_OR_RETURN(RestoreReport report, RestoreInto(restored.value(), filter, &state));
-    store->set_global_step(restored->global_step);
-    LOG(INFO) << "trainer: restored " << report.restored.size() << " tensors at global step "
-              << restored->global_step << " from "
-              << (o.checkpoint_path.empty() ? o.train_dir : o.checkpoint_path)
-              << (IsFromTfBundle(restored.value()) ? " (a TensorFlow checkpoint)" : "")
-              << (report.filtered.empty()
-                      ? ""
-                      : " (" + std::to_string(report.filtered.size()) +
-                            " left at their initial values by --restore_exclude)");
-    if (!report.missing.empty()) {
-      LOG(WARNING) << "trainer: " << report.missing.size() << " tensors were not in the "
-                   << "checkpoint and keep their initial values, e.g. " << report.missing[0];
-    }
-  }
-
   // After the restore: the device mirrors start from the values training resumes from.
-  RETURN_IF_ERROR(device->Place(model.get()));
+  RETURN_IF_ERROR(run.device->Place(run.model.get()));
+  RETURN_IF_ERROR(OpenLogs(o, &run));
+  if (!clicks) {
+    ASSIGN_OR_RETURN(InputOptions input, ReadInputOptions(run.config, o.data_dir));
+    ASSIGN_OR_RETURN(run.input, ImageInput::Create(input, run.train.batch_size, run.train.seed,
+                                                   run.store->global_step(), run.train_log.get()));
+  }
+  run.rng.seed(run.train.seed * 7919 + run.store->global_step());
+  run.steps_per_epoch =
+      std::max<int64_t>(1, run.input->examples_per_epoch() / run.train.batch_size);
+  const int64_t epochs = o.epochs > 0 ? o.epochs : run.train.epochs;
+  run.max_steps = o.max_steps > 0           ? o.max_steps
+                  : run.train.max_steps > 0 ? run.train.max_steps
+                                            : epochs * run.steps_per_epoch;
+  return run;
+}
 
-  ASSIGN_OR_RETURN(auto pipeline, InputPipeline::Create(input, tc.batch_size, 0, 1,
-                                                        tc.seed + store->global_step()));
-  const int64_t steps_per_epoch =
-      std::max<int64_t>(1, pipeline->examples_per_epoch() / tc.batch_size);
-  const int64_t epochs = o.epochs > 0 ? o.epochs : tc.epochs;
-  const int64_t max_steps =
-      o.max_steps > 0 ? o.max_steps : (tc.max_steps > 0 ? tc.max_steps : epochs * steps_per_epoch);
+// One training step: forward and backward, the dense update, then the input's own (the tables').
+Result<TrainingInput::Pass> Step(Run* run) {
+  const int64_t step = run->store->global_step();
+  const std::string at = "step " + std::to_string(step);
+  ASSIGN_OR_RETURN(TrainingInput::Pass pass,
+                   run->input->ForwardBackward(run->model.get(), step, &run->rng));
+  if (!std::isfinite(pass.loss)) {
+    return Internal(at + ": the loss is " + std::to_string(pass.loss) +
+                    "; training diverged (lower the learning rate)");
+  }
+  PrepareGradients(run->train, run->model.get());
+  std::vector<std::pair<std::string, Tensor>> grads;
+  for (Variable* v : run->model->trainable_variables()) {
+    if (!run->input->Holds(v)) grads.emplace_back(v->name, v->grad);
+  }
+  RETURN_IF_ERROR(run->store->ApplyGradients(grads).WithContext(at));
+  RETURN_IF_ERROR(run->input->AfterUpdate(step).WithContext(at));
+  run->model->UploadVariables();  // on the GPU: the updated values back to the device
+  return pass;
+}
 
-  std::unique_ptr<SummaryWriter> train_log, eval_log;
-  if (!o.logdir.empty()) {
-    ASSIGN_OR_RETURN(train_log, SummaryWriter::Open(o.logdir, "train"));
-    ASSIGN_OR_RETURN(eval_log, SummaryWriter::Open(o.logdir, "eval"));
-    train_log->AddText(
-        "config", store->global_step(),
-        "```\n" + config.ToYaml() + "\n```\n\ncommand line: `" + o.command_line + "`");
-    // The Graphs tab; a diagnostic, never fatal. One process and no servers: every variable sits
-    // beside its layers, on the device as TensorFlow names a local one.
-    ModelGraphOptions local;
-    local.num_ps = 0;
-    local.worker_device = std::string("/job:localhost/replica:0/task:0/device:") +
-                          DeviceName(device->device()) + ":0";
-    auto graph = ModelGraphDef(model_node, local);
-    if (graph.ok()) {
-      train_log->AddGraph(*graph);
-    } else {
-      LOG(WARNING) << "trainer: no graph for TensorBoard: " << graph.status().ToString();
+void LogProgress(Run* run, int64_t step, ProgressWindow* window) {
+  const ProgressWindow::Report r = window->Take();
+  const float lr = run->store->learning_rate();
+  ProgressLine line;
+  line.step = step;
+  line.max_steps = run->max_steps;
+  line.epoch = static_cast<double>(step) / run->steps_per_epoch;
+  line.loss = r.mean_loss;
+  line.learning_rate = lr;
+  line.examples_per_sec = r.examples_per_sec;
+  const std::string more = run->input->Progress();
+  LOG(INFO) << "trainer: " << FormatProgressLine(line) << (more.empty() ? "" : ", " + more);
+  if (run->train_log) WriteProgressScalars(run->train_log.get(), step, lr, r);
+  ReportDeviceMemory(*run->device, "trainer", step, run->train_log.get());
+}
+
+void LogHistograms(Run* run, int64_t step) {
+  for (Variable* v : run->model->variables()) {
+    run->train_log->AddHistogram(v->name, step, v->value);
+    if (v->trainable) run->train_log->AddHistogram(v->name + "/gradient", step, v->grad);
+  }
+}
+
+// The test set's figures at `step`, logged and written to the eval/ run.
+Result<Evaluation> EvaluateAndLog(Run* run, int64_t step, Clock::time_point start) {
+  ASSIGN_OR_RETURN(Evaluation e, run->input->Evaluate(run->model.get(), step));
+  const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  std::ostringstream clicks;
+  if (e.auc >= 0) clicks << ", test AUC " << e.auc << ", test log loss " << e.log_loss;
+  LOG(INFO) << "trainer: step " << step << ": test accuracy " << std::fixed << std::setprecision(4)
+            << e.accuracy << ", test loss " << e.loss << clicks.str() << " (" << e.examples
+            << " examples, " << std::setprecision(1) << elapsed << " s since start)";
+  if (run->eval_log) {
+    run->eval_log->AddScalar("accuracy", step, static_cast<float>(e.accuracy));
+    run->eval_log->AddScalar("loss", step, static_cast<float>(e.loss));
+    if (e.auc >= 0) {
+      run->eval_log->AddScalar("auc", step, static_cast<float>(e.auc));
+      run->eval_log->AddScalar("log_loss", step, static_cast<float>(e.log_loss));
     }
   }
-  LOG(INFO) << "trainer: training " << model->name() << " from step " << store->global_step()
-            << " to " << max_steps << " (" << steps_per_epoch << " steps per epoch, batch "
-            << tc.batch_size << ", " << store->optimizer().name() << ")";
+  return e;
+}
+
+void Record(const Evaluation& e, TrainResult* result) {
+  result->test_accuracy = e.accuracy;
+  result->test_loss = e.loss;
+  result->test_auc = e.auc;
+  result->test_log_loss = e.log_loss;
+}
+
+Status Save(Run* run, int64_t step) {
+  CheckpointData data;
+  data.global_step = step;
+  data.tensors = run->state;
+  data.metadata["model"] = run->model->name();
+  ASSIGN_OR_RETURN(std::string path, run->checkpoints->Save(data));
+  LOG(INFO) << "trainer: step " << step << ": saved checkpoint " << path;
+  return Status::OK();
+}
+
+// The final values as safetensors; the tables' gathered rows are not the tables and stay out.
+Status Export(const TrainerOptions& o, Run* run, int64_t step) {
+  CheckpointData final_state;
+  final_state.global_step = step;
+  for (Variable* v : run->model->variables()) {
+    if (!run->input->Holds(v)) final_state.tensors[v->name] = v->value;
+  }
+  const std::string exported = o.train_dir + "/model.safetensors";
+  RETURN_IF_ERROR(ExportSafetensors(final_state, exported));
+  LOG(INFO) << "trainer: exported the " << (run->input->NotCheckpointed().empty() ? "" : "dense ")
+            << "variables to " << exported << " (loads with safetensors in numpy or PyTorch)";
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<TrainResult> Train(const TrainerOptions& o) {
+  ASSIGN_OR_RETURN(Run run, Prepare(o));
+  const std::string not_checkpointed = run.input->NotCheckpointed();
+  if (!not_checkpointed.empty()) LOG(WARNING) << "trainer: " << not_checkpointed;
+  LOG(INFO) << "trainer: training " << run.model->name() << " from step "
+            << run.store->global_step() << " to " << run.max_steps << " (" << run.steps_per_epoch
+            << " steps per epoch, batch " << run.train.batch_size << ", "
+            << run.store->optimizer().name() << ")";
   if (!o.logdir.empty()) {
     LOG(INFO) << "trainer: TensorBoard logs in " << o.logdir
               << "; watch with: tensorboard --logdir " << o.logdir;
   }
-
-  auto save = [&](int64_t step) -> Status {
-    CheckpointData data;
-    data.global_step = step;
-    data.tensors = state;
-    data.metadata["model"] = model->name();
-    ASSIGN_OR_RETURN(std::string path, checkpoints.Save(data));
-    LOG(INFO) << "trainer: step " << step << ": saved checkpoint " << path;
-    return Status::OK();
-  };
-  SavePolicy policy{o.save_checkpoints_steps, o.save_checkpoints_secs};
-  SaveTrigger trigger(policy, store->global_step(), Clock::now());
-
+  const bool saves = not_checkpointed.empty();
+  SaveTrigger trigger(SavePolicy{o.save_checkpoints_steps, o.save_checkpoints_secs},
+                      run.store->global_step(), Clock::now());
   TrainResult result;
-  std::mt19937_64 rng(tc.seed * 7919 + store->global_step());
+  result.checkpointed = saves;
   const auto start = Clock::now();
   ProgressWindow window;
   const ProgressSchedule schedule{o.log_every_n_steps, o.log_every_n_secs};
-  int64_t last_saved = store->global_step();
+  int64_t last_saved = run.store->global_step();
   bool evaluated_at_end = false;
-  while (store->global_step() < max_steps && !StopRequested()) {
-    Result<Batch> batch = pipeline->Next();
-    if (!batch.ok()) return batch.status().WithContext("trainer: training input");
-    const int64_t step = store->global_step();
-    if (step == 0 && train_log) train_log->AddImages("input", 0, batch->images, 3);
-    const float loss = model->Forward(batch->images, batch->labels, true, &rng);
-    // On the GPU each layer's gradients start for the host as soon as backward has them.
-    model->Backward([&](int layer) { model->DownloadLayerGradientsAsync(layer); });
-    model->DownloadGradients();  // on the GPU: gradients and batch-norm statistics to the host
-    PrepareGradients(tc, model.get());
-    std::vector<std::pair<std::string, Tensor>> grads;
-    for (Variable* v : model->trainable_variables()) grads.emplace_back(v->name, v->grad);
-    if (!std::isfinite(loss)) {
-      return Internal("trainer: step " + std::to_string(step) + ": the loss is " +
-                      std::to_string(loss) + "; training diverged (lower the learning rate)");
-    }
-    Status applied = store->ApplyGradients(grads);
-    if (!applied.ok()) return applied.WithContext("trainer: step " + std::to_string(step));
-    model->UploadVariables();  // on the GPU: the updated values back to the device
-    const int64_t now_step = store->global_step();
-    window.Add(loss, batch->images.dim(0));
-
-    if (schedule.Due(now_step, window.Elapsed()) || now_step == max_steps) {
-      const ProgressWindow::Report r = window.Take();
-      const float lr = store->learning_rate();
-      ProgressLine line;
-      line.step = now_step;
-      line.max_steps = max_steps;
-      line.epoch = static_cast<double>(now_step) / steps_per_epoch;
-      line.loss = r.mean_loss;
-      line.learning_rate = lr;
-      line.examples_per_sec = r.examples_per_sec;
-      LOG(INFO) << "trainer: " << FormatProgressLine(line);
-      if (train_log) WriteProgressScalars(train_log.get(), now_step, lr, r);
-      ReportDeviceMemory(*device, "trainer", now_step, train_log.get());
-    }
-    if (train_log && o.histogram_every_n_steps > 0 &&
-        (now_step % o.histogram_every_n_steps == 0 || now_step == 1)) {
-      for (Variable* v : model->variables()) {
-        train_log->AddHistogram(v->name, now_step, v->value);
-        if (v->trainable) train_log->AddHistogram(v->name + "/gradient", now_step, v->grad);
-      }
-    }
-    const bool epoch_end = now_step % steps_per_epoch == 0;
-    const bool eval_now =
-        o.eval_every_n_steps > 0 ? now_step % o.eval_every_n_steps == 0 : epoch_end;
-    if (eval_now || now_step == max_steps) {
+  while (run.store->global_step() < run.max_steps && !StopRequested()) {
+    auto pass = Step(&run);
+    if (!pass.ok()) return pass.status().WithContext("trainer");
+    const int64_t step = run.store->global_step();
+    window.Add(pass->loss, pass->examples);
+    if (schedule.Due(step, window.Elapsed()) || step == run.max_steps)
+      LogProgress(&run, step, &window);
+    if (run.train_log && o.histogram_every_n_steps > 0 &&
+        (step % o.histogram_every_n_steps == 0 || step == 1))
+      LogHistograms(&run, step);
+    const bool eval_now = o.eval_every_n_steps > 0 ? step % o.eval_every_n_steps == 0
+                                                   : step % run.steps_per_epoch == 0;
+    if (eval_now || step == run.max_steps) {
       const auto eval_start = Clock::now();
-      ASSIGN_OR_RETURN(Evaluation e, Evaluate(model.get(), input, tc.seed));
-      result.test_accuracy = e.accuracy;
-      result.test_loss = e.loss;
-      result.test_auc = e.auc;  // two-class models only
-      evaluated_at_end = now_step == max_steps;
-      const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-      LOG(INFO) << "trainer: step " << now_step << ": test accuracy " << std::fixed
-                << std::setprecision(4) << e.accuracy << ", test loss " << e.loss << " ("
-                << e.examples << " examples, " << std::setprecision(1) << elapsed
-                << " s since start)";
-      if (eval_log) {
-        eval_log->AddScalar("accuracy", now_step, static_cast<float>(e.accuracy));
-        eval_log->AddScalar("loss", now_step, static_cast<float>(e.loss));
-      }
+      ASSIGN_OR_RETURN(Evaluation e, EvaluateAndLog(&run, step, start));
+      Record(e, &result);
+      evaluated_at_end = step == run.max_steps;
       window.Exclude(Clock::now() - eval_start);
       if (o.stop_at_accuracy > 0 && e.accuracy >= o.stop_at_accuracy) {
         LOG(INFO) << "trainer: reached test accuracy " << e.accuracy << " >= " << o.stop_at_accuracy
@@ -224,33 +314,26 @@ Result<TrainResult> Train(const TrainerOptions& o) {
         break;
       }
     }
-    if (trigger.ShouldSave(now_step, Clock::now())) {
-      RETURN_IF_ERROR(save(now_step));
-      last_saved = now_step;
+    if (saves && trigger.ShouldSave(step, Clock::now())) {
+      RETURN_IF_ERROR(Save(&run, step));
+      last_saved = step;
     }
   }
-  result.global_step = store->global_step();
+  result.global_step = run.store->global_step();
   result.train_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (StopRequested()) LOG(INFO) << "trainer: stop requested at step " << result.global_step;
   // Never saved, exported or "done" over a broken model: the last checkpoint stays the valid one.
-  RETURN_IF_ERROR(CheckModelFinite(model->variables(), result.global_step).WithContext("trainer"));
-  if (result.global_step != last_saved) RETURN_IF_ERROR(save(result.global_step));
-  ReportDeviceMemory(*device, "trainer: at the end", result.global_step, train_log.get());
+  RETURN_IF_ERROR(
+      CheckModelFinite(run.model->variables(), result.global_step).WithContext("trainer"));
+  if (saves && result.global_step != last_saved) RETURN_IF_ERROR(Save(&run, result.global_step));
+  ReportDeviceMemory(*run.device, "trainer: at the end", result.global_step, run.train_log.get());
   if (!evaluated_at_end && !StopRequested()) {
-    ASSIGN_OR_RETURN(Evaluation e, Evaluate(model.get(), input, tc.seed));
-    result.test_accuracy = e.accuracy;
-    result.test_loss = e.loss;
-    result.test_auc = e.auc;
+    ASSIGN_OR_RETURN(Evaluation e, EvaluateAndLog(&run, result.global_step, start));
+    Record(e, &result);
   }
-  CheckpointData final_state;
-  final_state.global_step = result.global_step;
-  for (Variable* v : model->variables()) final_state.tensors[v->name] = v->value;
-  const std::string exported = o.train_dir + "/model.safetensors";
-  RETURN_IF_ERROR(ExportSafetensors(final_state, exported));
-  LOG(INFO) << "trainer: exported the variables to " << exported
-            << " (loads with safetensors in numpy or PyTorch)";
-  if (train_log) RETURN_IF_ERROR(train_log->Close());
-  if (eval_log) RETURN_IF_ERROR(eval_log->Close());
+  RETURN_IF_ERROR(Export(o, &run, result.global_step));
+  if (run.train_log) RETURN_IF_ERROR(run.train_log->Close());
+  if (run.eval_log) RETURN_IF_ERROR(run.eval_log->Close());
   return result;
 }
 
