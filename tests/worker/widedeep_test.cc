@@ -147,6 +147,15 @@ TEST(WideDeepTest, TheShippedConfigTrainsOnALogOfCriteosShape) {
   ASSERT_EQ(status, 0) << out;
   EXPECT_NE(out.find("done: global step 20"), std::string::npos) << out;
   EXPECT_NE(out.find("test AUC"), std::string::npos) << out;
+  // Its tables are CPU code: asked for the GPU, it stops at start saying so, before any data.
+  const std::string gpu =
+      RunCommand(std::string(PSTRAIN_TRAIN_BINARY) + " --config=" + testing::SourceDir() +
+                     "/configs/widedeep.yaml --data_dir=" + dir + " --train_dir=" + dir +
+                     "/gpu --max_steps=20 --device=gpu",
+                 &status);
+  EXPECT_NE(status, 0) << gpu;
+  EXPECT_NE(gpu.find("--device=gpu: a model with sparse tables"), std::string::npos) << gpu;
+  EXPECT_EQ(gpu.find("done:"), std::string::npos) << gpu;
 }
 
 std::string ReadAll(const std::string& path) {

@@ -115,16 +115,20 @@ Result<Run> Prepare(const TrainerOptions& o) {
   const bool clicks = config.Has("tables");
   RETURN_IF_ERROR(clicks ? config.CheckKeys({"model", "train", "input", "tables"})
                          : config.CheckKeys({"model", "train", "input"}));
-  // First: a wrong device flag or a missing GPU stops the run before data is loaded.
-  ASSIGN_OR_RETURN(std::unique_ptr<ComputeDevice> device, ComputeDevice::Open(o.device, "trainer"));
+  // First: a wrong device flag or a missing GPU stops the run before data is loaded. A click
+  // model's named inputs and tables are CPU code: --device=auto means the CPU for it.
+  DeviceOptions device_options = o.device;
+  if (clicks && device_options.device == "gpu") {
+    return InvalidArgument(
+        "--device=gpu: a model with sparse tables (the config's 'tables') trains on the CPU "
+        "only; run it with --device=cpu or auto");
+  }
+  if (clicks) device_options.device = "cpu";
+  ASSIGN_OR_RETURN(std::unique_ptr<ComputeDevice> device,
+                   ComputeDevice::Open(device_options, "trainer"));
   ASSIGN_OR_RETURN(ConfigNode model_node, config.Child("model"));
   Run run(std::move(config), std::move(model_node));
   run.device = std::move(device);
-  if (clicks && run.device->device() != Device::kCpu) {
-    return InvalidArgument(
-        "a model with sparse tables (the config's 'tables') trains on the CPU only; run it with "
-        "--device=cpu");
-  }
   ASSIGN_OR_RETURN(run.model, Model::FromConfig(run.model_node));
   ASSIGN_OR_RETURN(ConfigNode train_node, run.config.Child("train"));
   ASSIGN_OR_RETURN(run.train, ReadTrainConfig(train_node));
