@@ -282,6 +282,10 @@ const float* SparseTable::Row(int64_t id) const {
   return it == index_.end() ? nullptr : RowAt(it->second);
 }
 
+void SparseTable::FirstTouchRow(int64_t id, float* out) const {
+  InitializeRow(options_.initializer, options_.seed, id, options_.dimension, out);
+}
+
 const float* SparseTable::Slot(int64_t id, int slot) const {
   const float* row = Row(id);
   if (row == nullptr || slot < 0 || slot >= num_slots_) return nullptr;

@@ -91,6 +91,10 @@ class SparseTable {
   // The row of `id` and its optimizer slot `slot` (slot_names() order), or null: for tests and
   // checkpoints.
   const float* Row(int64_t id) const;
+  // Writes into `out` (dimension floats) the value Gather gives the row of `id` when it creates
+  // it, from the seed and the id alone, whether or not the row is held: what an export of the
+  // table writes for the ids no batch touched.
+  void FirstTouchRow(int64_t id, float* out) const;
   const float* Slot(int64_t id, int slot) const;
 
  private:

@@ -290,5 +290,26 @@ TEST(SparseTableTest, ConfigErrorsNameTheField) {
   EXPECT_NE(parse("{name: C1, dimension: 0, max_rows: 100}").find("model.yaml"), std::string::npos);
 }
 
+// An export writes the rows no batch touched at the value a first touch would give them: that
+// value, for each initializer, is the row Gather creates, and asking for it creates nothing.
+TEST(SparseTableTest, FirstTouchRowIsTheRowGatherCreatesAndCreatesNothing) {
+  for (RowInitializer::Kind kind : {RowInitializer::Kind::kZeros, RowInitializer::Kind::kUniform,
+                                    RowInitializer::Kind::kNormal}) {
+    SparseTableOptions o = Options(5);
+    o.initializer = {kind, 0.5f};
+    o.seed = 11;
+    SparseTable table = Table(o, "{type: sgd}");
+    const std::vector<int64_t> ids = {0, 3, 99};
+    std::vector<std::vector<float>> first(ids.size(), std::vector<float>(5, -7.0f));
+    for (size_t j = 0; j < ids.size(); ++j) table.FirstTouchRow(ids[j], first[j].data());
+    EXPECT_EQ(table.rows(), 0);
+    ASSERT_TRUE(table.Gather(ids, 1).ok());
+    for (size_t j = 0; j < ids.size(); ++j) EXPECT_EQ(RowOf(table, ids[j]), first[j]) << ids[j];
+    if (kind != RowInitializer::Kind::kZeros) {
+      EXPECT_NE(RowOf(table, 3), RowOf(table, 99));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace pstrain::ps
