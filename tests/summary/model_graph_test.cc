@@ -361,6 +361,56 @@ TEST(ModelGraphTest, AClickModelHasAPlaceholderPerInputGathersAndConcats) {
   EXPECT_EQ(nodes.at("deep1/MatMul").input(0), "deep/ConcatV2");
 }
 
+ConfigNode ParsedModel(const std::string& layers) {
+  auto config = ConfigNode::Parse(R"(model:
+  name: mean_ids
+  inputs:
+    - {name: ids, shape: [4]}
+    - {name: dense, shape: [2]}
+  layers:
+)" + layers,
+                                  "mean_ids.yaml");
+  CHECK(config.ok()) << config.status().ToString();
+  return config->Child("model").value();
+}
+
+TEST(ModelGraphTest, AMeanEmbeddingIsAGatherV2ThenAMeanOverItsSlots) {
+  auto graph = ModelGraphDef(
+      ParsedModel(
+          R"(    - {name: emb, type: embedding, inputs: ids, dimension: 3, rows: 8, combiner: mean}
+    - {name: both, type: concat, inputs: [emb, dense]}
+    - {name: fc, type: fully_connected, units: 2}
+    - {name: loss, type: softmax_cross_entropy}
+)"),
+      ModelGraphOptions{});
+  ASSERT_TRUE(graph.ok()) << graph.status().ToString();
+  const auto nodes = ByName(*graph);
+  EXPECT_EQ(nodes.at("ids").attr().at("dtype").type(), tensorflow::DT_INT64);
+  EXPECT_EQ(OutputShape(nodes.at("ids")), (std::vector<int64_t>{-1, 4}));
+  EXPECT_EQ(nodes.at("dense").attr().at("dtype").type(), tensorflow::DT_FLOAT);
+  const tensorflow::NodeDef& mean = nodes.at("emb/Mean");
+  EXPECT_EQ(mean.op(), "Mean");
+  EXPECT_EQ(mean.input(0), "emb/GatherV2");
+  EXPECT_EQ(OutputShape(mean), (std::vector<int64_t>{-1, 3}));
+  EXPECT_EQ(nodes.at("both/ConcatV2").input(0), "emb/Mean");
+}
+
+TEST(ModelGraphTest, AnInputReadAsIdsAndAsFloatsFailsNamingBothLayers) {
+  auto graph = ModelGraphDef(
+      ParsedModel(R"(    - {name: emb, type: embedding, inputs: ids, dimension: 2, rows: 8}
+    - {name: both, type: concat, inputs: [emb, ids]}
+    - {name: fc, type: fully_connected, units: 2}
+    - {name: loss, type: softmax_cross_entropy}
+)"),
+      ModelGraphOptions{});
+  ASSERT_FALSE(graph.ok());
+  const std::string message = graph.status().ToString();
+  EXPECT_NE(message.find("model input 'ids' is read as ids by layer 'emb' and as floats by "
+                         "layer 'both'"),
+            std::string::npos)
+      << message;
+}
+
 TEST(ModelGraphTest, TensorBoardReadsAClickModelsGraphAsWritten) {
   const tensorflow::GraphDef graph = Graph("widedeep.yaml", {2, 8 << 20, "/job:worker/task:0"});
   const json got = ReadBackWithTensorBoard(graph, "click_graph");
