@@ -37,6 +37,10 @@ struct OnnxExportOptions {
 // Where an export finds the rows of the sparse tables that embedding layers read
 // (GraphOp::sparse_table): the graph holds each such table whole over the ids its input can
 // carry, so that any id a served model is given has its row.
+// The ids a served model is given are already hashed into [0, buckets) (HashId,
+// common/data/feature_example.h). Refusing others is the caller's: onnxruntime fails on an id at
+// or past `buckets`, but an id below -1 reads a row counted from the table's end (Gather's
+// negative indices).
 struct OnnxTableRows {
   // Per id input of the model, by name: its ids lie in [0, buckets) (the feature's
   // hash_buckets).
