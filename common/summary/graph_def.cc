@@ -1,11 +1,12 @@
 #include "common/summary/graph_def.h"
 
+#include <glog/logging.h>
+
 #include <map>
 
 namespace pstrain {
 namespace {
 
-constexpr char kInput[] = "input";
 constexpr char kLabels[] = "labels";
 
 tensorflow::TensorShapeProto ShapeProto(const std::vector<int64_t>& dims) {
@@ -57,6 +58,8 @@ tensorflow::DataType DataType(GraphDataType type) {
       return tensorflow::DT_FLOAT;
     case GraphDataType::kInt32:
       return tensorflow::DT_INT32;
+    case GraphDataType::kInt64:
+      return tensorflow::DT_INT64;
   }
   return tensorflow::DT_INVALID;
 }
@@ -85,8 +88,90 @@ void SetAttribute(tensorflow::NodeDef* node, const GraphOpAttribute& a) {
   }
 }
 
+// A Const node holding `c`.
+void AddConstant(tensorflow::GraphDef* graph, const std::string& name, const GraphConstant& c,
+                 const std::string& device) {
+  tensorflow::NodeDef* node = AddNode(graph, name, "Const", device, c.dims);
+  SetType(node, "dtype", DataType(c.type));
+  tensorflow::TensorProto* t = (*node->mutable_attr())["value"].mutable_tensor();
+  t->set_dtype(DataType(c.type));
+  *t->mutable_tensor_shape() = ShapeProto(c.dims);
+  for (double v : c.values) {
+    switch (c.type) {
+      case GraphDataType::kFloat:
+        t->add_float_val(static_cast<float>(v));
+        break;
+      case GraphDataType::kInt32:
+        t->add_int_val(static_cast<int32_t>(v));
+        break;
+      case GraphDataType::kInt64:
+        t->add_int64_val(static_cast<int64_t>(v));
+        break;
+    }
+  }
+}
+
+// Element k of what an op may read (`what`: "input", "variable", "op"); a GraphOp naming one its
+// layer lacks is the layer's bug.
+const std::string& Read(const std::vector<std::string>& names, int k, const char* what,
+                        const GraphLayer& layer) {
+  CHECK(k >= 0 && k < static_cast<int>(names.size()))
+      << "layer '" << layer.name << "': its TensorFlow op reads " << what << " " << k << ", it has "
+      << names.size();
+  return names[k];
+}
+
+// Writes a layer's ops (its chain), each reading what GraphOp::reads lists or, without a list,
+// the first `defaults` (its inputs and variables) and each follower the op before; returns the
+// last op's node name.
+std::string AddChain(tensorflow::GraphDef* graph, const GraphLayer& layer,
+                     const std::vector<std::string>& inputs,
+                     const std::vector<std::string>& variables,
+                     const std::vector<std::string>& defaults, const std::string& device) {
+  std::vector<const GraphOp*> ops = {&layer.op};
+  for (const GraphOp& next : layer.op.then) ops.push_back(&next);
+  std::vector<std::string> names;  // per op of the chain, its node
+  tensorflow::NodeDef* node = nullptr;
+  for (size_t m = 0; m < ops.size(); ++m) {
+    const GraphOp& op = *ops[m];
+    const std::string name = m == 0 ? LayerNodeName(layer) : layer.name + "/" + op.NodeName();
+    std::vector<std::string> reads;
+    if (op.reads.empty()) {
+      reads = m == 0 ? defaults : std::vector<std::string>{names.back()};
+    }
+    for (size_t r = 0; r < op.reads.size(); ++r) {
+      const GraphOpInput& in = op.reads[r];
+      const int k = in.index;
+      switch (in.kind) {
+        case GraphOpInput::Kind::kLayerInput:
+          reads.push_back(Read(inputs, k, "input", layer));
+          break;
+        case GraphOpInput::Kind::kVariable:
+          reads.push_back(Read(variables, k, "variable", layer));
+          break;
+        case GraphOpInput::Kind::kOp:
+          reads.push_back(Read(names, k, "op", layer));
+          break;
+        case GraphOpInput::Kind::kConstant:
+          reads.push_back(name + "/const_" + std::to_string(r));
+          AddConstant(graph, reads.back(), in.constant, device);
+          break;
+      }
+    }
+    // Shapes: the last op's, the layer's output.
+    if (node != nullptr) node->mutable_attr()->erase("_output_shapes");
+    node = AddNode(graph, name, m == 0 && op.op.empty() ? layer.type : op.op, device,
+                   Batched(layer.output_shape));
+    for (const std::string& in : reads) node->add_input(in);
+    if (op.has_t) SetType(node, "T", tensorflow::DT_FLOAT);
+    for (const GraphOpAttribute& a : op.attributes) SetAttribute(node, a);
+    names.push_back(name);
+  }
+  return names.back();
+}
+
 const std::string& OpName(const GraphLayer& layer) {
-  return layer.op.op.empty() ? layer.type : layer.op.op;
+  return layer.op.op.empty() ? layer.type : layer.op.NodeName();
 }
 
 }  // namespace
@@ -95,22 +180,23 @@ std::string LayerNodeName(const GraphLayer& layer) { return layer.name + "/" + O
 
 tensorflow::GraphDef BuildGraphDef(const GraphModel& model) {
   tensorflow::GraphDef graph;
-  AddPlaceholder(&graph, kInput, tensorflow::DT_FLOAT, Batched(model.input_shape),
-                 model.worker_device);
+  std::map<std::string, std::string> node_of;  // model input or layer -> its node
+  for (const GraphInput& in : model.inputs) {
+    AddPlaceholder(&graph, in.name, DataType(in.type), Batched(in.shape), model.worker_device);
+    node_of[in.name] = in.name;
+  }
   AddPlaceholder(&graph, kLabels, tensorflow::DT_INT32, {-1}, model.worker_device);
-  std::map<std::string, std::string> node_of = {{kInput, kInput}};  // layer -> its node
   for (const GraphLayer& layer : model.layers) {
     std::vector<std::string> inputs;
     for (const std::string& in : layer.inputs) {
       auto it = node_of.find(in);
       inputs.push_back(it == node_of.end() ? in : it->second);
     }
-    std::vector<std::string> variables;  // the layer's inputs' place, or before them
-    std::vector<std::string>& reads = layer.op.variables_first ? variables : inputs;
+    std::vector<std::string> variables;
     for (const GraphLayer::Variable& v : layer.variables) {
       for (const GraphVariable& part : v.partitions) AddVariable(&graph, part);
       if (v.partitions.size() == 1) {
-        reads.push_back(v.partitions[0].name);
+        variables.push_back(v.partitions[0].name);
         continue;
       }
       // TensorFlow's PartitionedVariable reads as the concatenation of its parts.
@@ -119,26 +205,14 @@ tensorflow::GraphDef BuildGraphDef(const GraphModel& model) {
       for (const GraphVariable& part : v.partitions) node->add_input(part.name);
       SetType(node, "T", tensorflow::DT_FLOAT);
       (*node->mutable_attr())["N"].set_i(static_cast<int64_t>(v.partitions.size()));
-      reads.push_back(concat);
+      variables.push_back(concat);
     }
-    inputs.insert(inputs.begin(), variables.begin(), variables.end());
-    if (layer.op.reads_labels) inputs.push_back(kLabels);
-    std::string name = LayerNodeName(layer);
-    tensorflow::NodeDef* node =
-        AddNode(&graph, name, OpName(layer), model.worker_device, Batched(layer.output_shape));
-    for (const std::string& in : inputs) node->add_input(in);
-    SetType(node, "T", tensorflow::DT_FLOAT);
-    for (const GraphOpAttribute& a : layer.op.attributes) SetAttribute(node, a);
-    for (const GraphOp& next : layer.op.then) {  // each reads the one before; shapes: the last's
-      node->mutable_attr()->erase("_output_shapes");
-      const std::string input = name;
-      name = layer.name + "/" + next.op;
-      node = AddNode(&graph, name, next.op, model.worker_device, Batched(layer.output_shape));
-      node->add_input(input);
-      SetType(node, "T", tensorflow::DT_FLOAT);
-      for (const GraphOpAttribute& a : next.attributes) SetAttribute(node, a);
-    }
-    node_of[layer.name] = name;
+    // By default the layer's inputs, then its variables (or those first).
+    std::vector<std::string> defaults = inputs;
+    defaults.insert(layer.op.variables_first ? defaults.begin() : defaults.end(), variables.begin(),
+                    variables.end());
+    if (layer.op.reads_labels) defaults.push_back(kLabels);
+    node_of[layer.name] = AddChain(&graph, layer, inputs, variables, defaults, model.worker_device);
   }
   return graph;
 }

@@ -28,7 +28,7 @@ struct GraphVariable {
 struct GraphLayer {
   std::string name;  // the name scope: "conv1"
   std::string type;  // pstrain's layer type: "conv2d"
-  // Layer names, or "input" for the model's input.
+  // Layer names, or the names of the model's inputs.
   std::vector<std::string> inputs;
   std::vector<int64_t> output_shape;  // per example, without the batch dimension
   // In the layer's creation order. A variable split across servers has several partitions.
@@ -43,8 +43,16 @@ struct GraphLayer {
   GraphOp op;
 };
 
+// One input of the model, a Placeholder: "input" [C, H, W] of a model of images, or each named
+// input of a click model (dense floats, int64 id lists).
+struct GraphInput {
+  std::string name;
+  std::vector<int64_t> shape;  // per example
+  GraphDataType type = GraphDataType::kFloat;
+};
+
 struct GraphModel {
-  std::vector<int64_t> input_shape;  // per example, [C, H, W]
+  std::vector<GraphInput> inputs;
   std::vector<GraphLayer> layers;
   // Where the layers run: "/job:worker/task:0", "/job:worker/task:0/device:GPU:0".
   std::string worker_device;
@@ -53,12 +61,13 @@ struct GraphModel {
 // The node name of a layer's operation: "<layer>/<op>" ("conv1/Conv2D").
 std::string LayerNodeName(const GraphLayer& layer);
 
-// Nodes, in order: the "input" (float) and "labels" (int32) placeholders; then per layer its
-// variables (VariableV2 with dtype and shape; a split variable's partitions and the ConcatV2
-// that joins them on the worker, as TF's partitioned variables read), then its operation, whose
-// inputs are the producing layers' operations and its variables (a loss layer also reads
-// "labels"), with "T" float and the op's own attributes. Every node carries "_output_shapes" as
-// TensorFlow writes them, the batch dimension -1.
+// Nodes, in order: a placeholder per model input and the "labels" (int32) placeholder; then per
+// layer its variables (VariableV2 with dtype and shape; a split variable's partitions and the
+// ConcatV2 that joins them on the worker, as TF's partitioned variables read), then its
+// operations, whose inputs are the producing layers' operations and its variables (a loss layer
+// also reads "labels") or what the op lists (GraphOp::reads; a constant is a Const node in the
+// layer's scope), with "T" float (unless the op has none) and the op's own attributes. Every node
+// carries "_output_shapes" as TensorFlow writes them, the batch dimension -1.
 tensorflow::GraphDef BuildGraphDef(const GraphModel& model);
 
 }  // namespace pstrain

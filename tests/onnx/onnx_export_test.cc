@@ -16,6 +16,7 @@
 #include "common/checkpoint/checkpoint.h"
 #include "common/checkpoint/checkpoint_manager.h"
 #include "common/checkpoint/safetensors.h"
+#include "tests/onnx/onnx_test_util.h"
 #include "tests/test_env.h"
 #include "worker/network/model.h"
 #include "worker/training/trained_weights.h"
@@ -30,37 +31,9 @@ using worker::Model;
 // by a few ulps of that scale per layer.
 constexpr double kMaxRelativeError = 1e-4;
 
-std::string RunCommand(const std::string& command, int* exit_code) {
-  std::string out;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) {
-    *exit_code = -1;
-    return out;
-  }
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
-  const int status = pclose(pipe);
-  *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
-}
-
-// The venv Python when it has onnx and onnxruntime; else empty, with the reason in `why`.
-std::string OnnxPython(std::string* why) {
-  const std::string python = pstrain::testing::TestPython();
-  int code = 0;
-  std::string out = RunCommand("'" + python + "' -c 'import onnx, onnxruntime, numpy'", &code);
-  if (python.empty() || code != 0) {
-    *why = "onnx or onnxruntime is missing from the test Python '" + python +
-           "' (bash scripts/test-venv.sh BUILD_DIR installs them): " + out;
-    return "";
-  }
-  return python;
-}
-
-void WriteFloats(const std::string& path, const Tensor& t) {
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(t.data()), t.bytes());
-}
+using pstrain::testing::OnnxPython;
+using pstrain::testing::RunCommand;
+using pstrain::testing::WriteFloats;
 
 class OnnxExportTest : public ::testing::Test {
  protected:

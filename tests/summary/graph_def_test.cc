@@ -34,7 +34,7 @@ std::vector<int64_t> OutputShape(const tensorflow::NodeDef& node) {
 // conv (weights on ps 1, bias on ps 0) -> fc whose weights are split over both servers -> loss.
 GraphModel SmallModel() {
   GraphModel m;
-  m.input_shape = {1, 4, 4};
+  m.inputs = {{"input", {1, 4, 4}, GraphDataType::kFloat}};
   m.worker_device = "/job:worker/task:0";
   GraphLayer conv{"conv1", "conv2d", {"input"}, {2, 4, 4}, {}, GraphOp("Conv2D")};
   conv.op.Ints("strides", {1, 1, 1, 1}).String("padding", "SAME").String("data_format", "NCHW");
@@ -151,7 +151,7 @@ TEST(GraphDefTest, ALayerWithoutATensorFlowOpKeepsItsTypeName) {
 // last op.
 TEST(GraphDefTest, ALayerOfSeveralOpsIsAChainAndAGatherReadsItsTableFirst) {
   GraphModel m;
-  m.input_shape = {4};
+  m.inputs = {{"input", {4}, GraphDataType::kFloat}};
   GraphLayer embedding{"emb", "embedding", {"input"}, {3}, {}, GraphOp("GatherV2")};
   embedding.op.ReadsVariablesFirst().Then(GraphOp("Sum").Bool("keep_dims", false));
   embedding.variables.push_back({"emb/rows", {5, 3}, {{"emb/rows", {5, 3}, ""}}});

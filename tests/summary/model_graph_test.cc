@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -239,27 +240,26 @@ TEST(ModelGraphTest, ABadConfigFailsNamingTheLayer) {
   EXPECT_NE(graph.status().ToString().find("gelu"), std::string::npos);
 }
 
-// What users see: TensorBoard's loader and its server (what the Graphs tab fetches) read the
-// graph the chief writes, node for node.
-TEST(ModelGraphTest, TensorBoardReadsAndServesTheGraphAsWritten) {
+// `graph` written into a run, as TensorBoard's loader and its server (what the Graphs tab
+// fetches) read it back: node for node the same; returns what read_graph_with_tensorboard.py
+// printed, or null when TensorBoard is missing (the caller skips).
+json ReadBackWithTensorBoard(const tensorflow::GraphDef& graph, const std::string& logdir_name) {
   const std::string python = TestPythonFromEnv();
-  if (python.empty())
-    GTEST_SKIP() << "PSTRAIN_TEST_PYTHON is unset or missing; run "
-                    "scripts/test-venv.sh BUILD_DIR to make it";
+  if (python.empty()) return nullptr;
   const std::string script = ScriptPath("read_graph_with_tensorboard.py");
-  ASSERT_FALSE(script.empty()) << "PSTRAIN_SOURCE_DIR is not set (ctest sets it)";
-  const tensorflow::GraphDef graph = Graph("refnet.yaml", {2, 8 << 20, "/job:worker/task:0"});
-  const ScopedLogdir logdir("graph");
+  EXPECT_FALSE(script.empty()) << "PSTRAIN_SOURCE_DIR is not set (ctest sets it)";
+  const ScopedLogdir logdir(logdir_name);
   {
     auto writer = SummaryWriter::Open(logdir.path(), "train");
-    ASSERT_TRUE(writer.ok()) << writer.status().ToString();
+    EXPECT_TRUE(writer.ok()) << writer.status().ToString();
     (*writer)->AddScalar("loss", 1, 2.5f);
     (*writer)->AddGraph(graph);
-    ASSERT_TRUE((*writer)->Close().ok());
+    EXPECT_TRUE((*writer)->Close().ok());
   }
   const CommandResult run = RunPython(python, script, {logdir.path(), "train"});
-  if (run.exit_code == 3) GTEST_SKIP() << "tensorboard cannot be imported by " << python;
-  ASSERT_EQ(run.exit_code, 0) << "read_graph_with_tensorboard.py failed";
+  if (run.exit_code == 3) return nullptr;
+  EXPECT_EQ(run.exit_code, 0) << "read_graph_with_tensorboard.py failed";
+  if (run.exit_code != 0) return json::object();
   const json got = json::parse(run.out);
   EXPECT_EQ(got["accumulator"]["has_graph"], true);
   EXPECT_EQ(got["server"]["graphs_tab_enabled"], true);
@@ -268,8 +268,8 @@ TEST(ModelGraphTest, TensorBoardReadsAndServesTheGraphAsWritten) {
   for (const char* reader : {"accumulator", "server"}) {
     SCOPED_TRACE(reader);
     const json& nodes = got[reader]["nodes"];
-    ASSERT_EQ(nodes.size(), static_cast<size_t>(graph.node_size()));
-    for (int i = 0; i < graph.node_size(); ++i) {
+    EXPECT_EQ(nodes.size(), static_cast<size_t>(graph.node_size()));
+    for (int i = 0; i < graph.node_size() && i < static_cast<int>(nodes.size()); ++i) {
       const tensorflow::NodeDef& want = graph.node(i);
       const json& node = nodes[i];
       EXPECT_EQ(node["name"], want.name());
@@ -278,9 +278,26 @@ TEST(ModelGraphTest, TensorBoardReadsAndServesTheGraphAsWritten) {
       EXPECT_EQ(node["inputs"],
                 json(std::vector<std::string>(want.input().begin(), want.input().end())))
           << want.name();
-      EXPECT_EQ(node["output_shapes"], json::array({json(OutputShape(want))})) << want.name();
+      // A chain's ops before its last carry no shapes (graph_def.h).
+      const json shapes = want.attr().count("_output_shapes")
+                              ? json::array({json(OutputShape(want))})
+                              : json::array();
+      EXPECT_EQ(node["output_shapes"], shapes) << want.name();
     }
   }
+  return got;
+}
+
+#define SKIP_WITHOUT_TENSORBOARD(got)                                           \
+  if ((got).is_null())                                                          \
+  GTEST_SKIP() << "no test Python with tensorboard (PSTRAIN_TEST_PYTHON); run " \
+                  "scripts/test-venv.sh BUILD_DIR to make it"
+
+// What users see: TensorBoard's loader and its server read the graph the chief writes.
+TEST(ModelGraphTest, TensorBoardReadsAndServesTheGraphAsWritten) {
+  const tensorflow::GraphDef graph = Graph("refnet.yaml", {2, 8 << 20, "/job:worker/task:0"});
+  const json got = ReadBackWithTensorBoard(graph, "graph");
+  SKIP_WITHOUT_TENSORBOARD(got);
   // Spot checks in TensorBoard's own terms.
   const json& nodes = got["accumulator"]["nodes"];
   std::map<std::string, json> by_name;
@@ -293,6 +310,142 @@ TEST(ModelGraphTest, TensorBoardReadsAndServesTheGraphAsWritten) {
             json::array({"input", "conv1/weights", "conv1/bias"}));
   EXPECT_EQ(by_name["pool2/MaxPool"]["output_shapes"], json::array({json::array({-1, 64, 7, 7})}));
   EXPECT_EQ(by_name["labels"]["dtype"], 3);  // DT_INT32
+}
+
+// A click model: a placeholder per named input (int64 for the id lists the embeddings read), each
+// embedding a GatherV2 of its rows by the ids (axis a Const) then a Sum or Mean over the slots,
+// each concat a ConcatV2 of its inputs and a Const axis, as TensorFlow writes them.
+TEST(ModelGraphTest, AClickModelHasAPlaceholderPerInputGathersAndConcats) {
+  const tensorflow::GraphDef graph = Graph("widedeep.yaml", {0, 8 << 20, "/job:worker/task:0"});
+  const auto nodes = ByName(graph);
+  EXPECT_EQ(nodes.at("dense").op(), "Placeholder");
+  EXPECT_EQ(nodes.at("dense").attr().at("dtype").type(), tensorflow::DT_FLOAT);
+  EXPECT_EQ(OutputShape(nodes.at("dense")), (std::vector<int64_t>{-1, 13}));
+  for (int k = 1; k <= 26; ++k) {
+    const std::string c = "C" + std::to_string(k);
+    EXPECT_EQ(nodes.at(c).op(), "Placeholder") << c;
+    EXPECT_EQ(nodes.at(c).attr().at("dtype").type(), tensorflow::DT_INT64) << c;
+    EXPECT_EQ(OutputShape(nodes.at(c)), (std::vector<int64_t>{-1, 1})) << c;
+  }
+  EXPECT_FALSE(nodes.count("input"));
+
+  const tensorflow::NodeDef& gather = nodes.at("deep_C3/GatherV2");
+  EXPECT_EQ(gather.input().size(), 3);
+  EXPECT_EQ(gather.input(0), "deep_C3/rows");
+  EXPECT_EQ(gather.input(1), "C3");
+  EXPECT_EQ(gather.attr().at("Tparams").type(), tensorflow::DT_FLOAT);
+  EXPECT_EQ(gather.attr().at("Tindices").type(), tensorflow::DT_INT64);
+  EXPECT_EQ(gather.attr().at("Taxis").type(), tensorflow::DT_INT32);
+  EXPECT_EQ(gather.attr().at("batch_dims").i(), 0);
+  EXPECT_FALSE(gather.attr().count("T")) << "GatherV2 has no attribute T";
+  const tensorflow::NodeDef& axis = nodes.at(gather.input(2));
+  EXPECT_EQ(axis.op(), "Const");
+  EXPECT_EQ(axis.attr().at("dtype").type(), tensorflow::DT_INT32);
+  EXPECT_EQ(axis.attr().at("value").tensor().int_val(0), 0);
+
+  const tensorflow::NodeDef& sum = nodes.at("deep_C3/Sum");
+  EXPECT_EQ(sum.input(0), "deep_C3/GatherV2");
+  EXPECT_EQ(nodes.at(sum.input(1)).attr().at("value").tensor().int_val(0), 1);  // the slots
+  EXPECT_EQ(sum.attr().at("T").type(), tensorflow::DT_FLOAT);
+  EXPECT_EQ(sum.attr().at("Tidx").type(), tensorflow::DT_INT32);
+  EXPECT_FALSE(sum.attr().at("keep_dims").b());
+  EXPECT_EQ(OutputShape(sum), (std::vector<int64_t>{-1, 8}));
+
+  const tensorflow::NodeDef& concat = nodes.at("deep/ConcatV2");
+  ASSERT_EQ(concat.input().size(), 28);  // dense, 26 embeddings, the axis
+  EXPECT_EQ(concat.input(0), "dense");
+  EXPECT_EQ(concat.input(1), "deep_C1/Sum");
+  EXPECT_EQ(concat.attr().at("N").i(), 27);
+  EXPECT_EQ(nodes.at(concat.input(27)).attr().at("value").tensor().int_val(0), 1);
+  EXPECT_EQ(OutputShape(concat), (std::vector<int64_t>{-1, 13 + 26 * 8}));
+  EXPECT_EQ(nodes.at("deep1/MatMul").input(0), "deep/ConcatV2");
+}
+
+ConfigNode ParsedModel(const std::string& layers) {
+  auto config = ConfigNode::Parse(R"(model:
+  name: mean_ids
+  inputs:
+    - {name: ids, shape: [4]}
+    - {name: dense, shape: [2]}
+  layers:
+)" + layers,
+                                  "mean_ids.yaml");
+  CHECK(config.ok()) << config.status().ToString();
+  return config->Child("model").value();
+}
+
+TEST(ModelGraphTest, AMeanEmbeddingIsAGatherV2ThenAMeanOverItsSlots) {
+  auto graph = ModelGraphDef(
+      ParsedModel(
+          R"(    - {name: emb, type: embedding, inputs: ids, dimension: 3, rows: 8, combiner: mean}
+    - {name: both, type: concat, inputs: [emb, dense]}
+    - {name: fc, type: fully_connected, units: 2}
+    - {name: loss, type: softmax_cross_entropy}
+)"),
+      ModelGraphOptions{});
+  ASSERT_TRUE(graph.ok()) << graph.status().ToString();
+  const auto nodes = ByName(*graph);
+  EXPECT_EQ(nodes.at("ids").attr().at("dtype").type(), tensorflow::DT_INT64);
+  EXPECT_EQ(OutputShape(nodes.at("ids")), (std::vector<int64_t>{-1, 4}));
+  EXPECT_EQ(nodes.at("dense").attr().at("dtype").type(), tensorflow::DT_FLOAT);
+  const tensorflow::NodeDef& mean = nodes.at("emb/Mean");
+  EXPECT_EQ(mean.op(), "Mean");
+  EXPECT_EQ(mean.input(0), "emb/GatherV2");
+  EXPECT_EQ(OutputShape(mean), (std::vector<int64_t>{-1, 3}));
+  EXPECT_EQ(nodes.at("both/ConcatV2").input(0), "emb/Mean");
+}
+
+TEST(ModelGraphTest, AnInputReadAsIdsAndAsFloatsFailsNamingBothLayers) {
+  auto graph = ModelGraphDef(
+      ParsedModel(R"(    - {name: emb, type: embedding, inputs: ids, dimension: 2, rows: 8}
+    - {name: both, type: concat, inputs: [emb, ids]}
+    - {name: fc, type: fully_connected, units: 2}
+    - {name: loss, type: softmax_cross_entropy}
+)"),
+      ModelGraphOptions{});
+  ASSERT_FALSE(graph.ok());
+  const std::string message = graph.status().ToString();
+  EXPECT_NE(message.find("model input 'ids' is read as ids by layer 'emb' and as floats by "
+                         "layer 'both'"),
+            std::string::npos)
+      << message;
+}
+
+TEST(ModelGraphTest, TensorBoardReadsAClickModelsGraphAsWritten) {
+  const tensorflow::GraphDef graph = Graph("widedeep.yaml", {2, 8 << 20, "/job:worker/task:0"});
+  const json got = ReadBackWithTensorBoard(graph, "click_graph");
+  SKIP_WITHOUT_TENSORBOARD(got);
+  std::map<std::string, json> by_name;
+  for (const json& n : got["server"]["nodes"]) by_name[n["name"]] = n;
+  EXPECT_EQ(by_name["C7"]["dtype"], 9);  // DT_INT64
+  EXPECT_EQ(by_name["wide_C7/GatherV2"]["op"], "GatherV2");
+  EXPECT_EQ(by_name["wide/ConcatV2"]["op"], "ConcatV2");
+}
+
+// TensorFlow's own importer takes the embeddings and concats of a click model: their ops,
+// inputs, input types and attributes are what its op registry requires.
+TEST(ModelGraphTest, TensorFlowImportsAClickModelsEmbeddingsAndConcats) {
+  const std::string python = TestPythonFromEnv();
+  if (python.empty()) GTEST_SKIP() << "PSTRAIN_TEST_PYTHON is unset or missing";
+  const tensorflow::GraphDef graph = Graph("widedeep.yaml", {0, 8 << 20, "/job:worker/task:0"});
+  const ScopedLogdir dir("tf_import");
+  const std::string path = dir.path() + "/graph.pb";
+  {
+    std::ofstream out(path, std::ios::binary);
+    ASSERT_TRUE(graph.SerializeToOstream(&out));
+  }
+  const CommandResult run = RunPython(python, ScriptPath("import_graph_with_tensorflow.py"),
+                                      {path, "wide/ConcatV2", "deep/ConcatV2"});
+  if (run.exit_code == 3) GTEST_SKIP() << "tensorflow cannot be imported by " << python;
+  ASSERT_EQ(run.exit_code, 0) << "TensorFlow refused the graph (its message is in the log)";
+  const json imported = json::parse(run.out)["imported"];
+  EXPECT_EQ(imported["deep/ConcatV2"], "ConcatV2");
+  EXPECT_EQ(imported["wide_C26/GatherV2"], "GatherV2");
+  EXPECT_EQ(imported["deep_C1/Sum"], "Sum");
+  EXPECT_EQ(imported["C1"], "Placeholder");
+  EXPECT_EQ(imported.size(), 1 + 26 + 52 * 3 + 52 * 2 + 2 * 2)
+      << "dense, C1..C26, per embedding its rows, GatherV2 and Sum and their two Consts, per "
+         "concat it and its axis";
 }
 
 // The attributes TensorFlow's graph importer requires of each op pstrain's layers use (those
@@ -309,6 +462,8 @@ const std::map<std::string, std::vector<std::string>>& RequiredAttributes() {
       {"AddV2", {"T"}},
       {"FusedBatchNormV3", {"T", "U"}},
       {"SparseSoftmaxCrossEntropyWithLogits", {"T"}},
+      {"GatherV2", {"Tparams", "Tindices", "Taxis"}},
+      {"ConcatV2", {"T", "N", "Tidx"}},
   };
   return *required;
 }
@@ -334,8 +489,12 @@ TEST(ModelGraphTest, EveryRegisteredLayerTypeHasATensorFlowOpWithItsAttributes) 
     EXPECT_FALSE(op->op.empty());
 
     GraphModel model;
-    model.input_shape = c->inputs[0].dims();
+    model.inputs = {{"input", c->inputs[0].dims(), GraphDataType::kFloat}};
     GraphLayer graph_layer{"layer", type, {}, out.dims(), {}, op.value()};
+    for (const worker::Variable& v : layer->variables()) {
+      const std::vector<int64_t> dims = v.value.shape().dims();
+      graph_layer.variables.push_back({v.name, dims, {{v.name, dims, ""}}});
+    }
     for (size_t i = 0; i < c->inputs.size(); ++i) graph_layer.inputs.push_back("input");
     model.layers.push_back(graph_layer);
     const auto nodes = ByName(BuildGraphDef(model));

@@ -118,6 +118,10 @@ TEST(WideDeepTest, TrainsToWithinThreePointsOfTheBestAucOfItsSyntheticLog) {
     }
   }
   ASSERT_FALSE(eval_auc.empty()) << "no auc scalar in " << dir << "/logs/eval";
+  // The tables leave the process in its ONNX export (tests/onnx/click_model_export_test.cc runs
+  // one in onnxruntime): 4 features x (1 + 4) floats over 1 + 1000 buckets, and the dense part.
+  ASSERT_TRUE(fs::exists(dir + "/run/model.onnx")) << out;
+  EXPECT_GT(fs::file_size(dir + "/run/model.onnx"), 4u * 5 * 1001 * sizeof(float)) << out;
   double auc = 0, log_loss = 0;
   const size_t at = out.rfind("test AUC");
   ASSERT_NE(at, std::string::npos) << out;

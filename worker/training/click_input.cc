@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "worker/training/onnx_table_rows.h"
+
 namespace pstrain {
 namespace worker {
 namespace {
@@ -33,6 +35,7 @@ Result<std::unique_ptr<ClickInput>> ClickInput::Create(const ConfigNode& config,
   RETURN_IF_ERROR(input.CheckKeys({"train_tfrecord", "test_tfrecord", "label", "features"}));
   ASSIGN_OR_RETURN(FeatureSchema schema, FeatureSchema::FromConfig(input));
   std::unique_ptr<ClickInput> in(new ClickInput());
+  in->schema_ = schema;
   ASSIGN_OR_RETURN(in->batcher_,
                    FeatureBatcher::Create(schema, model->input_names(), model->input_shapes()));
   const std::string prefix = data_dir.empty() ? "" : data_dir + "/";
@@ -99,6 +102,18 @@ Result<Evaluation> ClickInput::Evaluate(Model* model, int64_t step) {
   e.auc = scores.Auc();
   e.log_loss = scores.LogLoss();
   return e;
+}
+
+Status ClickInput::WriteFinal(const ConfigNode& model_node, Model* model,
+                              const std::string& train_dir) {
+  std::map<std::string, Tensor> weights;
+  for (const Variable* v : model->variables()) weights[v->name] = v->value;
+  const std::string path = train_dir + "/model.onnx";
+  RETURN_IF_ERROR(WriteOnnx(model_node, weights, OnnxExportOptions{}, path,
+                            OnnxTableRowsOf(*tables_, schema_)));
+  LOG(INFO) << "trainer: exported the model with its tables to " << path
+            << " (inputs: the features by name, ids hashed into their hash_buckets)";
+  return Status::OK();
 }
 
 std::string ClickInput::NotCheckpointed() const {

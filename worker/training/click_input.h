@@ -42,11 +42,15 @@ class ClickInput : public TrainingInput {
   Result<Evaluation> Evaluate(Model* model, int64_t step) override;
   std::string NotCheckpointed() const override;
   std::string Progress() const override { return "tables: " + tables_->Summary(); }
+  // <train_dir>/model.onnx with the tables whole over their hash buckets (onnx_table_rows.h).
+  Status WriteFinal(const ConfigNode& model_node, Model* model,
+                    const std::string& train_dir) override;
 
  private:
   ClickInput() = default;
 
   int64_t batch_size_ = 0;
+  FeatureSchema schema_;
   std::unique_ptr<EmbeddingTables> tables_;
   FeatureBatcher batcher_;
   std::vector<FeatureExample> train_examples_, test_examples_;

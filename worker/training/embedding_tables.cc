@@ -67,6 +67,11 @@ Result<std::unique_ptr<EmbeddingTables>> EmbeddingTables::Create(const ConfigNod
   return tables;
 }
 
+const ps::SparseTable* EmbeddingTables::Find(const std::string& name) const {
+  auto it = tables_.find(name);
+  return it == tables_.end() ? nullptr : it->second.get();
+}
+
 bool EmbeddingTables::Holds(const Variable* v) const {
   for (const Binding& b : bindings_) {
     if (&b.layer->variables()[0] == v) return true;

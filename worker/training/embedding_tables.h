@@ -47,6 +47,8 @@ class EmbeddingTables {
   Status Apply(const FeatureBatch& batch, int64_t step);
   // Drops rows idle for their table's evict_after_steps.
   void Evict(int64_t step);
+  // The table called `name`, or null (an export reads its rows).
+  const ps::SparseTable* Find(const std::string& name) const;
   // "1234 rows in 52 tables", for progress lines.
   std::string Summary() const;
 

@@ -24,6 +24,8 @@ class ImageInput : public TrainingInput {
   Result<Evaluation> Evaluate(Model* model, int64_t step) override;
   std::string NotCheckpointed() const override { return ""; }
   std::string Progress() const override { return ""; }
+  // Nothing: pstrain-export writes an image model's ONNX from its checkpoints.
+  Status WriteFinal(const ConfigNode&, Model*, const std::string&) override { return Status::OK(); }
 
  private:
   ImageInput(std::unique_ptr<InputPipeline> pipeline, InputOptions input, uint64_t seed,

@@ -1,6 +1,8 @@
 #include "worker/training/onnx_export.h"
 
+#include <algorithm>
 #include <memory>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -8,6 +10,7 @@
 #include "common/onnx/onnx.pb.h"
 #include "worker/network/model.h"
 #include "worker/training/model_graph.h"
+#include "worker/training/onnx_graph_writer.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "ONNX raw_data is little-endian; a big-endian host needs byte swaps");
@@ -16,106 +19,20 @@ namespace pstrain {
 namespace {
 
 // Opset 13: Gemm with an optional C, Softmax over one axis, BatchNormalization without the
-// training outputs. IR version 7 is the one opset 13 came with, so older runtimes read it too.
+// training outputs, ReduceSum's axes as an input (ReduceMean's are still an attribute). IR
+// version 7 is the one opset 13 came with, so older runtimes read it too.
 constexpr int64_t kOpset = 13;
 constexpr int64_t kIrVersion = 7;
-constexpr char kBatchDim[] = "N";
 
 // A layer's output tensor: TensorFlow's "<op>:0", which no layer or variable name can equal and
 // which leaves "logits" and "probabilities" free for the graph's outputs.
 std::string OutputName(const std::string& layer) { return layer + ":0"; }
 
-void SetShape(onnx::ValueInfoProto* value, const std::vector<int64_t>& per_example) {
-  auto* tensor = value->mutable_type()->mutable_tensor_type();
-  tensor->set_elem_type(onnx::TensorProto::FLOAT);
-  auto* shape = tensor->mutable_shape();
-  shape->add_dim()->set_dim_param(kBatchDim);
-  for (int64_t d : per_example) shape->add_dim()->set_dim_value(d);
-}
-
-// Appends nodes and initializers to one GraphProto.
-class GraphWriter {
- public:
-  explicit GraphWriter(onnx::GraphProto* graph) : graph_(graph) {}
-
-  onnx::NodeProto* Node(const std::string& op, const std::string& name,
-                        const std::vector<std::string>& inputs, const std::string& output) {
-    onnx::NodeProto* node = graph_->add_node();
-    node->set_op_type(op);
-    node->set_name(name);
-    for (const std::string& in : inputs) node->add_input(in);
-    node->add_output(output);
-    return node;
-  }
-  static void Attribute(onnx::NodeProto* node, const GraphOpAttribute& attribute) {
-    onnx::AttributeProto* a = node->add_attribute();
-    a->set_name(attribute.name);
-    switch (attribute.kind) {
-      case GraphOpAttribute::Kind::kInt:
-        a->set_type(onnx::AttributeProto::INT);
-        a->set_i(attribute.i);
-        return;
-      case GraphOpAttribute::Kind::kInts:
-        a->set_type(onnx::AttributeProto::INTS);
-        for (int64_t v : attribute.ints) a->add_ints(v);
-        return;
-      case GraphOpAttribute::Kind::kFloat:
-        a->set_type(onnx::AttributeProto::FLOAT);
-        a->set_f(attribute.f);
-        return;
-      case GraphOpAttribute::Kind::kString:
-        a->set_type(onnx::AttributeProto::STRING);
-        a->set_s(attribute.s);
-        return;
-      case GraphOpAttribute::Kind::kBool:  // ONNX has no booleans: ints 0 and 1
-        a->set_type(onnx::AttributeProto::INT);
-        a->set_i(attribute.b ? 1 : 0);
-        return;
-      case GraphOpAttribute::Kind::kType:
-        a->set_type(onnx::AttributeProto::INT);
-        a->set_i(attribute.type == GraphDataType::kInt32 ? onnx::TensorProto::INT32
-                                                         : onnx::TensorProto::FLOAT);
-        return;
-    }
-  }
-  // The node of `op` named "<layer>/<op>", reading `inputs`, then its followers (op.then), each
-  // reading the one before, the last one writing `output`.
-  void Op(const GraphOp& op, const std::string& layer, const std::vector<std::string>& inputs,
-          const std::string& output) {
-    const std::string first_output = op.then.empty() ? output : layer + "/" + op.op + ":0";
-    onnx::NodeProto* node = Node(op.op, layer + "/" + op.op, inputs, first_output);
-    for (const GraphOpAttribute& a : op.attributes) Attribute(node, a);
-    std::string previous = first_output;
-    for (size_t i = 0; i < op.then.size(); ++i) {
-      const GraphOp& next = op.then[i];
-      const std::string next_output =
-          i + 1 == op.then.size() ? output : layer + "/" + next.op + ":0";
-      node = Node(next.op, layer + "/" + next.op, {previous}, next_output);
-      for (const GraphOpAttribute& a : next.attributes) Attribute(node, a);
-      previous = next_output;
-    }
-  }
-  void Initializer(const std::string& name, const Tensor& value) {
-    onnx::TensorProto* t = graph_->add_initializer();
-    t->set_name(name);
-    t->set_data_type(onnx::TensorProto::FLOAT);
-    for (int64_t d : value.shape().dims()) t->add_dims(d);
-    t->set_raw_data(value.data(), value.bytes());
-  }
-  void ValueInfo(const std::string& name, const std::vector<int64_t>& per_example) {
-    onnx::ValueInfoProto* v = graph_->add_value_info();
-    v->set_name(name);
-    SetShape(v, per_example);
-  }
-
- private:
-  onnx::GraphProto* graph_;
-};
-
-// Every variable of `layer` from `weights`, as initializers under the variable's name.
+// The variables of `layer` from `first` on, from `weights`, as initializers under their names.
 Status AddVariables(worker::Layer& layer, const std::map<std::string, Tensor>& weights,
-                    GraphWriter* out) {
-  for (const worker::Variable& v : layer.variables()) {
+                    size_t first, OnnxGraphWriter* out) {
+  for (size_t k = first; k < layer.variables().size(); ++k) {
+    const worker::Variable& v = layer.variables()[k];
     auto it = weights.find(v.name);
     if (it == weights.end()) {
       return NotFound(layer.Describe() + ": variable '" + v.name + "' is not in the weights");
@@ -130,11 +47,92 @@ Status AddVariables(worker::Layer& layer, const std::map<std::string, Tensor>& w
   return Status::OK();
 }
 
+// In the place of `layer`'s variable 0, the sparse table `table` over the ids of model input
+// `input`, as GraphOp::sparse_table lays it out: [1 + buckets, dimension], row 0 zeros.
+Status AddTable(worker::Layer& layer, const std::string& table, const std::string& input,
+                const OnnxTableRows& tables, OnnxGraphWriter* out) {
+  auto buckets = tables.buckets.find(input);
+  if (buckets == tables.buckets.end() || buckets->second < 1) {
+    return NotFound(layer.Describe() + " reads sparse table '" + table +
+                    "' and the export has no bucket count (>= 1) for its id input '" + input +
+                    "' (the feature's hash_buckets)");
+  }
+  if (!tables.rows) {
+    return FailedPrecondition(layer.Describe() + " reads sparse table '" + table +
+                              "' and the export was given no table rows");
+  }
+  const worker::Variable& rows_variable = layer.variables().at(0);
+  const int64_t n = buckets->second, d = rows_variable.value.shape().dim(1);
+  auto rows = tables.rows(table, n);
+  if (!rows.ok()) return rows.status().WithContext(layer.Describe());
+  if (rows->shape() != Shape{n, d}) {
+    return InvalidArgument(layer.Describe() + ": table '" + table + "' gave rows " +
+                           rows->shape().ToString() + ", the layer reads " +
+                           Shape{n, d}.ToString() + " (ids [0, " + std::to_string(n) + "))");
+  }
+  Tensor padded(Shape{1 + n, d});  // row 0 stays zero: what padding reads
+  std::copy(rows->data(), rows->data() + rows->size(), padded.data() + d);
+  out->Initializer(rows_variable.name, padded);
+  return Status::OK();
+}
+
+// The model's inputs as graph inputs: each named input with its element type and shape.
+void AddInputs(const GraphModel& wiring, onnx::GraphProto* graph) {
+  for (const GraphInput& in : wiring.inputs) {
+    onnx::ValueInfoProto* value = graph->add_input();
+    value->set_name(in.name);
+    SetOnnxShape(value, in.shape, OnnxElementType(in.type));
+  }
+}
+
+// One layer but the loss: its variables (or table) and its operators.
+Status AddLayer(worker::Layer& layer, const GraphOp& op, const GraphLayer& wired,
+                const std::vector<std::string>& inputs,
+                const std::map<std::string, Tensor>& weights, const OnnxTableRows& tables,
+                OnnxGraphWriter* out) {
+  const bool reads_table = !op.sparse_table.empty();
+  if (reads_table) {
+    if (inputs[0] != wired.inputs[0]) {  // a layer's output, not a model input
+      return InvalidArgument(layer.Describe() + " reads its ids from layer '" + wired.inputs[0] +
+                             "'; an exported table is indexed by a model input");
+    }
+    RETURN_IF_ERROR(AddTable(layer, op.sparse_table, inputs[0], tables, out));
+  }
+  RETURN_IF_ERROR(AddVariables(layer, weights, reads_table ? 1 : 0, out));
+  std::vector<std::string> variables;
+  for (const worker::Variable& v : layer.variables()) variables.push_back(v.name);
+  std::vector<std::string> defaults = inputs;
+  defaults.insert(op.variables_first ? defaults.begin() : defaults.end(), variables.begin(),
+                  variables.end());
+  const std::string output = OutputName(layer.name());
+  RETURN_IF_ERROR(out->Chain(op, layer.name(), inputs, variables, defaults, output));
+  out->ValueInfo(output, wired.output_shape);
+  return Status::OK();
+}
+
+// The loss layer (Model::FromConfig puts it last): "logits" is its input, "probabilities" its
+// operator on them.
+Status AddOutputs(const worker::Model& model, const worker::Layer& loss, const GraphOp& op,
+                  const std::string& logits, const OnnxExportOptions& options,
+                  onnx::GraphProto* graph, OnnxGraphWriter* out) {
+  const int64_t classes = model.num_classes();
+  out->Node("Identity", loss.name() + "/logits", {logits}, "logits");
+  onnx::ValueInfoProto* value = graph->add_output();
+  value->set_name("logits");
+  SetOnnxShape(value, {classes});
+  if (!options.softmax_output) return Status::OK();
+  RETURN_IF_ERROR(out->Chain(op, loss.name(), {logits}, {}, {logits}, "probabilities"));
+  value = graph->add_output();
+  value->set_name("probabilities");
+  SetOnnxShape(value, {classes});
+  return Status::OK();
+}
+
 }  // namespace
 
 Result<std::string> ExportOnnx(const ConfigNode& model_node,
                                const std::map<std::string, Tensor>& weights,
-                               const OnnxExportOptions& options) {
+                               const OnnxExportOptions& options, const OnnxTableRows& tables) {
   // The layers as training builds them (shapes, geometry, variables; the loss layer last) and
   // their wiring as the TensorBoard graph reads it.
   ASSIGN_OR_RETURN(std::unique_ptr<worker::Model> model, worker::Model::FromConfig(model_node));
@@ -156,9 +154,10 @@ Result<std::string> ExportOnnx(const ConfigNode& model_node,
   opset->set_version(kOpset);
   onnx::GraphProto* graph = proto.mutable_graph();
   graph->set_name(options.graph_name.empty() ? model->name() : options.graph_name);
-  SetShape(graph->add_input(), model->input_shape().dims());
-  graph->mutable_input(0)->set_name("input");
-  GraphWriter out(graph);
+  AddInputs(wiring, graph);
+  std::set<std::string> model_inputs;
+  for (const GraphInput& in : wiring.inputs) model_inputs.insert(in.name);
+  OnnxGraphWriter out(graph);
 
   for (size_t i = 0; i < layers.size(); ++i) {
     worker::Layer& layer = *layers[i];
@@ -168,31 +167,14 @@ Result<std::string> ExportOnnx(const ConfigNode& model_node,
     auto op = layer.OnnxOp();
     if (!op.ok()) return op.status().WithContext(spec.Where());
     std::vector<std::string> inputs;
-    for (const std::string& in : wired.inputs)
-      inputs.push_back(in == "input" ? in : OutputName(in));
-    if (i + 1 == layers.size()) {  // the loss (Model::FromConfig): its input is the logits
-      const int64_t classes = model->num_classes();
-      out.Node("Identity", layer.name() + "/logits", {inputs[0]}, "logits");
-      onnx::ValueInfoProto* logits = graph->add_output();
-      logits->set_name("logits");
-      SetShape(logits, {classes});
-      if (options.softmax_output) {
-        out.Op(*op, layer.name(), inputs, "probabilities");
-        onnx::ValueInfoProto* probabilities = graph->add_output();
-        probabilities->set_name("probabilities");
-        SetShape(probabilities, {classes});
-      }
-      continue;
+    for (const std::string& in : wired.inputs) {
+      inputs.push_back(model_inputs.count(in) ? in : OutputName(in));
     }
-    RETURN_IF_ERROR(AddVariables(layer, weights, &out).WithContext(spec.Where()));
-    std::vector<std::string> variables;
-    for (const worker::Variable& v : layer.variables()) variables.push_back(v.name);
-    inputs.insert(op->variables_first ? inputs.begin() : inputs.end(), variables.begin(),
-                  variables.end());
-    const std::string output = OutputName(layer.name());
-    out.Op(*op, layer.name(), inputs, output);
+    const Status added = i + 1 == layers.size()
+                             ? AddOutputs(*model, layer, *op, inputs[0], options, graph, &out)
+                             : AddLayer(layer, *op, wired, inputs, weights, tables, &out);
+    if (!added.ok()) return added.WithContext(spec.Where());
     graph->mutable_node(graph->node_size() - 1)->set_doc_string(layer.Describe());
-    out.ValueInfo(output, wired.output_shape);
   }
   onnx::StringStringEntryProto* name = proto.add_metadata_props();
   name->set_key("pstrain.model");
@@ -205,8 +187,9 @@ Result<std::string> ExportOnnx(const ConfigNode& model_node,
 }
 
 Status WriteOnnx(const ConfigNode& model_node, const std::map<std::string, Tensor>& weights,
-                 const OnnxExportOptions& options, const std::string& path) {
-  ASSIGN_OR_RETURN(std::string bytes, ExportOnnx(model_node, weights, options));
+                 const OnnxExportOptions& options, const std::string& path,
+                 const OnnxTableRows& tables) {
+  ASSIGN_OR_RETURN(std::string bytes, ExportOnnx(model_node, weights, options, tables));
   return WriteFileAtomically(path, bytes);
 }
 

@@ -9,7 +9,8 @@ namespace pstrain {
 
 Result<TfLayout> TfLayoutOf(const ConfigNode& model_node) {
   ASSIGN_OR_RETURN(GraphModel model, DescribeModel(model_node, ModelGraphOptions{}));
-  std::map<std::string, std::vector<int64_t>> outputs = {{"input", model.input_shape}};
+  std::map<std::string, std::vector<int64_t>> outputs;
+  for (const GraphInput& in : model.inputs) outputs[in.name] = in.shape;
   std::map<std::string, const GraphLayer*> by_name;
   for (const GraphLayer& layer : model.layers) {
     outputs[layer.name] = layer.output_shape;

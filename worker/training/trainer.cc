@@ -267,7 +267,7 @@ Status Export(const TrainerOptions& o, Run* run, int64_t step) {
   RETURN_IF_ERROR(ExportSafetensors(final_state, exported));
   LOG(INFO) << "trainer: exported the " << (run->input->NotCheckpointed().empty() ? "" : "dense ")
             << "variables to " << exported << " (loads with safetensors in numpy or PyTorch)";
-  return Status::OK();
+  return run->input->WriteFinal(run->model_node, run->model.get(), o.train_dir);
 }
 
 }  // namespace

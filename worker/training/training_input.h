@@ -10,6 +10,7 @@
 #include <random>
 #include <string>
 
+#include "common/config.h"
 #include "common/status.h"
 #include "worker/network/model.h"
 #include "worker/training/evaluation.h"
@@ -41,6 +42,10 @@ class TrainingInput {
   virtual std::string NotCheckpointed() const = 0;
   // Text for progress lines beyond the loop's own ("" for none), e.g. the tables' rows.
   virtual std::string Progress() const = 0;
+  // What the run writes into `train_dir` at its end beyond the dense variables (a click model:
+  // its ONNX export, the one place its tables leave the process); OK when nothing.
+  virtual Status WriteFinal(const ConfigNode& model_node, Model* model,
+                            const std::string& train_dir) = 0;
 };
 
 }  // namespace worker

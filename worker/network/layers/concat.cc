@@ -36,7 +36,11 @@ Result<Shape> Concat::Setup(const std::vector<Shape>& inputs) {
 }
 
 Result<GraphOp> Concat::TensorFlowOp() const {
-  return GraphOp("ConcatV2").Int("N", num_inputs_).Type("Tidx", GraphDataType::kInt32);
+  // ConcatV2 reads its values, then the axis (1: the batch is axis 0).
+  std::vector<GraphOpInput> reads;
+  for (int k = 0; k < num_inputs_; ++k) reads.push_back(GraphOpInput::LayerInput(k));
+  reads.push_back(GraphOpInput::Constant(GraphDataType::kInt32, {}, {1}));
+  return GraphOp("ConcatV2").Int("N", num_inputs_).Type("Tidx", GraphDataType::kInt32).Reads(reads);
 }
 
 Result<GraphOp> Concat::OnnxOp() const { return GraphOp("Concat").Int("axis", 1); }

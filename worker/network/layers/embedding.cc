@@ -32,6 +32,7 @@ Status Embedding::Configure(const ConfigNode& node) {
 
 Result<Shape> Embedding::Setup(const std::vector<Shape>& inputs) {
   slots_ = inputs[0].num_elements();
+  input_rank_ = inputs[0].rank();
   if (slots_ < 1) return ShapeError("input " + inputs[0].ToString() + " has no slots");
   ASSIGN_OR_RETURN(Variable * rows, AddVariable("rows", Shape{rows_, dimension_}));
   (void)rows;
@@ -53,21 +54,43 @@ int64_t Embedding::RowIndex(float x) const {
 }
 
 Result<GraphOp> Embedding::TensorFlowOp() const {
+  using In = GraphOpInput;
   GraphOp op("GatherV2");
-  op.Type("Tparams", GraphDataType::kFloat).Type("Tindices", GraphDataType::kInt32);
-  op.Type("Taxis", GraphDataType::kInt32).Int("batch_dims", 0).ReadsVariablesFirst();
+  op.Type("Tparams", GraphDataType::kFloat).Type("Tindices", GraphDataType::kInt64);
+  op.Type("Taxis", GraphDataType::kInt32).Int("batch_dims", 0).WithoutT().ReadsIds();
+  op.Reads({In::Variable(0), In::LayerInput(0), In::Constant(GraphDataType::kInt32, {}, {0})});
   op.Then(GraphOp(combiner_ == Combiner::kSum ? "Sum" : "Mean")
               .Bool("keep_dims", false)
-              .Type("Tidx", GraphDataType::kInt32));
+              .Type("Tidx", GraphDataType::kInt32)
+              .Reads({In::Op(0), In::Constant(GraphDataType::kInt32, {}, {1})}));
   return op;
 }
 
 Result<GraphOp> Embedding::OnnxOp() const {
-  GraphOp op("Gather");
-  op.Int("axis", 0).ReadsVariablesFirst();
-  op.Then(GraphOp(combiner_ == Combiner::kSum ? "ReduceSum" : "ReduceMean")
-              .Ints("axes", {1})
-              .Int("keepdims", 0));
+  if (input_rank_ != 1) {
+    return InvalidArgument(Describe() + ": ids of " + std::to_string(input_rank_) +
+                           " axes per example have no ONNX form; give the input as a list [slots]");
+  }
+  using In = GraphOpInput;
+  const In slot_axis = In::Constant(GraphDataType::kInt64, {1}, {1});
+  // Row 0 of the exported table is zeros (GraphOp::sparse_table): ids move up one, and padding
+  // (-1) reads the zeros.
+  GraphOp op("Add");
+  op.Named("shift").ReadsIds().ReadsSparseTable(table_);
+  op.Reads({In::LayerInput(0), In::Constant(GraphDataType::kInt64, {}, {1})});
+  op.Then(GraphOp("Gather").Int("axis", 0).Reads({In::Variable(0), In::Op(0)}));  // [N, L, D]
+  // Opset 13 takes ReduceSum's axes as an input.
+  op.Then(GraphOp("ReduceSum").Int("keepdims", 0).Reads({In::Op(1), slot_axis}));  // op 2
+  if (combiner_ == Combiner::kSum) return op;
+  // The mean over the ids present, as ForwardCpu divides: an example without ids stays zero.
+  op.Then(GraphOp("Greater").Named("present").Reads(
+      {In::LayerInput(0), In::Constant(GraphDataType::kInt64, {}, {-1})}));
+  op.Then(GraphOp("Cast").Named("present_float").Type("to", GraphDataType::kFloat));  // op 4
+  op.Then(GraphOp("ReduceSum").Named("count").Int("keepdims", 1).Reads({In::Op(4), slot_axis}));
+  op.Then(GraphOp("Max")
+              .Named("count_or_one")
+              .Reads({In::Op(5), In::Constant(GraphDataType::kFloat, {}, {1})}));
+  op.Then(GraphOp("Div").Named("mean").Reads({In::Op(2), In::Op(6)}));
   return op;
 }
 

@@ -2,6 +2,10 @@
 // row of `dimension` floats; TensorFlow's embedding_lookup_sparse (combiner sum or mean) and
 // ONNX's Gather followed by a reduction over the slots.
 //
+// In an export (ONNX, the TensorBoard graph) the input is what a served model is given: per
+// example, the ids themselves (int64, -1 pads), and the table is the whole table over the ids
+// the input can hold (graph_op.h: GraphOp::sparse_table), not the batch's gathered rows.
+//
 // The table itself is not a variable of the model: it may hold millions of rows, and lives in a
 // SparseTable (ps/sparse_table.h) keyed by id. The layer's variable "rows" [rows, dimension] holds
 // the rows of the batch's distinct ids, gathered before the step, and its input holds, per
@@ -46,6 +50,7 @@ class Embedding : public Layer {
   int64_t dimension_ = 0;
   int64_t rows_ = 0;
   int64_t slots_ = 0;  // per example
+  int input_rank_ = 0;  // of the per-example input shape
   Combiner combiner_ = Combiner::kSum;
   std::string table_;
 };

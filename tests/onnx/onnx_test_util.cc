@@ -1,0 +1,43 @@
+#include "tests/onnx/onnx_test_util.h"
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "tests/test_env.h"
+
+namespace pstrain::testing {
+
+std::string RunCommand(const std::string& command, int* exit_code) {
+  std::string out;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) {
+    *exit_code = -1;
+    return out;
+  }
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
+  const int status = pclose(pipe);
+  *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
+}
+
+std::string OnnxPython(std::string* why) {
+  const std::string python = TestPython();
+  int code = 0;
+  std::string out = RunCommand("'" + python + "' -c 'import onnx, onnxruntime, numpy'", &code);
+  if (python.empty() || code != 0) {
+    *why = "onnx or onnxruntime is missing from the test Python '" + python +
+           "' (bash scripts/test-venv.sh BUILD_DIR installs them): " + out;
+    return "";
+  }
+  return python;
+}
+
+void WriteFloats(const std::string& path, const Tensor& t) {
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(t.data()), t.bytes());
+}
+
+}  // namespace pstrain::testing
