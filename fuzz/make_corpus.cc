@@ -82,6 +82,15 @@ Tensor Iota(Shape shape) {
   return t;
 }
 
+// A message of `type` from task `task_index` of `role`: what every wire seed sets first.
+Message From(const std::string& role, int task_index, MessageType type) {
+  Message m;
+  m.type = type;
+  m.role = role;
+  m.task_index = task_index;
+  return m;
+}
+
 // fuzz_wire_decode: a flags byte, then each frame as a 16-bit length and its bytes.
 std::string WireSeed(const Message& m, uint8_t flags) {
   auto encoded = wire::Encode(m);
@@ -95,26 +104,17 @@ std::string WireSeed(const Message& m, uint8_t flags) {
 }
 
 void WireSeeds(const fs::path& dir) {
-  Message reg;
-  reg.type = MessageType::kRegister;
-  reg.role = "chief";
-  reg.task_index = 0;
+  Message reg = From("chief", 0, MessageType::kRegister);
   reg.tensors = {{"w", Iota(Shape{2, 3})}, {"b", Iota(Shape{3})}};
   Write(dir, "register", WireSeed(reg, 0));
 
-  Message pull;
-  pull.type = MessageType::kPull;
+  Message pull = From("worker", 1, MessageType::kPull);
   pull.request_id = 7;
-  pull.role = "worker";
-  pull.task_index = 1;
   pull.names = {"w", "b"};
   Write(dir, "pull", WireSeed(pull, 0));
 
-  Message push;
-  push.type = MessageType::kPush;
+  Message push = From("worker", 1, MessageType::kPush);
   push.request_id = 8;
-  push.role = "worker";
-  push.task_index = 1;
   push.step = 12;
   push.sequence = 1;
   push.incarnation = 5;
@@ -144,11 +144,8 @@ void WireSeeds(const fs::path& dir) {
   Write(dir, "error-reply", WireSeed(error, 0));
 
   // Replication (docs/replication.md, section 3).
-  Message record;
-  record.type = MessageType::kReplicate;
+  Message record = From("ps", 0, MessageType::kReplicate);
   record.request_id = 9;
-  record.role = "ps";
-  record.task_index = 0;
   record.shard = 1;
   record.map_epoch = 2;
   record.sequence = 13;
@@ -166,10 +163,7 @@ void WireSeeds(const fs::path& dir) {
   copy.tensors = {{"w", Iota(Shape{2, 3})}, {"w/Momentum", Iota(Shape{2, 3})}};
   copy.text = "fingerprint";
   Write(dir, "replica-copy", WireSeed(copy, 0));
-  Message map;
-  map.type = MessageType::kShardMap;
-  map.role = "chief";
-  map.task_index = 0;
+  Message map = From("chief", 0, MessageType::kShardMap);
   map.map_epoch = 3;
   map.chains = {{0, {0, 1}, {}}, {1, {1}, {0}}};
   map.map_proofs = {{"worker-0", std::string(32, 'a')}, {"worker-1", std::string(32, 'b')}};
@@ -178,28 +172,18 @@ void WireSeeds(const fs::path& dir) {
   map_reply.type = MessageType::kOk;
   map_reply.caught_up = {{1, {0}, {}}};
   Write(dir, "shard-map-reply", WireSeed(map_reply, 0));
-  Message lease;
-  lease.type = MessageType::kDataLease;
-  lease.role = "worker";
-  lease.task_index = 1;
+  Message lease = From("worker", 1, MessageType::kDataLease);
   lease.value = 2;
   Write(dir, "data-lease", WireSeed(lease, 0));
   Write(dir, "aborted-reply",
         WireSeed(wire::ErrorReply(push, Aborted("not the head of shard 1 at epoch 2")), 0));
 
   // The host protocol: a rendezvous and a rank's part of a broadcast, from rank 1.
-  const auto from_rank = [](MessageType type) {
-    Message m;
-    m.type = type;
-    m.role = "rank";
-    m.task_index = 1;
-    return m;
-  };
-  Message set = from_rank(MessageType::kStoreSet);
+  Message set = From("rank", 1, MessageType::kStoreSet);
   set.names = {"nccl-id"};
   set.text = "00ff";
   Write(dir, "store-set", WireSeed(set, 0));
-  Message collective = from_rank(MessageType::kCollective);
+  Message collective = From("rank", 1, MessageType::kCollective);
   collective.text = "broadcast";
   collective.value = 6;
   collective.step = 3;
