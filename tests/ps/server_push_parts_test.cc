@@ -50,11 +50,7 @@ Message Handle(ParameterServer* server, const Message& m) {
 }
 
 float ValueOf(ParameterServer* server, const std::string& name) {
-  Message pull;
-  pull.type = MessageType::kPull;
-  pull.role = "worker";
-  pull.task_index = 0;
-  pull.incarnation = 1;
+  Message pull = Request(MessageType::kPull, "worker", 0, 1);
   pull.names = {name};
   return Handle(server, pull).tensors.at(0).tensor[0];
 }
