@@ -28,6 +28,7 @@
 #include "common/record_io.h"
 #include "common/wire/codec.h"
 #include "common/wire/pstrain.capnp.h"
+#include "common/wire/request.h"
 #include "tests/worker/layer_cases.h"
 
 namespace pstrain {
@@ -82,15 +83,6 @@ Tensor Iota(Shape shape) {
   return t;
 }
 
-// A message of `type` from task `task_index` of `role`: what every wire seed sets first.
-Message From(const std::string& role, int task_index, MessageType type) {
-  Message m;
-  m.type = type;
-  m.role = role;
-  m.task_index = task_index;
-  return m;
-}
-
 // fuzz_wire_decode: a flags byte, then each frame as a 16-bit length and its bytes.
 std::string WireSeed(const Message& m, uint8_t flags) {
   auto encoded = wire::Encode(m);
@@ -104,16 +96,16 @@ std::string WireSeed(const Message& m, uint8_t flags) {
 }
 
 void WireSeeds(const fs::path& dir) {
-  Message reg = From("chief", 0, MessageType::kRegister);
+  Message reg = wire::Request(MessageType::kRegister, "chief", 0);
   reg.tensors = {{"w", Iota(Shape{2, 3})}, {"b", Iota(Shape{3})}};
   Write(dir, "register", WireSeed(reg, 0));
 
-  Message pull = From("worker", 1, MessageType::kPull);
+  Message pull = wire::Request(MessageType::kPull, "worker", 1);
   pull.request_id = 7;
   pull.names = {"w", "b"};
   Write(dir, "pull", WireSeed(pull, 0));
 
-  Message push = From("worker", 1, MessageType::kPush);
+  Message push = wire::Request(MessageType::kPush, "worker", 1);
   push.request_id = 8;
   push.step = 12;
   push.sequence = 1;
@@ -144,7 +136,7 @@ void WireSeeds(const fs::path& dir) {
   Write(dir, "error-reply", WireSeed(error, 0));
 
   // Replication (docs/replication.md, section 3).
-  Message record = From("ps", 0, MessageType::kReplicate);
+  Message record = wire::Request(MessageType::kReplicate, "ps", 0);
   record.request_id = 9;
   record.shard = 1;
   record.map_epoch = 2;
@@ -163,7 +155,7 @@ void WireSeeds(const fs::path& dir) {
   copy.tensors = {{"w", Iota(Shape{2, 3})}, {"w/Momentum", Iota(Shape{2, 3})}};
   copy.text = "fingerprint";
   Write(dir, "replica-copy", WireSeed(copy, 0));
-  Message map = From("chief", 0, MessageType::kShardMap);
+  Message map = wire::Request(MessageType::kShardMap, "chief", 0);
   map.map_epoch = 3;
   map.chains = {{0, {0, 1}, {}}, {1, {1}, {0}}};
   map.map_proofs = {{"worker-0", std::string(32, 'a')}, {"worker-1", std::string(32, 'b')}};
@@ -172,18 +164,18 @@ void WireSeeds(const fs::path& dir) {
   map_reply.type = MessageType::kOk;
   map_reply.caught_up = {{1, {0}, {}}};
   Write(dir, "shard-map-reply", WireSeed(map_reply, 0));
-  Message lease = From("worker", 1, MessageType::kDataLease);
+  Message lease = wire::Request(MessageType::kDataLease, "worker", 1);
   lease.value = 2;
   Write(dir, "data-lease", WireSeed(lease, 0));
   Write(dir, "aborted-reply",
         WireSeed(wire::ErrorReply(push, Aborted("not the head of shard 1 at epoch 2")), 0));
 
   // The host protocol: a rendezvous and a rank's part of a broadcast, from rank 1.
-  Message set = From("rank", 1, MessageType::kStoreSet);
+  Message set = wire::Request(MessageType::kStoreSet, "rank", 1);
   set.names = {"nccl-id"};
   set.text = "00ff";
   Write(dir, "store-set", WireSeed(set, 0));
-  Message collective = From("rank", 1, MessageType::kCollective);
+  Message collective = wire::Request(MessageType::kCollective, "rank", 1);
   collective.text = "broadcast";
   collective.value = 6;
   collective.step = 3;

@@ -12,6 +12,7 @@
 
 #include "common/config.h"
 #include "common/wire/message.h"
+#include "common/wire/request.h"
 #include "ps/server.h"
 
 namespace pstrain {
@@ -22,21 +23,10 @@ inline std::unique_ptr<ParameterServer> SgdServer(const ServerOptions& o) {
   return std::make_unique<ParameterServer>(o, VariableStore::FromConfig(*config).value());
 }
 
-// A request of `type` from task `task_index` of `role`, sent by its process `incarnation`.
-inline wire::Message Request(wire::MessageType type, const std::string& role, int task_index,
-                             uint64_t incarnation = 0) {
-  wire::Message m;
-  m.type = type;
-  m.role = role;
-  m.task_index = task_index;
-  m.incarnation = incarnation;
-  return m;
-}
-
 // The chief's register (task 0, `incarnation`) carrying `tensors` as the initial values.
 inline wire::Message ChiefRegister(std::vector<wire::NamedTensor> tensors,
                                    uint64_t incarnation = 1) {
-  wire::Message init = Request(wire::MessageType::kRegister, "chief", 0, incarnation);
+  wire::Message init = wire::Request(wire::MessageType::kRegister, "chief", 0, incarnation);
   init.tensors = std::move(tensors);
   return init;
 }
