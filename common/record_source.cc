@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/crc32c.h"
+#include "common/enum_names.h"
 #include "common/little_endian.h"
 
 namespace pstrain {
@@ -31,31 +32,23 @@ Compression FromHeader(const unsigned char* b, size_t n) {
   return Compression::kNone;
 }
 
+constexpr EnumName<Compression> kCompressions[] = {{Compression::kAuto, "auto"},
+                                                   {Compression::kNone, "none"},
+                                                   {Compression::kGzip, "gzip"},
+                                                   {Compression::kZlib, "zlib"}};
+
 }  // namespace
 
+// Names are read in any case, and an empty one means none (a config that leaves it blank).
 Result<Compression> CompressionNamed(const std::string& name) {
-  std::string n = name;
+  std::string n = name.empty() ? "none" : name;
   std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (n == "auto") return Compression::kAuto;
-  if (n == "none" || n.empty()) return Compression::kNone;
-  if (n == "gzip") return Compression::kGzip;
-  if (n == "zlib") return Compression::kZlib;
-  return InvalidArgument("compression '" + name + "': expected auto, none, gzip or zlib");
+  Result<Compression> named = ValueNamed(kCompressions, n, "compression");
+  if (named.ok()) return named;
+  return InvalidArgument("compression '" + name + "': expected " + NamesOf(kCompressions));
 }
 
-const char* CompressionName(Compression c) {
-  switch (c) {
-    case Compression::kAuto:
-      return "auto";
-    case Compression::kNone:
-      return "none";
-    case Compression::kGzip:
-      return "gzip";
-    case Compression::kZlib:
-      return "zlib";
-  }
-  return "?";
-}
+const char* CompressionName(Compression c) { return NameOf(kCompressions, c, "?"); }
 
 Result<Compression> SniffCompression(const std::string& path) {
   FILE* f = std::fopen(path.c_str(), "rb");

@@ -1,38 +1,25 @@
 #include "common/status.h"
 
+#include "common/enum_names.h"
+
 namespace pstrain {
 
-const char* StatusCodeName(StatusCode code) {
-  switch (code) {
-    case StatusCode::kOk:
-      return "OK";
-    case StatusCode::kInvalidArgument:
-      return "InvalidArgument";
-    case StatusCode::kNotFound:
-      return "NotFound";
-    case StatusCode::kAlreadyExists:
-      return "AlreadyExists";
-    case StatusCode::kFailedPrecondition:
-      return "FailedPrecondition";
-    case StatusCode::kOutOfRange:
-      return "OutOfRange";
-    case StatusCode::kDataLoss:
-      return "DataLoss";
-    case StatusCode::kUnavailable:
-      return "Unavailable";
-    case StatusCode::kResourceExhausted:
-      return "ResourceExhausted";
-    case StatusCode::kInternal:
-      return "Internal";
-    case StatusCode::kPermissionDenied:
-      return "PermissionDenied";
-    case StatusCode::kAborted:
-      return "Aborted";
-    case StatusCode::kUninitialized:
-      return "Uninitialized";
-  }
-  return "Unknown";
-}
+constexpr EnumName<StatusCode> kStatusCodes[] = {
+    {StatusCode::kOk, "OK"},
+    {StatusCode::kInvalidArgument, "InvalidArgument"},
+    {StatusCode::kNotFound, "NotFound"},
+    {StatusCode::kAlreadyExists, "AlreadyExists"},
+    {StatusCode::kFailedPrecondition, "FailedPrecondition"},
+    {StatusCode::kOutOfRange, "OutOfRange"},
+    {StatusCode::kDataLoss, "DataLoss"},
+    {StatusCode::kUnavailable, "Unavailable"},
+    {StatusCode::kResourceExhausted, "ResourceExhausted"},
+    {StatusCode::kInternal, "Internal"},
+    {StatusCode::kPermissionDenied, "PermissionDenied"},
+    {StatusCode::kAborted, "Aborted"},
+    {StatusCode::kUninitialized, "Uninitialized"}};
+
+const char* StatusCodeName(StatusCode code) { return NameOf(kStatusCodes, code, "Unknown"); }
 
 std::string Status::ToString() const {
   if (ok()) return "OK";

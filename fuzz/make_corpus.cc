@@ -28,6 +28,7 @@
 #include "common/record_io.h"
 #include "common/wire/codec.h"
 #include "common/wire/pstrain.capnp.h"
+#include "common/wire/request.h"
 #include "tests/worker/layer_cases.h"
 
 namespace pstrain {
@@ -95,26 +96,17 @@ std::string WireSeed(const Message& m, uint8_t flags) {
 }
 
 void WireSeeds(const fs::path& dir) {
-  Message reg;
-  reg.type = MessageType::kRegister;
-  reg.role = "chief";
-  reg.task_index = 0;
+  Message reg = wire::Request(MessageType::kRegister, "chief", 0);
   reg.tensors = {{"w", Iota(Shape{2, 3})}, {"b", Iota(Shape{3})}};
   Write(dir, "register", WireSeed(reg, 0));
 
-  Message pull;
-  pull.type = MessageType::kPull;
+  Message pull = wire::Request(MessageType::kPull, "worker", 1);
   pull.request_id = 7;
-  pull.role = "worker";
-  pull.task_index = 1;
   pull.names = {"w", "b"};
   Write(dir, "pull", WireSeed(pull, 0));
 
-  Message push;
-  push.type = MessageType::kPush;
+  Message push = wire::Request(MessageType::kPush, "worker", 1);
   push.request_id = 8;
-  push.role = "worker";
-  push.task_index = 1;
   push.step = 12;
   push.sequence = 1;
   push.incarnation = 5;
@@ -144,11 +136,8 @@ void WireSeeds(const fs::path& dir) {
   Write(dir, "error-reply", WireSeed(error, 0));
 
   // Replication (docs/replication.md, section 3).
-  Message record;
-  record.type = MessageType::kReplicate;
+  Message record = wire::Request(MessageType::kReplicate, "ps", 0);
   record.request_id = 9;
-  record.role = "ps";
-  record.task_index = 0;
   record.shard = 1;
   record.map_epoch = 2;
   record.sequence = 13;
@@ -166,10 +155,7 @@ void WireSeeds(const fs::path& dir) {
   copy.tensors = {{"w", Iota(Shape{2, 3})}, {"w/Momentum", Iota(Shape{2, 3})}};
   copy.text = "fingerprint";
   Write(dir, "replica-copy", WireSeed(copy, 0));
-  Message map;
-  map.type = MessageType::kShardMap;
-  map.role = "chief";
-  map.task_index = 0;
+  Message map = wire::Request(MessageType::kShardMap, "chief", 0);
   map.map_epoch = 3;
   map.chains = {{0, {0, 1}, {}}, {1, {1}, {0}}};
   map.map_proofs = {{"worker-0", std::string(32, 'a')}, {"worker-1", std::string(32, 'b')}};
@@ -178,28 +164,18 @@ void WireSeeds(const fs::path& dir) {
   map_reply.type = MessageType::kOk;
   map_reply.caught_up = {{1, {0}, {}}};
   Write(dir, "shard-map-reply", WireSeed(map_reply, 0));
-  Message lease;
-  lease.type = MessageType::kDataLease;
-  lease.role = "worker";
-  lease.task_index = 1;
+  Message lease = wire::Request(MessageType::kDataLease, "worker", 1);
   lease.value = 2;
   Write(dir, "data-lease", WireSeed(lease, 0));
   Write(dir, "aborted-reply",
         WireSeed(wire::ErrorReply(push, Aborted("not the head of shard 1 at epoch 2")), 0));
 
   // The host protocol: a rendezvous and a rank's part of a broadcast, from rank 1.
-  const auto from_rank = [](MessageType type) {
-    Message m;
-    m.type = type;
-    m.role = "rank";
-    m.task_index = 1;
-    return m;
-  };
-  Message set = from_rank(MessageType::kStoreSet);
+  Message set = wire::Request(MessageType::kStoreSet, "rank", 1);
   set.names = {"nccl-id"};
   set.text = "00ff";
   Write(dir, "store-set", WireSeed(set, 0));
-  Message collective = from_rank(MessageType::kCollective);
+  Message collective = wire::Request(MessageType::kCollective, "rank", 1);
   collective.text = "broadcast";
   collective.value = 6;
   collective.step = 3;

@@ -1,13 +1,15 @@
 #include "ps/update_mode.h"
 
+#include "common/enum_names.h"
+
 namespace pstrain {
 namespace ps {
 
 Result<UpdateMode> ParseUpdateMode(const std::string& name) {
-  if (name == "async") return UpdateMode::kAsync;
-  if (name == "accumulate") return UpdateMode::kAccumulate;
-  if (name == "sync") return UpdateMode::kSync;
-  return InvalidArgument("--update_mode must be async, accumulate or sync, got '" + name + "'");
+  static constexpr EnumName<UpdateMode> kModes[] = {{UpdateMode::kAsync, "async"},
+                                                    {UpdateMode::kAccumulate, "accumulate"},
+                                                    {UpdateMode::kSync, "sync"}};
+  return ValueNamed(kModes, name, "--update_mode");
 }
 
 }  // namespace ps

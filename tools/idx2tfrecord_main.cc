@@ -6,8 +6,8 @@
 
 #include "common/data/idx.h"
 #include "common/data/image_shards.h"
-#include "common/flags.h"
 #include "common/record_source.h"
+#include "tools/tool_main.h"
 
 DEFINE_string(data_dir, "/usr/share/datasets/fashion-mnist",
               "Directory with {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]");
@@ -40,14 +40,6 @@ Status Convert() {
 }  // namespace pstrain
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage("Converts Fashion-MNIST IDX files to sharded TFRecord files");
-  FLAGS_logtostderr = true;  // a command-line tool: progress goes to the terminal
-  pstrain::ParseFlags(&argc, &argv, {"tools/idx2tfrecord_main.cc"});
-  google::InitGoogleLogging(argv[0]);
-  pstrain::Status s = pstrain::Convert();
-  if (!s.ok()) {
-    LOG(ERROR) << s.ToString();
-    return 1;
-  }
-  return 0;
+  return pstrain::RunTool(argc, argv, "Converts Fashion-MNIST IDX files to sharded TFRecord files",
+                          "tools/idx2tfrecord_main.cc", pstrain::Convert);
 }

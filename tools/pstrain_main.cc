@@ -13,7 +13,6 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
-#include <sstream>
 
 #include "common/flags.h"
 #include "common/replication/shard_map.h"
@@ -28,6 +27,7 @@
 #include "worker/distributed/tf_checkpoint_writer.h"
 #include "worker/distributed/worker_role.h"
 #include "worker/training/tf_layout.h"
+#include "worker/training/warm_start.h"
 
 DEFINE_string(job_name, "", "this process's role: ps, worker or evaluator");
 DEFINE_int32(task_index, 0, "index of this task within its job");
@@ -143,15 +143,6 @@ DEFINE_int32(push_part_mb, pstrain::worker::kDefaultPushPartBytes >> 20,
              "25 MB buckets or Horovod's fusion buffer (with --replicas: 1 unless given)");
 
 namespace {
-
-std::vector<std::string> SplitHosts(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string h; std::getline(ss, h, ',');) {
-    if (!h.empty()) out.push_back(h);
-  }
-  return out;
-}
 
 // Stops at start with a message naming the flag, as every role's first line of defence.
 bool Fail(const std::string& message) {
@@ -340,7 +331,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (!ApplyTfConfig()) return 2;
-  const auto ps = SplitHosts(FLAGS_ps_hosts), workers = SplitHosts(FLAGS_worker_hosts);
+  const auto ps = pstrain::worker::SplitList(FLAGS_ps_hosts),
+             workers = pstrain::worker::SplitList(FLAGS_worker_hosts);
   if (!Validate(ps, workers)) return 2;
   std::filesystem::create_directories(FLAGS_train_dir);
   const std::string logdir = FLAGS_logdir.empty() ? FLAGS_train_dir + "/logs" : FLAGS_logdir;

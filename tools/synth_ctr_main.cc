@@ -14,8 +14,8 @@
 #include "common/binary_metrics.h"
 #include "common/checkpoint/atomic_file.h"
 #include "common/data/synthetic_clicks.h"
-#include "common/flags.h"
 #include "common/record_io.h"
+#include "tools/tool_main.h"
 
 DEFINE_string(out_dir, "", "Where train.tfrecord, test.tfrecord and best.json go");
 DEFINE_int64(train_examples, 20000, "Examples in train.tfrecord");
@@ -91,14 +91,7 @@ Status Generate() {
 }  // namespace pstrain
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage("Writes a synthetic click log and the best AUC a model can reach on it");
-  FLAGS_logtostderr = true;
-  pstrain::ParseFlags(&argc, &argv, {"tools/synth_ctr_main.cc"});
-  google::InitGoogleLogging(argv[0]);
-  pstrain::Status s = pstrain::Generate();
-  if (!s.ok()) {
-    LOG(ERROR) << s.ToString();
-    return 1;
-  }
-  return 0;
+  return pstrain::RunTool(argc, argv,
+                          "Writes a synthetic click log and the best AUC a model can reach on it",
+                          "tools/synth_ctr_main.cc", pstrain::Generate);
 }

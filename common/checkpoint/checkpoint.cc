@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/checkpoint/atomic_file.h"
+#include "common/checkpoint/json_text.h"
 #include "common/crc32c.h"
 #include "common/little_endian.h"
 
@@ -175,13 +176,7 @@ Status WriteCheckpoint(const std::string& path, const CheckpointData& data) {
             {"metadata", data.metadata},
             {"data_bytes", AlignUp(end)},
             {"tensors", std::move(tensors)}};
-  std::string header;
-  try {
-    header = h.dump();
-  } catch (const json::exception& e) {
-    return InvalidArgument("checkpoint '" + path +
-                           "': tensor names and metadata must be UTF-8: " + e.what());
-  }
+  ASSIGN_OR_RETURN(const std::string header, JsonText(h, "checkpoint '" + path + "'"));
 
   char preamble[kPreambleBytes];
   std::memcpy(preamble, kMagic, 8);

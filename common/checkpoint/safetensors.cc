@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/checkpoint/atomic_file.h"
+#include "common/checkpoint/json_text.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "safetensors stores little-endian floats; a big-endian host needs byte swaps");
@@ -31,13 +32,7 @@ Status ExportSafetensors(const CheckpointData& data, const std::string& path) {
                     {"data_offsets", {end, end + tensor.bytes()}}};
     end += tensor.bytes();
   }
-  std::string text;
-  try {
-    text = header.dump();
-  } catch (const json::exception& e) {
-    return InvalidArgument("safetensors export '" + path +
-                           "': tensor names and metadata must be UTF-8: " + e.what());
-  }
+  ASSIGN_OR_RETURN(std::string text, JsonText(header, "safetensors export '" + path + "'"));
   // The reference writer pads the header with spaces so the data starts 8-byte aligned.
   text.append((8 - text.size() % 8) % 8, ' ');
   char length[8];

@@ -3,6 +3,8 @@
 #include <chrono>
 #include <random>
 
+#include "common/enum_names.h"
+
 namespace pstrain {
 namespace wire {
 
@@ -20,45 +22,25 @@ uint64_t ProcessIncarnation() {
   return id;
 }
 
-const char* MessageTypeName(MessageType type) {
-  switch (type) {
-    case MessageType::kRegister:
-      return "register";
-    case MessageType::kPull:
-      return "pull";
-    case MessageType::kPush:
-      return "push";
-    case MessageType::kBarrier:
-      return "barrier";
-    case MessageType::kHeartbeat:
-      return "heartbeat";
-    case MessageType::kCheckpoint:
-      return "checkpoint";
-    case MessageType::kShutdown:
-      return "shutdown";
-    case MessageType::kOk:
-      return "ok";
-    case MessageType::kError:
-      return "error";
-    case MessageType::kStoreSet:
-      return "store set";
-    case MessageType::kStoreGet:
-      return "store get";
-    case MessageType::kCollective:
-      return "collective";
-    case MessageType::kRestore:
-      return "restore";
-    case MessageType::kReplicate:
-      return "replicate";
-    case MessageType::kReplicaCopy:
-      return "replica copy";
-    case MessageType::kShardMap:
-      return "shard map";
-    case MessageType::kDataLease:
-      return "data lease";
-  }
-  return "unknown";
-}
+constexpr EnumName<MessageType> kMessageTypes[] = {{MessageType::kRegister, "register"},
+                                                   {MessageType::kPull, "pull"},
+                                                   {MessageType::kPush, "push"},
+                                                   {MessageType::kBarrier, "barrier"},
+                                                   {MessageType::kHeartbeat, "heartbeat"},
+                                                   {MessageType::kCheckpoint, "checkpoint"},
+                                                   {MessageType::kShutdown, "shutdown"},
+                                                   {MessageType::kOk, "ok"},
+                                                   {MessageType::kError, "error"},
+                                                   {MessageType::kStoreSet, "store set"},
+                                                   {MessageType::kStoreGet, "store get"},
+                                                   {MessageType::kCollective, "collective"},
+                                                   {MessageType::kRestore, "restore"},
+                                                   {MessageType::kReplicate, "replicate"},
+                                                   {MessageType::kReplicaCopy, "replica copy"},
+                                                   {MessageType::kShardMap, "shard map"},
+                                                   {MessageType::kDataLease, "data lease"}};
+
+const char* MessageTypeName(MessageType type) { return NameOf(kMessageTypes, type); }
 
 bool operator==(const PushEntry& a, const PushEntry& b) {
   return a.role == b.role && a.task_index == b.task_index && a.incarnation == b.incarnation &&

@@ -2,15 +2,15 @@
 #include <cmath>
 #include <memory>
 
+#include "ps/optimizers/optimizer_base.h"
 #include "ps/optimizers/optimizers.h"
-#include "ps/parallel.h"
 
 namespace pstrain::ps {
 namespace {
 
-class AdagradOptimizer : public Optimizer {
+class AdagradOptimizer : public internal::OptimizerWith<AdagradOptions> {
  public:
-  explicit AdagradOptimizer(const AdagradOptions& options) : options_(options) {}
+  using OptimizerWith::OptimizerWith;
   const char* name() const override { return "adagrad"; }
   float gradient_bound() const override { return kSquaredGradientBound; }
   std::vector<std::string> slot_names() const override { return {"accumulator"}; }
@@ -23,17 +23,13 @@ class AdagradOptimizer : public Optimizer {
   void Update(float lr, int64_t /*global_step*/, int64_t n, const float* grad, const float* var,
               float* out, float* const* slots) const override {
     float* accum = slots[0];
-#pragma omp parallel for simd if (parallel : n >= kMinParallelElements)
-    for (int64_t i = 0; i < n; ++i) {
+    internal::ForEachElement(n, [&](int64_t i) {
       const float g = grad[i];
       const float a = accum[i] + g * g;
       accum[i] = a;
       out[i] = var[i] - g * lr * (1.0f / std::sqrt(a));
-    }
+    });
   }
-
- private:
-  AdagradOptions options_;
 };
 
 Status Validate(const AdagradOptions& options) {
@@ -44,8 +40,7 @@ Status Validate(const AdagradOptions& options) {
 }  // namespace
 
 Result<std::unique_ptr<Optimizer>> NewAdagradOptimizer(const AdagradOptions& options) {
-  RETURN_IF_ERROR(Validate(options).WithContext("adagrad optimizer"));
-  return std::unique_ptr<Optimizer>(new AdagradOptimizer(options));
+  return internal::MakeIfValid<AdagradOptimizer>("adagrad", options, Validate(options));
 }
 
 namespace internal {

@@ -3,15 +3,15 @@
 #include <cmath>
 #include <memory>
 
+#include "ps/optimizers/optimizer_base.h"
 #include "ps/optimizers/optimizers.h"
-#include "ps/parallel.h"
 
 namespace pstrain::ps {
 namespace {
 
-class AdamOptimizer : public Optimizer {
+class AdamOptimizer : public internal::OptimizerWith<AdamOptions> {
  public:
-  explicit AdamOptimizer(const AdamOptions& options) : options_(options) {}
+  using OptimizerWith::OptimizerWith;
   const char* name() const override { return "adam"; }
   float gradient_bound() const override { return kSquaredGradientBound; }
   std::vector<std::string> slot_names() const override { return {"m", "v"}; }
@@ -29,19 +29,15 @@ class AdamOptimizer : public Optimizer {
     const float one_minus_beta1 = 1.0f - options_.beta1;
     const float one_minus_beta2 = 1.0f - options_.beta2;
     const float epsilon = options_.epsilon;
-#pragma omp parallel for simd if (parallel : n >= kMinParallelElements)
-    for (int64_t i = 0; i < n; ++i) {
+    internal::ForEachElement(n, [&](int64_t i) {
       const float g = grad[i];
       const float mi = m[i] + (g - m[i]) * one_minus_beta1;
       const float vi = v[i] + (g * g - v[i]) * one_minus_beta2;
       m[i] = mi;
       v[i] = vi;
       out[i] = var[i] - (mi * alpha) / (std::sqrt(vi) + epsilon);
-    }
+    });
   }
-
- private:
-  AdamOptions options_;
 };
 
 Status Validate(const AdamOptions& options) {
@@ -53,8 +49,7 @@ Status Validate(const AdamOptions& options) {
 }  // namespace
 
 Result<std::unique_ptr<Optimizer>> NewAdamOptimizer(const AdamOptions& options) {
-  RETURN_IF_ERROR(Validate(options).WithContext("adam optimizer"));
-  return std::unique_ptr<Optimizer>(new AdamOptimizer(options));
+  return internal::MakeIfValid<AdamOptimizer>("adam", options, Validate(options));
 }
 
 namespace internal {

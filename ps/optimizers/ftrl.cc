@@ -5,15 +5,15 @@
 #include <cmath>
 #include <memory>
 
+#include "ps/optimizers/optimizer_base.h"
 #include "ps/optimizers/optimizers.h"
-#include "ps/parallel.h"
 
 namespace pstrain::ps {
 namespace {
 
-class FtrlOptimizer : public Optimizer {
+class FtrlOptimizer : public internal::OptimizerWith<FtrlOptions> {
  public:
-  explicit FtrlOptimizer(const FtrlOptions& options) : options_(options) {}
+  using OptimizerWith::OptimizerWith;
   const char* name() const override { return "ftrl"; }
   float gradient_bound() const override { return kSquaredGradientBound; }
   std::vector<std::string> slot_names() const override { return {"accumulator", "linear"}; }
@@ -45,9 +45,6 @@ class FtrlOptimizer : public Optimizer {
       out[i] = std::fabs(l) > l1 ? (std::copysign(l1, l) - l) / quadratic : 0.0f;
     }
   }
-
- private:
-  FtrlOptions options_;
 };
 
 Status Validate(const FtrlOptions& options) {
@@ -67,8 +64,7 @@ Status Validate(const FtrlOptions& options) {
 }  // namespace
 
 Result<std::unique_ptr<Optimizer>> NewFtrlOptimizer(const FtrlOptions& options) {
-  RETURN_IF_ERROR(Validate(options).WithContext("ftrl optimizer"));
-  return std::unique_ptr<Optimizer>(new FtrlOptimizer(options));
+  return internal::MakeIfValid<FtrlOptimizer>("ftrl", options, Validate(options));
 }
 
 namespace internal {

@@ -1,15 +1,15 @@
 // tf.train.MomentumOptimizer, with the arithmetic in the order of TF's ApplyMomentum kernel.
 #include <memory>
 
+#include "ps/optimizers/optimizer_base.h"
 #include "ps/optimizers/optimizers.h"
-#include "ps/parallel.h"
 
 namespace pstrain::ps {
 namespace {
 
-class MomentumOptimizer : public Optimizer {
+class MomentumOptimizer : public internal::OptimizerWith<MomentumOptions> {
  public:
-  explicit MomentumOptimizer(const MomentumOptions& options) : options_(options) {}
+  using OptimizerWith::OptimizerWith;
   const char* name() const override { return "momentum"; }
   std::vector<std::string> slot_names() const override { return {"momentum"}; }
 
@@ -19,24 +19,19 @@ class MomentumOptimizer : public Optimizer {
     float* accum = slots[0];
     const float momentum = options_.momentum;
     if (options_.nesterov) {
-#pragma omp parallel for simd if (parallel : n >= kMinParallelElements)
-      for (int64_t i = 0; i < n; ++i) {
+      internal::ForEachElement(n, [&](int64_t i) {
         const float a = accum[i] * momentum + grad[i];
         accum[i] = a;
         out[i] = var[i] - (grad[i] * lr + a * momentum * lr);
-      }
+      });
     } else {
-#pragma omp parallel for simd if (parallel : n >= kMinParallelElements)
-      for (int64_t i = 0; i < n; ++i) {
+      internal::ForEachElement(n, [&](int64_t i) {
         const float a = accum[i] * momentum + grad[i];
         accum[i] = a;
         out[i] = var[i] - a * lr;
-      }
+      });
     }
   }
-
- private:
-  MomentumOptions options_;
 };
 
 Status Validate(const MomentumOptions& options) {
@@ -46,8 +41,7 @@ Status Validate(const MomentumOptions& options) {
 }  // namespace
 
 Result<std::unique_ptr<Optimizer>> NewMomentumOptimizer(const MomentumOptions& options) {
-  RETURN_IF_ERROR(Validate(options).WithContext("momentum optimizer"));
-  return std::unique_ptr<Optimizer>(new MomentumOptimizer(options));
+  return internal::MakeIfValid<MomentumOptimizer>("momentum", options, Validate(options));
 }
 
 namespace internal {

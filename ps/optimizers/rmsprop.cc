@@ -3,15 +3,15 @@
 #include <cmath>
 #include <memory>
 
+#include "ps/optimizers/optimizer_base.h"
 #include "ps/optimizers/optimizers.h"
-#include "ps/parallel.h"
 
 namespace pstrain::ps {
 namespace {
 
-class RMSPropOptimizer : public Optimizer {
+class RMSPropOptimizer : public internal::OptimizerWith<RMSPropOptions> {
  public:
-  explicit RMSPropOptimizer(const RMSPropOptions& options) : options_(options) {}
+  using OptimizerWith::OptimizerWith;
   const char* name() const override { return "rmsprop"; }
   float gradient_bound() const override { return kSquaredGradientBound; }
   std::vector<std::string> slot_names() const override {
@@ -34,8 +34,7 @@ class RMSPropOptimizer : public Optimizer {
     const float epsilon = options_.epsilon;
     if (options_.centered) {
       float* mg = slots[2];
-#pragma omp parallel for simd if (parallel : n >= kMinParallelElements)
-      for (int64_t i = 0; i < n; ++i) {
+      internal::ForEachElement(n, [&](int64_t i) {
         const float g = grad[i];
         const float msi = ms[i] + (g * g - ms[i]) * one_minus_decay;
         const float mgi = mg[i] + (g - mg[i]) * one_minus_decay;
@@ -45,22 +44,18 @@ class RMSPropOptimizer : public Optimizer {
         mg[i] = mgi;
         mom[i] = momi;
         out[i] = var[i] - momi;
-      }
+      });
     } else {
-#pragma omp parallel for simd if (parallel : n >= kMinParallelElements)
-      for (int64_t i = 0; i < n; ++i) {
+      internal::ForEachElement(n, [&](int64_t i) {
         const float g = grad[i];
         const float msi = ms[i] + (g * g - ms[i]) * one_minus_decay;
         const float momi = mom[i] * momentum + (g * lr) / std::sqrt(msi + epsilon);
         ms[i] = msi;
         mom[i] = momi;
         out[i] = var[i] - momi;
-      }
+      });
     }
   }
-
- private:
-  RMSPropOptions options_;
 };
 
 Status Validate(const RMSPropOptions& options) {
@@ -72,8 +67,7 @@ Status Validate(const RMSPropOptions& options) {
 }  // namespace
 
 Result<std::unique_ptr<Optimizer>> NewRMSPropOptimizer(const RMSPropOptions& options) {
-  RETURN_IF_ERROR(Validate(options).WithContext("rmsprop optimizer"));
-  return std::unique_ptr<Optimizer>(new RMSPropOptimizer(options));
+  return internal::MakeIfValid<RMSPropOptimizer>("rmsprop", options, Validate(options));
 }
 
 namespace internal {

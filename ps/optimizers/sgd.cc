@@ -1,8 +1,8 @@
 // tf.train.GradientDescentOptimizer: var -= lr * g.
 #include <memory>
 
+#include "ps/optimizers/optimizer_base.h"
 #include "ps/optimizers/optimizers.h"
-#include "ps/parallel.h"
 
 namespace pstrain::ps {
 namespace {
@@ -15,8 +15,7 @@ class SgdOptimizer : public Optimizer {
  protected:
   void Update(float lr, int64_t /*global_step*/, int64_t n, const float* grad, const float* var,
               float* out, float* const* /*slots*/) const override {
-#pragma omp parallel for simd if (parallel : n >= kMinParallelElements)
-    for (int64_t i = 0; i < n; ++i) out[i] = var[i] - lr * grad[i];
+    internal::ForEachElement(n, [&](int64_t i) { out[i] = var[i] - lr * grad[i]; });
   }
 };
 

@@ -46,6 +46,18 @@ TEST_F(CheckpointFileTest, RoundTripKeepsNamesShapesBitsStepAndMetadata) {
   }
 }
 
+TEST_F(CheckpointFileTest, AMetadataValueThatIsNotUtf8IsRefusedNamingTheFile) {
+  CheckpointData d = SmallModel(7);
+  d.metadata["model"] = "small\xffnet";
+  const std::string path = Path("bad.ckpt");
+  const Status s = WriteCheckpoint(path, d);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("checkpoint '" + path + "': tensor names and metadata must be UTF-8"),
+            std::string::npos)
+      << s.ToString();
+}
+
 TEST_F(CheckpointFileTest, TensorDataStartsOn64ByteBoundaries) {
   CheckpointData in;
   in.tensors["a"] = Tensor::Filled(Shape{3}, 1234.5f);  // 12 bytes: the next must be padded

@@ -57,6 +57,18 @@ TEST_F(SafetensorsTest, HeaderFollowsThePublishedLayout) {
   EXPECT_EQ(bytes.size(), 8 + n + next);
 }
 
+TEST_F(SafetensorsTest, ATensorNameThatIsNotUtf8IsRefusedNamingTheFile) {
+  CheckpointData d = SmallModel(42);
+  d.tensors["conv\xff/w"] = Tensor(Shape{2});
+  const std::string path = Path("model.safetensors");
+  const Status s = ExportSafetensors(d, path);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("safetensors export '" + path +
+                             "': tensor names and metadata must be UTF-8"),
+            std::string::npos)
+      << s.ToString();
+}
+
 TEST_F(SafetensorsTest, SafetensorsPythonPackageLoadsNamesShapesAndValues) {
   std::string why;
   std::string python = TestPython("safetensors.numpy, numpy", &why);

@@ -5,9 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -17,6 +19,8 @@
 #include <vector>
 
 #include "common/wire/transport.h"
+#include "tests/distributed/sgd_variables.h"
+#include "worker/distributed/ps_client.h"
 
 namespace pstrain {
 namespace testing {
@@ -42,6 +46,14 @@ class FakeServer {
   std::vector<wire::Message> Received() {
     std::lock_guard<std::mutex> lock(mu_);
     return received_;
+  }
+  // The requests of `types` only, in arrival order.
+  std::vector<wire::Message> Received(std::initializer_list<wire::MessageType> types) {
+    std::vector<wire::Message> out;
+    for (const wire::Message& m : Received()) {
+      if (std::find(types.begin(), types.end(), m.type) != types.end()) out.push_back(m);
+    }
+    return out;
   }
 
  private:
@@ -78,6 +90,21 @@ inline wire::Message Ok(const wire::Message& request, uint64_t epoch, int64_t st
   r.step = step;
   if (request.type == wire::MessageType::kRegister) r.value = 1;  // holds its variables
   return r;
+}
+
+// A PsClient of `role` (task 0 as the chief, else 1) holding `vars`, connected to `servers`
+// with `replicas`; it gives up on a server that stays silent for 20 s.
+inline std::unique_ptr<worker::PsClient> ConnectTo(const std::vector<FakeServer*>& servers,
+                                                   SgdVariables* vars, int replicas = 0,
+                                                   const std::string& role = "worker") {
+  std::vector<std::string> hosts;
+  for (FakeServer* s : servers) hosts.push_back(s->host());
+  auto c = worker::PsClient::Connect(hosts, role, role == "chief" ? 0 : 1, vars->all(), 8 << 20, {},
+                                     replicas);
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  if (!c.ok()) return nullptr;
+  c.value()->set_unavailable_timeout(std::chrono::seconds(20));
+  return std::move(c).value();
 }
 
 }  // namespace testing

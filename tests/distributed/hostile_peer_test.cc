@@ -21,6 +21,7 @@
 #include "common/wire/chain_link.h"
 #include "common/wire/codec.h"
 #include "common/wire/curve.h"
+#include "common/wire/request.h"
 #include "common/wire/transport.h"
 #include "common/wire/zmq_context.h"
 #include "tests/distributed/curve_server_process.h"
@@ -36,18 +37,16 @@ using wire::MessageType;
 
 constexpr int64_t kBigFloats = 1 << 20;  // a 4 MiB variable, so that unread replies pile up
 
-Message Request(MessageType type, const std::string& role, int task, uint64_t incarnation = 0) {
-  Message m;
-  m.type = type;
-  m.role = role;
-  m.task_index = task;
-  m.incarnation = incarnation ? incarnation : wire::ProcessIncarnation();
-  return m;
+// A request of `type` from `role` `task`, as this process (its incarnation) unless another is
+// given.
+Message FromThisProcess(MessageType type, const std::string& role, int task,
+                        uint64_t incarnation = 0) {
+  return wire::Request(type, role, task, incarnation ? incarnation : wire::ProcessIncarnation());
 }
 
 Message Push(const std::string& role, int task, uint64_t sequence, int64_t step = 0,
              uint64_t incarnation = 0) {
-  Message m = Request(MessageType::kPush, role, task, incarnation);
+  Message m = FromThisProcess(MessageType::kPush, role, task, incarnation);
   m.sequence = sequence;
   m.step = step;
   m.tensors.push_back({"fc/weights", Tensor::Filled(Shape{2, 4}, 0.0f)});  // changes no value
@@ -69,7 +68,7 @@ class HostilePeerTest : public ::testing::Test {
     ps_ = std::make_unique<CurveServerProcess>("hostile", /*evaluators=*/1);
     ps_->Start(ps_->keys() + "/ps-0", {"--max_message_mb=16", "--evaluators=1"});
     chief_ = Connect("worker-0");
-    Message init = Request(MessageType::kRegister, "chief", 0);
+    Message init = FromThisProcess(MessageType::kRegister, "chief", 0);
     init.tensors.push_back({"fc/weights", Tensor::Filled(Shape{2, 4}, 1.0f)});
     init.tensors.push_back({"big", Tensor::Filled(Shape{kBigFloats}, 0.5f)});
     for (int i = 0;; ++i) {
@@ -98,7 +97,7 @@ class HostilePeerTest : public ::testing::Test {
   void ExpectServingAndUnchanged(const std::string& after) {
     ASSERT_TRUE(ps_->Alive()) << "the server died after " << after;
     const auto start = std::chrono::steady_clock::now();
-    Message pull = Request(MessageType::kPull, "chief", 0);
+    Message pull = FromThisProcess(MessageType::kPull, "chief", 0);
     pull.names = {"fc/weights"};
     auto r = chief_->Call(pull, milliseconds(5000));
     ASSERT_TRUE(r.ok()) << after << ": " << r.status().ToString();
@@ -125,16 +124,17 @@ TEST_F(HostilePeerTest, EachRoleIsRefusedWhatItMayNotDoAndNothingChanges) {
   // An evaluator's key: it may pull, nothing that writes.
   auto evaluator = Connect("evaluator-0");
   ASSERT_TRUE(
-      evaluator->Call(Request(MessageType::kPull, "evaluator", 0), milliseconds(5000)).ok());
-  std::vector<Message> evaluator_may_not = {Push("evaluator", 0, 1),
-                                            Request(MessageType::kCheckpoint, "evaluator", 0),
-                                            Request(MessageType::kShutdown, "evaluator", 0),
-                                            Request(MessageType::kStoreSet, "evaluator", 0),
-                                            Request(MessageType::kCollective, "evaluator", 0)};
-  Message init = Request(MessageType::kRegister, "evaluator", 0);
+      evaluator->Call(FromThisProcess(MessageType::kPull, "evaluator", 0), milliseconds(5000))
+          .ok());
+  std::vector<Message> evaluator_may_not = {
+      Push("evaluator", 0, 1), FromThisProcess(MessageType::kCheckpoint, "evaluator", 0),
+      FromThisProcess(MessageType::kShutdown, "evaluator", 0),
+      FromThisProcess(MessageType::kStoreSet, "evaluator", 0),
+      FromThisProcess(MessageType::kCollective, "evaluator", 0)};
+  Message init = FromThisProcess(MessageType::kRegister, "evaluator", 0);
   init.tensors.push_back({"fc/weights", Tensor::Filled(Shape{2, 4}, 9.0f)});
   evaluator_may_not.push_back(init);
-  Message restore = Request(MessageType::kRestore, "evaluator", 0);
+  Message restore = FromThisProcess(MessageType::kRestore, "evaluator", 0);
   restore.step = 1;  // roll every shard back to an old checkpoint
   evaluator_may_not.push_back(restore);
   for (const Message& m : evaluator_may_not) {
@@ -154,10 +154,10 @@ TEST_F(HostilePeerTest, EachRoleIsRefusedWhatItMayNotDoAndNothingChanges) {
   std::vector<Message> worker_may_not = {
       worker_init,
       worker_restore,
-      Request(MessageType::kCheckpoint, "worker", 1),
-      Request(MessageType::kShutdown, "worker", 1),
-      Request(MessageType::kShutdown, "chief", 0),  // claims the chief's name
-      Push("worker", 0, 1),                         // claims worker 0's name
+      FromThisProcess(MessageType::kCheckpoint, "worker", 1),
+      FromThisProcess(MessageType::kShutdown, "worker", 1),
+      FromThisProcess(MessageType::kShutdown, "chief", 0),  // claims the chief's name
+      Push("worker", 0, 1),                                 // claims worker 0's name
       Push("evaluator", 0, 1)};
   for (const Message& m : worker_may_not) {
     auto r = worker->Call(m, milliseconds(5000));
@@ -171,11 +171,11 @@ TEST_F(HostilePeerTest, EachRoleIsRefusedWhatItMayNotDoAndNothingChanges) {
   // A server's key is let in to replicate, and to do nothing else; until replication is enabled
   // a record is refused too, by name. A worker's key may not replicate.
   auto server = Connect("ps-0");
-  auto as_server = server->Call(Request(MessageType::kPull, "ps", 0), milliseconds(5000));
+  auto as_server = server->Call(FromThisProcess(MessageType::kPull, "ps", 0), milliseconds(5000));
   ASSERT_FALSE(as_server.ok()) << "a server's pull went through";
   EXPECT_EQ(as_server.status().code(), StatusCode::kPermissionDenied)
       << as_server.status().ToString();
-  Message record = Request(MessageType::kReplicate, "ps", 0);
+  Message record = FromThisProcess(MessageType::kReplicate, "ps", 0);
   record.sequence = 1;
   record.tensors.push_back({"fc/weights", Tensor::Filled(Shape{2, 4}, 9.0f)});
   auto replicated = server->Call(record, milliseconds(5000));
@@ -210,11 +210,13 @@ TEST_F(HostilePeerTest, EachRoleIsRefusedWhatItMayNotDoAndNothingChanges) {
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status().ToString();
   }
   // (A worker pushes once per pull: each push below follows a pull.)
-  ASSERT_TRUE(worker->Call(Request(MessageType::kPull, "worker", 1, me), milliseconds(5000)).ok());
+  ASSERT_TRUE(
+      worker->Call(FromThisProcess(MessageType::kPull, "worker", 1, me), milliseconds(5000)).ok());
   ASSERT_TRUE(worker->Call(Push("worker", 1, 2, 0, me), milliseconds(5000)).ok())
       << "the real next push is refused after the refused ones";
   ASSERT_TRUE(
-      worker->Call(Request(MessageType::kPull, "worker", 1, me + 4096), milliseconds(5000)).ok());
+      worker->Call(FromThisProcess(MessageType::kPull, "worker", 1, me + 4096), milliseconds(5000))
+          .ok());
   ASSERT_TRUE(worker->Call(Push("worker", 1, 1, 0, me + 4096), milliseconds(5000)).ok());
   auto zombie = worker->Call(Push("worker", 1, 3, 0, me), milliseconds(5000));
   ASSERT_FALSE(zombie.ok()) << "an older process of worker 1 was believed after a newer one";
@@ -232,7 +234,7 @@ TEST_F(HostilePeerTest, EachRoleIsRefusedWhatItMayNotDoAndNothingChanges) {
   for (const wire::Security& s : {wire::Security{}, other_security}) {
     auto stranger = Open(s);
     for (MessageType t : {MessageType::kHeartbeat, MessageType::kPull, MessageType::kShutdown}) {
-      auto r = stranger->Call(Request(t, "chief", 0), milliseconds(3000));
+      auto r = stranger->Call(FromThisProcess(t, "chief", 0), milliseconds(3000));
       ASSERT_FALSE(r.ok()) << "a stranger's " << wire::MessageTypeName(t) << " was answered";
     }
   }
@@ -240,14 +242,14 @@ TEST_F(HostilePeerTest, EachRoleIsRefusedWhatItMayNotDoAndNothingChanges) {
   // Three pushes of zero gradients were applied (the step moved by exactly that), and nothing
   // else: no value changed, the server did not shut down.
   ExpectServingAndUnchanged("the refused requests");
-  Message pull = Request(MessageType::kPull, "chief", 0);
+  Message pull = FromThisProcess(MessageType::kPull, "chief", 0);
   pull.names = {"fc/weights"};
   EXPECT_EQ(chief_->Call(pull, milliseconds(5000))->step, 3);
 }
 
 // The global step a pull of the chief's reports.
 int64_t ChiefStep(wire::Connection* chief) {
-  Message pull = Request(MessageType::kPull, "chief", 0);
+  Message pull = FromThisProcess(MessageType::kPull, "chief", 0);
   pull.names = {"fc/weights"};
   auto r = chief->Call(pull, milliseconds(5000));
   CHECK(r.ok()) << r.status().ToString();
@@ -259,7 +261,7 @@ int64_t ChiefStep(wire::Connection* chief) {
 TEST_F(HostilePeerTest, AWorkersKeyMovesTheGlobalStepOncePerPull) {
   auto worker = Connect("worker-1");
   const uint64_t me = wire::ProcessIncarnation();
-  const Message pull = Request(MessageType::kPull, "worker", 1, me);
+  const Message pull = FromThisProcess(MessageType::kPull, "worker", 1, me);
   ASSERT_TRUE(worker->Call(pull, milliseconds(5000)).ok());
   ASSERT_TRUE(worker->Call(Push("worker", 1, 1, 0, me), milliseconds(5000)).ok());
   int refused = 0;
@@ -291,11 +293,11 @@ TEST_F(HostilePeerTest, AForgedIncarnationCannotLockTheRealProcessOut) {
   auto real = Connect("worker-1");
   auto forger = Connect("worker-1");
   const uint64_t me = wire::ProcessIncarnation();
-  const Message beat = Request(MessageType::kHeartbeat, "worker", 1, me);
+  const Message beat = FromThisProcess(MessageType::kHeartbeat, "worker", 1, me);
   ASSERT_TRUE(real->Call(beat, milliseconds(5000)).ok());
 
-  auto far =
-      forger->Call(Request(MessageType::kHeartbeat, "worker", 1, UINT64_MAX), milliseconds(5000));
+  auto far = forger->Call(FromThisProcess(MessageType::kHeartbeat, "worker", 1, UINT64_MAX),
+                          milliseconds(5000));
   ASSERT_FALSE(far.ok()) << "an incarnation from the far future was believed";
   EXPECT_EQ(far.status().code(), StatusCode::kInvalidArgument) << far.status().ToString();
   EXPECT_NE(far.status().message().find("after this server's clock"), std::string::npos)
@@ -311,7 +313,8 @@ TEST_F(HostilePeerTest, AForgedIncarnationCannotLockTheRealProcessOut) {
        1000000)
       << 12;
   ASSERT_TRUE(
-      forger->Call(Request(MessageType::kHeartbeat, "worker", 1, soon), milliseconds(5000)).ok());
+      forger->Call(FromThisProcess(MessageType::kHeartbeat, "worker", 1, soon), milliseconds(5000))
+          .ok());
   auto fenced = real->Call(beat, milliseconds(5000));
   ASSERT_FALSE(fenced.ok());
   EXPECT_NE(fenced.status().message().find("a stale process is refused"), std::string::npos)
@@ -333,7 +336,7 @@ TEST_F(HostilePeerTest, AForgedIncarnationCannotLockTheRealProcessOut) {
 // final barrier, which then never released. Waits are per barrier now, and bounded.
 TEST_F(HostilePeerTest, AWaitElsewhereCannotCancelTheRealWaitAtABarrier) {
   auto barrier = [](const std::string& role, int task, const std::string& name, uint64_t inc) {
-    Message m = Request(MessageType::kBarrier, role, task, inc);
+    Message m = FromThisProcess(MessageType::kBarrier, role, task, inc);
     m.text = name;
     m.value = 3;  // workers 0 and 1, evaluator 0
     return m;
@@ -379,7 +382,7 @@ TEST_F(HostilePeerTest, AWaitElsewhereCannotCancelTheRealWaitAtABarrier) {
 TEST_F(HostilePeerTest, AnOutlierGradientIsScaledDownToTheBound) {
   auto worker = Connect("worker-1");
   const uint64_t me = wire::ProcessIncarnation();
-  const Message pull = Request(MessageType::kPull, "worker", 1, me);
+  const Message pull = FromThisProcess(MessageType::kPull, "worker", 1, me);
   auto pushed = [&](uint64_t sequence, float g) {
     EXPECT_TRUE(worker->Call(pull, milliseconds(5000)).ok());
     Message push = Push("worker", 1, sequence, 0, me);
@@ -388,7 +391,7 @@ TEST_F(HostilePeerTest, AnOutlierGradientIsScaledDownToTheBound) {
     EXPECT_TRUE(r.ok()) << r.status().ToString();
   };
   auto weight = [&] {
-    Message p = Request(MessageType::kPull, "chief", 0);
+    Message p = FromThisProcess(MessageType::kPull, "chief", 0);
     p.names = {"fc/weights"};
     return chief_->Call(p, milliseconds(5000))->tensors.at(0).tensor[0];
   };
@@ -446,7 +449,7 @@ class RawPeer {
 TEST_F(HostilePeerTest, FloodsUnfinishedMessagesSilentReadersAndIdleConnectionsStallNothing) {
   const auto worker_keys = wire::LoadClusterKeys(ps_->keys() + "/worker-1", "worker", 1).value();
   const std::string pull_header =
-      wire::Encode(Request(MessageType::kPull, "worker", 1)).value().header;
+      wire::Encode(FromThisProcess(MessageType::kPull, "worker", 1)).value().header;
 
   // A frame flood: one message of 10,000 frames (the limit is 4,096) is refused whole.
   {
@@ -469,7 +472,7 @@ TEST_F(HostilePeerTest, FloodsUnfinishedMessagesSilentReadersAndIdleConnectionsS
 
   // A peer that asks for 4 MiB again and again and never reads a reply: the server's replies
   // to it are dropped once its queue is full instead of blocking the server for 60 s.
-  Message big_pull = Request(MessageType::kPull, "worker", 1);
+  Message big_pull = FromThisProcess(MessageType::kPull, "worker", 1);
   big_pull.names = {"big"};
   const std::string big_header = wire::Encode(big_pull).value().header;
   RawPeer deaf(worker_keys, ps_->endpoint());
@@ -499,7 +502,7 @@ TEST_F(HostilePeerTest, FloodsUnfinishedMessagesSilentReadersAndIdleConnectionsS
   std::thread chief_pulls([&] {
     while (storm) {
       const auto start = std::chrono::steady_clock::now();
-      Message pull = Request(MessageType::kPull, "chief", 0);
+      Message pull = FromThisProcess(MessageType::kPull, "chief", 0);
       pull.names = {"fc/weights"};
       if (!chief_->Call(pull, milliseconds(10000)).ok()) slowest_ms = 1 << 30;
       const auto ms =
@@ -556,7 +559,7 @@ TEST(HostileReplicaTest, ARecordForgedWithThePredecessorsKeyChangesNothing) {
   auto predecessor = open("ps-0", "ps", 0);
   auto forger = open("ps-0", "ps", 0);
   auto set_map = [&](uint64_t epoch, std::vector<int> tasks, std::vector<int> joining) {
-    Message map = Request(MessageType::kShardMap, "chief", 0);
+    Message map = FromThisProcess(MessageType::kShardMap, "chief", 0);
     map.map_epoch = epoch;
     map.chains = {{0, tasks, joining}, {1, {1}, {}}};
     for (int i = 0;; ++i) {
@@ -569,7 +572,7 @@ TEST(HostileReplicaTest, ARecordForgedWithThePredecessorsKeyChangesNothing) {
 
   // ps-0's copy, made with the server's own fingerprint (its refusal of a copy names it).
   const std::string link = wire::NewChainLink();
-  Message copy = Request(MessageType::kReplicaCopy, "ps", 0);
+  Message copy = FromThisProcess(MessageType::kReplicaCopy, "ps", 0);
   copy.shard = 0;
   copy.map_epoch = 1;
   copy.link = link;
@@ -585,7 +588,7 @@ TEST(HostileReplicaTest, ARecordForgedWithThePredecessorsKeyChangesNothing) {
   ASSERT_TRUE(installed.ok()) << installed.status().ToString();
   set_map(2, {0, 1}, {});  // now ps-1 is the tail, ps-0 its predecessor
 
-  Message real = Request(MessageType::kReplicate, "ps", 0);
+  Message real = FromThisProcess(MessageType::kReplicate, "ps", 0);
   real.shard = 0;
   real.map_epoch = 2;
   real.link = link;
@@ -615,7 +618,7 @@ TEST(HostileReplicaTest, ARecordForgedWithThePredecessorsKeyChangesNothing) {
 
   // ps-1 takes over as head: it serves the chief what the real records made.
   set_map(3, {1}, {});
-  Message pull = Request(MessageType::kPull, "chief", 0);
+  Message pull = FromThisProcess(MessageType::kPull, "chief", 0);
   pull.shard = 0;
   pull.names = {"fc/weights"};
   auto values = chief->Call(pull, milliseconds(5000));
@@ -643,7 +646,7 @@ TEST(HostileGradientTest, AGradientThatWouldOverflowTheOptimizerChangesNothing) 
     return std::move(c).value();
   };
   auto chief = connect("worker", 0);
-  Message init = Request(MessageType::kRegister, "chief", 0);
+  Message init = FromThisProcess(MessageType::kRegister, "chief", 0);
   init.tensors.push_back({"fc/weights", Tensor::Filled(Shape{2, 4}, 1.0f)});
   for (int i = 0;; ++i) {
     auto r = chief->Call(init, milliseconds(500));
@@ -651,7 +654,7 @@ TEST(HostileGradientTest, AGradientThatWouldOverflowTheOptimizerChangesNothing) 
     ASSERT_TRUE(r.status().code() == StatusCode::kUnavailable && i < 40) << r.status().ToString();
   }
   auto pulled = [&] {
-    Message pull = Request(MessageType::kPull, "chief", 0);
+    Message pull = FromThisProcess(MessageType::kPull, "chief", 0);
     pull.names = {"fc/weights"};
     auto r = chief->Call(pull, milliseconds(5000));
     CHECK(r.ok()) << r.status().ToString();

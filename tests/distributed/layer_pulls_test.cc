@@ -42,21 +42,11 @@ FakeServer::Handler Answer(const std::atomic<bool>* wrong_shape) {
 
 std::unique_ptr<worker::PsClient> Connect(FakeServer* server, testing::SgdVariables* vars,
                                           worker::PullSchedule schedule) {
-  auto c = worker::PsClient::Connect({server->host()}, "worker", 1, vars->all(), 8 << 20);
-  EXPECT_TRUE(c.ok()) << c.status().ToString();
-  if (!c.ok()) return nullptr;
-  c.value()->set_unavailable_timeout(std::chrono::seconds(20));
-  c.value()->set_push_part_bytes(1 << 20);
-  EXPECT_TRUE(c.value()->set_pull_schedule(schedule, kLayers).ok());
-  return std::move(c).value();
-}
-
-std::vector<Message> Requests(FakeServer* server) {
-  std::vector<Message> out;
-  for (const Message& m : server->Received()) {
-    if (m.type == MessageType::kPull || m.type == MessageType::kPush) out.push_back(m);
-  }
-  return out;
+  std::unique_ptr<worker::PsClient> c = testing::ConnectTo({server}, vars);
+  if (!c) return nullptr;
+  c->set_push_part_bytes(1 << 20);
+  EXPECT_TRUE(c->set_pull_schedule(schedule, kLayers).ok());
+  return c;
 }
 
 TEST(LayerPullsTest, LateSendsEachLayersPullAtItsWaitAndNothingAfterTheParts) {
@@ -80,7 +70,7 @@ TEST(LayerPullsTest, LateSendsEachLayersPullAtItsWaitAndNothingAfterTheParts) {
   ASSERT_TRUE(result.ok()) << result.status().ToString();
   EXPECT_EQ(result->global_step, 5) << "the step the closing part's reply carries";
   // The pulls, then one part per layer (a part ends where a layer does), backward's order.
-  const std::vector<Message> sent = Requests(&server);
+  const std::vector<Message> sent = server.Received({MessageType::kPull, MessageType::kPush});
   ASSERT_EQ(sent.size(), 4u);
   EXPECT_EQ(sent[0].type, MessageType::kPull);
   EXPECT_EQ(sent[0].names, std::vector<std::string>{"fc/weights"});
@@ -112,7 +102,7 @@ TEST(LayerPullsTest, PerLayerSendsEveryPullAtTheStartAndAWrongShapeChangesNothin
       << waited.ToString();
   EXPECT_EQ(vars.weights.value.ToVector(), std::vector<float>(8, 1.0f)) << "nothing copied";
   // Both pulls left at the step's start, input side first, before any wait.
-  const std::vector<Message> sent = Requests(&server);
+  const std::vector<Message> sent = server.Received({MessageType::kPull, MessageType::kPush});
   ASSERT_EQ(sent.size(), 2u);
   EXPECT_EQ(sent[0].names, std::vector<std::string>{"fc/weights"});
   EXPECT_EQ(sent[1].names, std::vector<std::string>{"fc/bias"});

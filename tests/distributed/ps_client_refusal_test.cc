@@ -13,19 +13,11 @@
 namespace pstrain {
 namespace {
 
+using testing::ConnectTo;
 using testing::FakeServer;
 using testing::Ok;
 using wire::Message;
 using wire::MessageType;
-
-std::unique_ptr<worker::PsClient> ConnectChief(const FakeServer& server,
-                                               testing::SgdVariables* vars) {
-  auto c = worker::PsClient::Connect({server.host()}, "chief", 0, vars->all(), 8 << 20, {}, 0);
-  EXPECT_TRUE(c.ok()) << c.status().ToString();
-  if (!c.ok()) return nullptr;
-  c.value()->set_unavailable_timeout(std::chrono::seconds(20));
-  return std::move(c).value();
-}
 
 // A pull's reply holding every variable of sgd.yaml's model at `value`.
 Message PullReply(const Message& pull, float value) {
@@ -34,14 +26,6 @@ Message PullReply(const Message& pull, float value) {
   r.tensors.push_back({"fc/bias", Tensor::Filled(Shape{2}, value)});
   r.tensors.push_back({"fc/weights", Tensor::Filled(Shape{4, 2}, value)});
   return r;
-}
-
-std::vector<Message> Registers(FakeServer& server) {
-  std::vector<Message> out;
-  for (const Message& m : server.Received()) {
-    if (m.type == MessageType::kRegister) out.push_back(m);
-  }
-  return out;
 }
 
 TEST(PsClientRefusalTest, UninitializedMakesTheChiefInitialiseTheServerAndResendItsRequest) {
@@ -57,13 +41,13 @@ TEST(PsClientRefusalTest, UninitializedMakesTheChiefInitialiseTheServerAndResend
     return m.type == MessageType::kPull ? PullReply(m, 3.0f) : Ok(m, 0);
   });
   testing::SgdVariables vars;
-  auto chief = ConnectChief(server, &vars);
+  auto chief = ConnectTo({&server}, &vars, 0, "chief");
   ASSERT_NE(chief, nullptr);
   Result<int64_t> step = chief->Pull();
   ASSERT_TRUE(step.ok()) << step.status().ToString();
   EXPECT_EQ(*step, 9);
   EXPECT_EQ(vars.weights.value.ToVector(), std::vector<float>(8, 3.0f));
-  const std::vector<Message> registers = Registers(server);
+  const std::vector<Message> registers = server.Received({MessageType::kRegister});
   ASSERT_EQ(registers.size(), 1u) << "one re-initialisation";
   // The chief's own values, which the server lost.
   ASSERT_EQ(registers[0].tensors.size(), 2u);
@@ -81,14 +65,15 @@ TEST(PsClientRefusalTest, AFailedPreconditionFailsTheChiefsRequestAndInitialises
     return Ok(m, 0);
   });
   testing::SgdVariables vars;
-  auto chief = ConnectChief(server, &vars);
+  auto chief = ConnectTo({&server}, &vars, 0, "chief");
   ASSERT_NE(chief, nullptr);
   Result<int64_t> step = chief->Pull();
   ASSERT_FALSE(step.ok());
   EXPECT_EQ(step.status().code(), StatusCode::kFailedPrecondition) << step.status().ToString();
   EXPECT_NE(step.status().message().find("a stale server"), std::string::npos)
       << step.status().message();
-  EXPECT_TRUE(Registers(server).empty()) << "a FailedPrecondition re-initialised the server";
+  EXPECT_TRUE(server.Received({MessageType::kRegister}).empty())
+      << "a FailedPrecondition re-initialised the server";
   EXPECT_EQ(vars.weights.value.ToVector(), std::vector<float>(8, 1.0f)) << "nothing copied";
 }
 

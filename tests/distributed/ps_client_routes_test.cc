@@ -25,6 +25,7 @@ namespace pstrain {
 namespace {
 
 using std::chrono::milliseconds;
+using testing::ConnectTo;
 using testing::FakeServer;
 using testing::Ok;
 using wire::Message;
@@ -44,27 +45,6 @@ Message MapReply(const Message& request, uint64_t epoch, std::vector<wire::Chain
   return r;
 }
 
-std::unique_ptr<worker::PsClient> Connect(const std::vector<FakeServer*>& servers,
-                                          testing::SgdVariables* vars, int replicas,
-                                          const std::string& role = "worker") {
-  std::vector<std::string> hosts;
-  for (FakeServer* s : servers) hosts.push_back(s->host());
-  auto c = worker::PsClient::Connect(hosts, role, role == "chief" ? 0 : 1, vars->all(), 8 << 20, {},
-                                     replicas);
-  EXPECT_TRUE(c.ok()) << c.status().ToString();
-  if (!c.ok()) return nullptr;
-  c.value()->set_unavailable_timeout(std::chrono::seconds(20));
-  return std::move(c).value();
-}
-
-std::vector<Message> OfType(const std::vector<Message>& all, MessageType type) {
-  std::vector<Message> out;
-  for (const Message& m : all) {
-    if (m.type == type) out.push_back(m);
-  }
-  return out;
-}
-
 TEST(PsClientRoutesTest, AnExchangeResendsToTheNewHeadWhenTheMapChanges) {
   // Epoch 2: task 0 left; task 1 heads both shards.
   const std::vector<wire::Chain> moved = {{0, {1}, {}}, {1, {1}, {}}};
@@ -78,24 +58,24 @@ TEST(PsClientRoutesTest, AnExchangeResendsToTheNewHeadWhenTheMapChanges) {
     return Ok(m, 2, m.shard == 0 ? 5 : 0);
   });
   testing::SgdVariables vars;
-  auto client = Connect({&old_head, &new_head}, &vars, 1);
+  auto client = ConnectTo({&old_head, &new_head}, &vars, 1);
   ASSERT_NE(client, nullptr);
   vars.SetGradients(0.5f);
   Result<worker::PushPullResult> r = client->PushAndPull(4);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->global_step, 5);
   EXPECT_EQ(client->routes().epoch(), 2u);
-  const std::vector<Message> refused = OfType(old_head.Received(), MessageType::kPush);
+  const std::vector<Message> refused = old_head.Received({MessageType::kPush});
   ASSERT_FALSE(refused.empty()) << "the first push goes to the placed head";
   EXPECT_EQ(refused[0].shard, 0);
   std::vector<Message> resent;
-  for (const Message& m : OfType(new_head.Received(), MessageType::kPush)) {
+  for (const Message& m : new_head.Received({MessageType::kPush})) {
     if (m.shard == 0) resent.push_back(m);
   }
   ASSERT_FALSE(resent.empty()) << "shard 0's push never reached its new head";
   EXPECT_EQ(resent[0].sequence, refused[0].sequence) << "a resent push keeps its sequence";
   EXPECT_EQ(resent[0].request_id, refused[0].request_id);
-  EXPECT_FALSE(OfType(new_head.Received(), MessageType::kShardMap).empty());
+  EXPECT_FALSE(new_head.Received({MessageType::kShardMap}).empty());
 }
 
 TEST(PsClientRoutesTest, AHigherEpochOnAHeartbeatReplyMakesTheClientFetchTheMap) {
@@ -112,7 +92,7 @@ TEST(PsClientRoutesTest, AHigherEpochOnAHeartbeatReplyMakesTheClientFetchTheMap)
     return Ok(m, 3, 9);
   });
   testing::SgdVariables vars;
-  auto client = Connect({&silent, &head}, &vars, 1);
+  auto client = ConnectTo({&silent, &head}, &vars, 1);
   ASSERT_NE(client, nullptr);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   while ((client->ServerHealth(0).incarnation == 0 || client->ServerHealth(1).incarnation == 0) &&
@@ -135,7 +115,7 @@ TEST(PsClientRoutesTest, HeartbeatRepliesTellTheClientTheGlobalStepWithoutAPull)
     return std::nullopt;  // no pull is answered: the step comes from heartbeats alone
   });
   testing::SgdVariables vars;
-  auto client = Connect({&server}, &vars, 0, "evaluator");
+  auto client = ConnectTo({&server}, &vars, 0, "evaluator");
   ASSERT_NE(client, nullptr);
   auto wait_for = [&](int64_t want) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
@@ -168,7 +148,7 @@ TEST(PsClientRoutesTest, APulledTensorOfAnotherShapeIsRefusedBeforeAnythingIsCop
     return r;
   });
   testing::SgdVariables vars;
-  auto client = Connect({&server}, &vars, 0);
+  auto client = ConnectTo({&server}, &vars, 0);
   ASSERT_NE(client, nullptr);
   Result<int64_t> step = client->Pull();
   ASSERT_FALSE(step.ok());
@@ -203,7 +183,7 @@ TEST(PsClientRoutesTest, TheGlobalStepIsShard0sCommittedStep) {
   FakeServer t0(server(0));
   FakeServer t1(server(1));
   testing::SgdVariables vars;
-  auto client = Connect({&t0, &t1}, &vars, 1);
+  auto client = ConnectTo({&t0, &t1}, &vars, 1);
   ASSERT_NE(client, nullptr);
   Result<int64_t> step = client->Pull();
   ASSERT_TRUE(step.ok()) << step.status().ToString();
@@ -213,10 +193,10 @@ TEST(PsClientRoutesTest, TheGlobalStepIsShard0sCommittedStep) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->global_step, 42);
   ASSERT_TRUE(client->Barrier("b", 1).ok());
-  const std::vector<Message> barriers = OfType(t1.Received(), MessageType::kBarrier);
+  const std::vector<Message> barriers = t1.Received({MessageType::kBarrier});
   ASSERT_EQ(barriers.size(), 1u) << "the barrier lives on shard 0's head";
   EXPECT_EQ(barriers[0].shard, 0);
-  EXPECT_TRUE(OfType(t0.Received(), MessageType::kBarrier).empty());
+  EXPECT_TRUE(t0.Received({MessageType::kBarrier}).empty());
 }
 
 TEST(PsClientRoutesTest, WithNoReplicasRequestsCarryNoShardAndNoMapIsFetched) {
@@ -226,7 +206,7 @@ TEST(PsClientRoutesTest, WithNoReplicasRequestsCarryNoShardAndNoMapIsFetched) {
   FakeServer t0(server(11));
   FakeServer t1(server(3));
   testing::SgdVariables vars;
-  auto client = Connect({&t0, &t1}, &vars, 0);
+  auto client = ConnectTo({&t0, &t1}, &vars, 0);
   ASSERT_NE(client, nullptr);
   EXPECT_FALSE(client->routes().replicated());
   Result<int64_t> step = client->Pull();
@@ -241,9 +221,9 @@ TEST(PsClientRoutesTest, WithNoReplicasRequestsCarryNoShardAndNoMapIsFetched) {
       EXPECT_NE(m.type, MessageType::kShardMap);
     }
   }
-  EXPECT_EQ(OfType(t0.Received(), MessageType::kBarrier).size(), 1u);
-  EXPECT_EQ(OfType(t0.Received(), MessageType::kPush)[0].sequence, 1u);
-  EXPECT_EQ(OfType(t1.Received(), MessageType::kPush)[0].sequence, 1u);
+  EXPECT_EQ(t0.Received({MessageType::kBarrier}).size(), 1u);
+  EXPECT_EQ(t0.Received({MessageType::kPush})[0].sequence, 1u);
+  EXPECT_EQ(t1.Received({MessageType::kPush})[0].sequence, 1u);
 }
 
 TEST(PsClientRoutesTest, TheChiefSendsTheEpoch1MapBeforeInitialisingTheHeads) {
@@ -271,7 +251,7 @@ TEST(PsClientRoutesTest, TheChiefSendsTheEpoch1MapBeforeInitialisingTheHeads) {
   FakeServer t0(server(&s0));
   FakeServer t1(server(&s1));
   testing::SgdVariables vars;
-  auto chief = Connect({&t0, &t1}, &vars, 1, "chief");
+  auto chief = ConnectTo({&t0, &t1}, &vars, 1, "chief");
   ASSERT_NE(chief, nullptr);
   Result<worker::PsClient::Initialized> init = chief->Initialize(0);
   ASSERT_TRUE(init.ok()) << init.status().ToString();

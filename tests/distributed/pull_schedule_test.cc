@@ -7,21 +7,20 @@
 
 #include <map>
 
+#include "tests/distributed/sized_variables.h"
+
 namespace pstrain {
 namespace worker {
 namespace {
 
-constexpr int64_t kMiB = int64_t{1} << 20;
-
-replication::VariableSpec Var(const std::string& name, int64_t bytes) {
-  return {name, Shape{bytes / 1024, 256}};
-}
+using testing::kMiB;
+using testing::SizedVariable;
 
 TEST(PullScheduleTest, EachLayersPartitionsArePulledPerServerInLayerOrder) {
   // fc1's 12 MiB is cut into two partitions by 8 MiB --partition_bytes, one on each server.
   const std::vector<replication::VariableSpec> specs = {
-      Var("conv1/weights", kMiB / 4), Var("conv1/bias", 4 * 1024), Var("fc1/weights", 12 * kMiB),
-      Var("fc2/weights", kMiB)};
+      SizedVariable("conv1/weights", kMiB / 4), SizedVariable("conv1/bias", 4 * 1024),
+      SizedVariable("fc1/weights", 12 * kMiB), SizedVariable("fc2/weights", kMiB)};
   auto sharding = replication::Sharding::Compute(specs, 2, 8 * kMiB);
   ASSERT_TRUE(sharding.ok()) << sharding.status().ToString();
   const std::vector<LayerVariables> layers = {{"conv1", {"conv1/weights", "conv1/bias"}},
@@ -51,7 +50,8 @@ TEST(PullScheduleTest, EachLayersPartitionsArePulledPerServerInLayerOrder) {
 }
 
 TEST(PullScheduleTest, AVariableOfNoLayerIsRefusedByName) {
-  auto sharding = replication::Sharding::Compute({Var("a", 4096), Var("b", 4096)}, 1, 8 * kMiB);
+  auto sharding = replication::Sharding::Compute(
+      {SizedVariable("a", 4096), SizedVariable("b", 4096)}, 1, 8 * kMiB);
   ASSERT_TRUE(sharding.ok());
   auto pulls = PlanLayerPulls(*sharding, {{"only_a", {"a"}}});
   ASSERT_FALSE(pulls.ok());

@@ -9,23 +9,21 @@
 #include <map>
 #include <set>
 
+#include "tests/distributed/sized_variables.h"
 #include "worker/distributed/training_step.h"
 
 namespace pstrain {
 namespace worker {
 namespace {
 
-constexpr int64_t kMiB = int64_t{1} << 20;
-
-// A float32 variable of `bytes` bytes, as rows of 1 KiB.
-replication::VariableSpec Var(const std::string& name, int64_t bytes) {
-  return {name, Shape{bytes / 1024, 256}};
-}
+using testing::kMiB;
+using testing::SizedVariable;
 
 TEST(PushPartsTest, EachServerGetsItsPartitionsLastLayerFirstInPartsOfTheSizeAsked) {
   const std::vector<replication::VariableSpec> specs = {
-      Var("conv1/weights", kMiB / 4), Var("conv2/weights", 3 * kMiB), Var("fc1/weights", 12 * kMiB),
-      Var("fc1/bias", 4 * 1024), Var("fc2/weights", kMiB)};
+      SizedVariable("conv1/weights", kMiB / 4), SizedVariable("conv2/weights", 3 * kMiB),
+      SizedVariable("fc1/weights", 12 * kMiB), SizedVariable("fc1/bias", 4 * 1024),
+      SizedVariable("fc2/weights", kMiB)};
   std::vector<std::string> order;
   for (const auto& s : specs) order.push_back(s.name);
   auto sharding = replication::Sharding::Compute(specs, 2, 8 * kMiB);
@@ -75,8 +73,8 @@ TEST(PushPartsTest, WithReplicasTheDefaultsAreSmallSoThatEachServerSendsRecordsP
   EXPECT_EQ(ChoosePushSizes(0, 2 * kMiB, 2 * kMiB).partition_bytes, 2 * kMiB);
   // RefNet's fc1 (12.25 MiB) is one 6 MiB part a server by default; with replicas each server gets
   // it in several parts, each replicated while the next arrives.
-  const std::vector<replication::VariableSpec> refnet = {Var("fc1/weights", 12 * kMiB + kMiB / 4),
-                                                         Var("fc2/weights", 40 * 1024)};
+  const std::vector<replication::VariableSpec> refnet = {
+      SizedVariable("fc1/weights", 12 * kMiB + kMiB / 4), SizedVariable("fc2/weights", 40 * 1024)};
   auto count_parts = [&](const PushSizes& sizes) {
     auto sharding = replication::Sharding::Compute(refnet, 2, sizes.partition_bytes);
     EXPECT_TRUE(sharding.ok()) << sharding.status().ToString();
@@ -88,8 +86,8 @@ TEST(PushPartsTest, WithReplicasTheDefaultsAreSmallSoThatEachServerSendsRecordsP
 }
 
 TEST(PushPartsTest, APartAsLargeAsTheModelIsOnePushPerServer) {
-  const std::vector<replication::VariableSpec> specs = {Var("a", kMiB), Var("b", kMiB),
-                                                        Var("c", kMiB)};
+  const std::vector<replication::VariableSpec> specs = {
+      SizedVariable("a", kMiB), SizedVariable("b", kMiB), SizedVariable("c", kMiB)};
   auto sharding = replication::Sharding::Compute(specs, 1, 0);
   ASSERT_TRUE(sharding.ok());
   const auto parts = PlanPushParts(*sharding, {"a", "b", "c"}, 64 * kMiB);
@@ -103,7 +101,8 @@ TEST(PushPartsTest, APartAsLargeAsTheModelIsOnePushPerServer) {
 TEST(PushPartsTest, WithLayersGivenAPartEndsWhereALayerDoesAndStillAtItsSize) {
   // Layer 0: two variables; layer 1: one of 3 MiB, cut by size; layer 2: a small one. One server.
   const std::vector<replication::VariableSpec> specs = {
-      Var("a/w", kMiB / 4), Var("a/b", 4096), Var("b/w", 3 * kMiB), Var("c/w", 64 * 1024)};
+      SizedVariable("a/w", kMiB / 4), SizedVariable("a/b", 4096), SizedVariable("b/w", 3 * kMiB),
+      SizedVariable("c/w", 64 * 1024)};
   auto sharding = replication::Sharding::Compute(specs, 1, kMiB);
   ASSERT_TRUE(sharding.ok()) << sharding.status().ToString();
   const std::vector<std::string> order = {"a/w", "a/b", "b/w", "c/w"};

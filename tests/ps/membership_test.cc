@@ -8,6 +8,7 @@
 #include <map>
 #include <thread>
 
+#include "common/wire/request.h"
 #include "ps/server.h"
 #include "tests/captured_log.h"
 #include "tests/ps/server_test_util.h"
@@ -176,11 +177,7 @@ TEST(MembershipTest, AHeldPushIsAppliedOnceHoweverOftenItIsRetried) {
   e.mode = UpdateMode::kAsync;
   e.min_workers = 2;
   auto server = MakeServer(e);
-  Message push;
-  push.type = MessageType::kPush;
-  push.role = "worker";
-  push.task_index = 0;
-  push.incarnation = 1;
+  Message push = wire::Request(MessageType::kPush, "worker", 0, 1);
   push.sequence = 1;
   push.tensors.push_back({"w", Tensor::Filled(Shape{3}, 1.0f)});
   EXPECT_TRUE(server->Handle("first", push).empty());
@@ -200,11 +197,7 @@ TEST(MembershipTest, AHeldPushIsAppliedOnceHoweverOftenItIsRetried) {
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].peer, "retry");
   EXPECT_EQ(server->global_step(), 1);
-  Message pull;
-  pull.type = MessageType::kPull;
-  pull.role = "worker";
-  pull.task_index = 1;
-  pull.incarnation = 1;
+  Message pull = wire::Request(MessageType::kPull, "worker", 1, 1);
   out = server->Handle("w1", pull);
   EXPECT_FLOAT_EQ(out[0].message.tensors[0].tensor[0], 9.0f);  // applied once: 10 - 1
 }

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/wire/request.h"
+
 namespace pstrain {
 namespace ps {
 namespace {
@@ -11,38 +13,32 @@ namespace {
 using wire::Message;
 using wire::MessageType;
 
-Message From(const std::string& role, int task, MessageType type) {
-  Message m;
-  m.type = type;
-  m.role = role;
-  m.task_index = task;
-  return m;
-}
+using wire::Request;
 
 TEST(PermissionsTest, EachRoleMayAskWhatTheReadmeTableSays) {
-  Message init = From("chief", 0, MessageType::kRegister);
+  Message init = Request(MessageType::kRegister, "chief", 0);
   init.tensors.push_back({"w", Tensor::Filled(Shape{1}, 1)});
   struct Row {
     Message request;
     bool evaluator, worker, chief;
   };
   const std::vector<Row> table = {
-      {From("", 0, MessageType::kHeartbeat), true, true, true},
-      {From("", 0, MessageType::kRegister), true, true, true},  // are the variables ready?
-      {From("", 0, MessageType::kPull), true, true, true},
-      {From("", 0, MessageType::kBarrier), true, true, true},
-      {From("", 0, MessageType::kPush), false, true, true},
+      {Request(MessageType::kHeartbeat, "", 0), true, true, true},
+      {Request(MessageType::kRegister, "", 0), true, true, true},  // are the variables ready?
+      {Request(MessageType::kPull, "", 0), true, true, true},
+      {Request(MessageType::kBarrier, "", 0), true, true, true},
+      {Request(MessageType::kPush, "", 0), false, true, true},
       {init, false, false, true},
-      {From("", 0, MessageType::kCheckpoint), false, false, true},
-      {From("", 0, MessageType::kRestore), false, false, true},
-      {From("", 0, MessageType::kShutdown), false, false, true},
-      {From("", 0, MessageType::kStoreSet), false, false, false},  // the hub's, not a server's
-      {From("", 0, MessageType::kCollective), false, false, false},
-      {From("", 0, MessageType::kOk), false, false, false},
-      {From("", 0, MessageType::kReplicate), false, false, false},  // a server's, to a server
-      {From("", 0, MessageType::kReplicaCopy), false, false, false},
-      {From("", 0, MessageType::kShardMap), true, true, true},  // a get
-      {From("", 0, MessageType::kDataLease), false, true, true},
+      {Request(MessageType::kCheckpoint, "", 0), false, false, true},
+      {Request(MessageType::kRestore, "", 0), false, false, true},
+      {Request(MessageType::kShutdown, "", 0), false, false, true},
+      {Request(MessageType::kStoreSet, "", 0), false, false, false},  // the hub's, not a server's
+      {Request(MessageType::kCollective, "", 0), false, false, false},
+      {Request(MessageType::kOk, "", 0), false, false, false},
+      {Request(MessageType::kReplicate, "", 0), false, false, false},  // a server's, to a server
+      {Request(MessageType::kReplicaCopy, "", 0), false, false, false},
+      {Request(MessageType::kShardMap, "", 0), true, true, true},  // a get
+      {Request(MessageType::kDataLease, "", 0), false, true, true},
   };
   for (const Row& row : table) {
     const char* type = wire::MessageTypeName(row.request.type);
@@ -56,50 +52,50 @@ TEST(PermissionsTest, EachRoleMayAskWhatTheReadmeTableSays) {
 }
 
 TEST(PermissionsTest, TheKeyDecidesWhoSentItAndTheHeaderMustAgree) {
-  const Message shutdown = From("chief", 0, MessageType::kShutdown);
+  const Message shutdown = Request(MessageType::kShutdown, "chief", 0);
   EXPECT_TRUE(IdentifySender("worker-0", shutdown).ok());
   EXPECT_TRUE(IdentifySender("", shutdown).ok());  // plaintext: the header is all there is
   for (const char* key : {"worker-1", "evaluator-0", "ps-0", "stranger", "worker-"}) {
     Result<Sender> s = IdentifySender(key, shutdown);
     EXPECT_EQ(s.status().code(), StatusCode::kPermissionDenied) << key;
   }
-  EXPECT_EQ(IdentifySender("worker-1", From("chief", 1, MessageType::kPull)).status().code(),
+  EXPECT_EQ(IdentifySender("worker-1", Request(MessageType::kPull, "chief", 1)).status().code(),
             StatusCode::kPermissionDenied)
       << "only worker 0 is the chief";
-  EXPECT_EQ(IdentifySender("", From("", 0, MessageType::kPull)).status().code(),
+  EXPECT_EQ(IdentifySender("", Request(MessageType::kPull, "", 0)).status().code(),
             StatusCode::kPermissionDenied)
       << "a request must name its sender";
-  EXPECT_EQ(IdentifySender("ps-1", From("ps", 0, MessageType::kReplicate)).status().code(),
+  EXPECT_EQ(IdentifySender("ps-1", Request(MessageType::kReplicate, "ps", 0)).status().code(),
             StatusCode::kPermissionDenied)
       << "ps 1's key claiming ps 0";
-  EXPECT_EQ(IdentifySender("ps-0", From("worker", 0, MessageType::kPull)).status().code(),
+  EXPECT_EQ(IdentifySender("ps-0", Request(MessageType::kPull, "worker", 0)).status().code(),
             StatusCode::kPermissionDenied)
       << "a server's key claiming a worker";
 }
 
 // A shard map request from `role` `task` that sets the map (it carries chains).
 Message WithChains(const std::string& role, int task) {
-  Message m = From(role, task, MessageType::kShardMap);
+  Message m = Request(MessageType::kShardMap, role, task);
   m.chains = {{0, {0, 1}, {}}, {1, {1, 0}, {}}};
   return m;
 }
 
 TEST(PermissionsTest, AServerKeyMayOnlyReplicate) {
   for (MessageType type : {MessageType::kReplicate, MessageType::kReplicaCopy}) {
-    const Message m = From("ps", 1, type);
+    const Message m = Request(type, "ps", 1);
     Result<Sender> s = IdentifySender("ps-1", m, ClusterSize{2, 0, 2});
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     EXPECT_TRUE(s->authenticated);
     EXPECT_TRUE(Authorize(*s, m).ok()) << wire::MessageTypeName(type);
   }
-  Message init = From("ps", 1, MessageType::kRegister);
+  Message init = Request(MessageType::kRegister, "ps", 1);
   init.tensors.push_back({"w", Tensor::Filled(Shape{1}, 1)});
   std::vector<Message> others = {init, WithChains("ps", 1)};
   for (MessageType type :
        {MessageType::kRegister, MessageType::kPull, MessageType::kPush, MessageType::kBarrier,
         MessageType::kHeartbeat, MessageType::kCheckpoint, MessageType::kShutdown,
         MessageType::kRestore, MessageType::kShardMap, MessageType::kDataLease}) {
-    others.push_back(From("ps", 1, type));
+    others.push_back(Request(type, "ps", 1));
   }
   for (const Message& m : others) {
     const Status s = Authorize({"ps", 1, true}, m);
@@ -109,7 +105,7 @@ TEST(PermissionsTest, AServerKeyMayOnlyReplicate) {
               std::string::npos)
         << s.message();
   }
-  Result<Sender> far = IdentifySender("", From("ps", 2, MessageType::kReplicate), {2, 0, 2});
+  Result<Sender> far = IdentifySender("", Request(MessageType::kReplicate, "ps", 2), {2, 0, 2});
   EXPECT_EQ(far.status().code(), StatusCode::kPermissionDenied);
   EXPECT_NE(far.status().message().find("the cluster has 2 ps task(s)"), std::string::npos)
       << far.status().message();
@@ -119,7 +115,7 @@ TEST(PermissionsTest, AWorkerMayNotReplicateOrSetTheMap) {
   const Sender senders[] = {{"worker", 1, true}, {"evaluator", 0, true}};
   for (const Sender& sender : senders) {
     for (MessageType type : {MessageType::kReplicate, MessageType::kReplicaCopy}) {
-      const Status s = Authorize(sender, From(sender.role, sender.task, type));
+      const Status s = Authorize(sender, Request(type, sender.role, sender.task));
       EXPECT_EQ(s.code(), StatusCode::kPermissionDenied) << sender.Name();
       EXPECT_NE(s.message().find(sender.Name() + " may not send " + wire::MessageTypeName(type) +
                                  " (only a parameter server may"),
@@ -133,15 +129,15 @@ TEST(PermissionsTest, AWorkerMayNotReplicateOrSetTheMap) {
         << set.message();
   }
   // Not even the chief replicates: a record comes from the shard's previous server only.
-  EXPECT_EQ(Authorize({"chief", 0}, From("chief", 0, MessageType::kReplicate)).code(),
+  EXPECT_EQ(Authorize({"chief", 0}, Request(MessageType::kReplicate, "chief", 0)).code(),
             StatusCode::kPermissionDenied);
   // A worker's key claiming a server is refused before any of that.
-  EXPECT_EQ(IdentifySender("worker-1", From("ps", 1, MessageType::kReplicate)).status().code(),
+  EXPECT_EQ(IdentifySender("worker-1", Request(MessageType::kReplicate, "ps", 1)).status().code(),
             StatusCode::kPermissionDenied);
 }
 
 TEST(PermissionsTest, AnyoneMayGetTheMapButOnlyTheChiefSetsIt) {
-  const Message get = From("", 0, MessageType::kShardMap);
+  const Message get = Request(MessageType::kShardMap, "", 0);
   for (const Sender& sender : {Sender{"evaluator", 0}, Sender{"worker", 1}, Sender{"chief", 0}}) {
     EXPECT_TRUE(Authorize(sender, get).ok()) << sender.Name();
   }
@@ -154,13 +150,13 @@ TEST(PermissionsTest, AnyoneMayGetTheMapButOnlyTheChiefSetsIt) {
 
 TEST(PermissionsTest, ATaskTheClusterDoesNotHaveIsRefusedEvenInPlaintext) {
   const ClusterSize cluster{2, 0};
-  EXPECT_TRUE(IdentifySender("", From("worker", 1, MessageType::kPull), cluster).ok());
-  EXPECT_TRUE(IdentifySender("", From("evaluator", 0, MessageType::kPull), cluster).ok());
-  Result<Sender> far = IdentifySender("", From("worker", 7, MessageType::kPull), cluster);
+  EXPECT_TRUE(IdentifySender("", Request(MessageType::kPull, "worker", 1), cluster).ok());
+  EXPECT_TRUE(IdentifySender("", Request(MessageType::kPull, "evaluator", 0), cluster).ok());
+  Result<Sender> far = IdentifySender("", Request(MessageType::kPull, "worker", 7), cluster);
   EXPECT_EQ(far.status().code(), StatusCode::kPermissionDenied);
   EXPECT_NE(far.status().message().find("the cluster has 2 worker task(s)"), std::string::npos)
       << far.status().message();
-  EXPECT_FALSE(IdentifySender("", From("evaluator", 1, MessageType::kPull), cluster).ok());
+  EXPECT_FALSE(IdentifySender("", Request(MessageType::kPull, "evaluator", 1), cluster).ok());
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "common/wire/request.h"
 #include "ps/server.h"
 #include "tests/ps/server_test_util.h"
 
@@ -30,22 +31,14 @@ std::unique_ptr<ParameterServer> MakeServer(int64_t examples, int task = 0) {
 }
 
 Message Lease(int task, uint64_t incarnation, int64_t epoch) {
-  Message m;
-  m.type = MessageType::kDataLease;
-  m.role = "worker";
-  m.task_index = task;
-  m.incarnation = incarnation;
+  Message m = wire::Request(MessageType::kDataLease, "worker", task, incarnation);
   m.request_id = 40;
   m.value = epoch;
   return m;
 }
 
 Message Push(int task, uint64_t incarnation, uint64_t sequence, std::vector<wire::ChunkUse> uses) {
-  Message m;
-  m.type = MessageType::kPush;
-  m.role = "worker";
-  m.task_index = task;
-  m.incarnation = incarnation;
+  Message m = wire::Request(MessageType::kPush, "worker", task, incarnation);
   m.sequence = sequence;
   m.request_id = 50 + sequence;
   m.tensors.push_back({"w", Tensor::Filled(Shape{2}, 1.0f)});
@@ -54,11 +47,7 @@ Message Push(int task, uint64_t incarnation, uint64_t sequence, std::vector<wire
 }
 
 Message Goodbye(int task, uint64_t incarnation) {
-  Message m;
-  m.type = MessageType::kHeartbeat;
-  m.role = "worker";
-  m.task_index = task;
-  m.incarnation = incarnation;
+  Message m = wire::Request(MessageType::kHeartbeat, "worker", task, incarnation);
   m.text = "goodbye";
   return m;
 }

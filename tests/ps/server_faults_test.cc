@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/wire/codec.h"
+#include "common/wire/request.h"
 #include "ps/server.h"
 #include "tests/ps/server_test_util.h"
 
@@ -30,11 +31,7 @@ std::unique_ptr<ParameterServer> MakeServer(UpdateMode mode, int workers, int ac
 
 // A push from worker `task` (process incarnation `incarnation`), its `sequence`-th to this server.
 Message Push(int task, uint64_t incarnation, uint64_t sequence, float g, uint64_t id) {
-  Message m;
-  m.type = MessageType::kPush;
-  m.role = "worker";
-  m.task_index = task;
-  m.incarnation = incarnation;
+  Message m = wire::Request(MessageType::kPush, "worker", task, incarnation);
   m.sequence = sequence;
   m.request_id = id;
   m.tensors.push_back({"w", Tensor::Filled(Shape{2}, g)});
@@ -151,12 +148,9 @@ TEST(ServerFaultsTest, ASendersWaitsAreBoundedAndAWaitElsewhereCancelsNone) {
 
 // A barrier request from `role` `task` that names `count` participants.
 Message BarrierRequest(const std::string& role, int task, int64_t count) {
-  Message b;
-  b.type = MessageType::kBarrier;
+  Message b = wire::Request(MessageType::kBarrier, role, task);
   b.text = "done";
   b.value = count;
-  b.role = role;
-  b.task_index = task;
   return b;
 }
 
@@ -217,11 +211,7 @@ TEST(ServerFaultsTest, AnEvaluatorTheClusterDoesNotCountCannotReleaseABarrier) {
 TEST(ServerFaultsTest, InSyncModeOnePullWaitsPerSender) {
   auto server = MakeServer(UpdateMode::kSync, 2);
   EXPECT_TRUE(server->Handle("w1", Push(1, 100, 1, 1.0f, 1)).empty());  // waits for worker 0
-  Message pull;
-  pull.type = MessageType::kPull;
-  pull.role = "worker";
-  pull.task_index = 1;
-  pull.incarnation = 100;
+  Message pull = wire::Request(MessageType::kPull, "worker", 1, 100);
   for (uint64_t id = 2; id < 500; ++id) {
     pull.request_id = id;
     EXPECT_TRUE(server->Handle("w1", pull).empty());
@@ -234,11 +224,7 @@ TEST(ServerFaultsTest, InSyncModeOnePullWaitsPerSender) {
 
 TEST(ServerFaultsTest, ASilentPeerIsFoundMissingOnceAndNotAfterGoodbye) {
   auto server = MakeServer(UpdateMode::kAsync, 2);
-  Message hb;
-  hb.type = MessageType::kHeartbeat;
-  hb.role = "worker";
-  hb.task_index = 1;
-  hb.incarnation = 100;
+  Message hb = wire::Request(MessageType::kHeartbeat, "worker", 1, 100);
   auto reply = server->Handle("w1", hb);
   ASSERT_EQ(reply.size(), 1u);
   EXPECT_EQ(reply[0].message.value, 1);  // initialised
@@ -264,11 +250,7 @@ TEST(ServerFaultsTest, ASilentPeerIsFoundMissingOnceAndNotAfterGoodbye) {
 TEST(ServerFaultsTest, RequestsBeforeInitialisationAreRefusedUninitialized) {
   auto config = ConfigNode::Parse("{optimizer: {type: sgd}, learning_rate: {initial: 1.0}}", "t");
   ParameterServer server(ServerOptions{}, VariableStore::FromConfig(*config).value());
-  Message pull;
-  pull.type = MessageType::kPull;
-  pull.role = "worker";
-  pull.task_index = 1;
-  pull.incarnation = 100;
+  Message pull = wire::Request(MessageType::kPull, "worker", 1, 100);
   Message checkpoint = pull;
   checkpoint.type = MessageType::kCheckpoint;
   checkpoint.role = "chief";
@@ -298,11 +280,7 @@ TEST(ServerFaultsTest, AReplicationRequestIsRefusedWhileReplicationIsOffAndChang
     return names;
   }();
 
-  Message record;
-  record.type = MessageType::kReplicate;
-  record.role = "ps";
-  record.task_index = 0;
-  record.incarnation = 3;
+  Message record = wire::Request(MessageType::kReplicate, "ps", 0, 3);
   record.shard = 0;
   record.map_epoch = 1;
   record.sequence = static_cast<uint64_t>(step_before) + 1;
@@ -313,21 +291,14 @@ TEST(ServerFaultsTest, AReplicationRequestIsRefusedWhileReplicationIsOffAndChang
   copy.type = MessageType::kReplicaCopy;
   copy.step = 0;
   copy.tensors = {{"w", Tensor::Filled(Shape{2}, -3.0f)}};
-  Message set_map;
-  set_map.type = MessageType::kShardMap;
-  set_map.role = "chief";
-  set_map.task_index = 0;
+  Message set_map = wire::Request(MessageType::kShardMap, "chief", 0);
   set_map.map_epoch = 2;
   set_map.chains = {{0, {0}, {}}};
   Message get_map = set_map;
   get_map.role = "worker";
   get_map.task_index = 1;
   get_map.chains.clear();
-  Message lease;
-  lease.type = MessageType::kDataLease;
-  lease.role = "worker";
-  lease.task_index = 1;
-  lease.incarnation = 100;
+  Message lease = wire::Request(MessageType::kDataLease, "worker", 1, 100);
   lease.value = 1;
   struct Case {
     Message request;

@@ -4,6 +4,7 @@
 // is applied once; the other modes, which count whole pushes, refuse parts and change nothing.
 #include <gtest/gtest.h>
 
+#include "common/wire/request.h"
 #include "ps/server.h"
 #include "tests/ps/server_test_util.h"
 
@@ -50,11 +51,7 @@ Message Handle(ParameterServer* server, const Message& m) {
 }
 
 float ValueOf(ParameterServer* server, const std::string& name) {
-  Message pull;
-  pull.type = MessageType::kPull;
-  pull.role = "worker";
-  pull.task_index = 0;
-  pull.incarnation = 1;
+  Message pull = wire::Request(MessageType::kPull, "worker", 0, 1);
   pull.names = {name};
   return Handle(server, pull).tensors.at(0).tensor[0];
 }

@@ -8,6 +8,7 @@
 
 #include <map>
 
+#include "common/wire/request.h"
 #include "ps/server.h"
 #include "tests/ps/server_test_util.h"
 #include "tests/summary/event_test_util.h"
@@ -32,13 +33,9 @@ std::unique_ptr<ParameterServer> MakeServer(UpdateMode mode, int workers,
   return InitializedSgdServer(o, {{"w", Tensor::Filled(Shape{kFloats}, 1.0f)}}, 1, "c0");
 }
 
+// From process incarnation 10 + task.
 Message Request(MessageType type, int task, const std::string& role = "worker") {
-  Message m;
-  m.type = type;
-  m.role = role;
-  m.task_index = task;
-  m.incarnation = 10 + task;
-  return m;
+  return wire::Request(type, role, task, 10 + task);
 }
 
 Message Push(int task, uint64_t sequence, int64_t computed_at) {

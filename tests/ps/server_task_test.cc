@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "common/config.h"
+#include "common/wire/request.h"
 #include "common/wire/same_host.h"
 #include "tests/distributed/ports.h"
 
@@ -50,11 +51,7 @@ std::unique_ptr<ServerTask> NewTask(int task, int num_ps, int replicas,
 // A request as `role` `task` sends it (the chief is worker 0).
 Message From(const std::string& role, int task, MessageType type, int shard = -1) {
   static uint64_t next_id = 0;
-  Message m;
-  m.type = type;
-  m.role = role;
-  m.task_index = task;
-  m.incarnation = 1;
+  Message m = wire::Request(type, role, task, 1);
   m.request_id = ++next_id;
   m.shard = shard;
   return m;

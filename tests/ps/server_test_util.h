@@ -12,6 +12,7 @@
 
 #include "common/config.h"
 #include "common/wire/message.h"
+#include "common/wire/request.h"
 #include "ps/server.h"
 
 namespace pstrain {
@@ -25,11 +26,7 @@ inline std::unique_ptr<ParameterServer> SgdServer(const ServerOptions& o) {
 // The chief's register (task 0, `incarnation`) carrying `tensors` as the initial values.
 inline wire::Message ChiefRegister(std::vector<wire::NamedTensor> tensors,
                                    uint64_t incarnation = 1) {
-  wire::Message init;
-  init.type = wire::MessageType::kRegister;
-  init.role = "chief";
-  init.task_index = 0;
-  init.incarnation = incarnation;
+  wire::Message init = wire::Request(wire::MessageType::kRegister, "chief", 0, incarnation);
   init.tensors = std::move(tensors);
   return init;
 }

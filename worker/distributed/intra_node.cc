@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "common/enum_names.h"
 #include "common/wire/listen_address.h"
 #include "common/wire/same_host.h"
 #include "worker/distributed/collectives/hub_collectives.h"
@@ -15,24 +16,14 @@
 namespace pstrain {
 namespace worker {
 
+constexpr EnumName<IntraNodeSync> kIntraNodeSyncs[] = {
+    {IntraNodeSync::kOff, "off"}, {IntraNodeSync::kCpu, "cpu"}, {IntraNodeSync::kNccl, "nccl"}};
+
 Result<IntraNodeSync> ParseIntraNodeSync(const std::string& value) {
-  if (value == "off") return IntraNodeSync::kOff;
-  if (value == "cpu") return IntraNodeSync::kCpu;
-  if (value == "nccl") return IntraNodeSync::kNccl;
-  return InvalidArgument("--intra_node_sync must be off, cpu or nccl, got '" + value + "'");
+  return ValueNamed(kIntraNodeSyncs, value, "--intra_node_sync");
 }
 
-const char* IntraNodeSyncName(IntraNodeSync mode) {
-  switch (mode) {
-    case IntraNodeSync::kOff:
-      return "off";
-    case IntraNodeSync::kCpu:
-      return "cpu";
-    case IntraNodeSync::kNccl:
-      return "nccl";
-  }
-  return "unknown";
-}
+const char* IntraNodeSyncName(IntraNodeSync mode) { return NameOf(kIntraNodeSyncs, mode); }
 
 int NumPushers(const std::vector<std::string>& worker_hosts, IntraNodeSync mode) {
   if (mode == IntraNodeSync::kOff) return static_cast<int>(worker_hosts.size());

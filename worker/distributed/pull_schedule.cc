@@ -3,26 +3,21 @@
 #include <map>
 #include <set>
 
+#include "common/enum_names.h"
+
 namespace pstrain {
 namespace worker {
 
+constexpr EnumName<PullSchedule> kPullSchedules[] = {{PullSchedule::kStep, "step"},
+                                                     {PullSchedule::kPerLayer, "per_layer"},
+                                                     {PullSchedule::kLate, "late"}};
+
 Result<PullSchedule> ParsePullSchedule(const std::string& value) {
-  if (value == "step") return PullSchedule::kStep;
-  if (value == "per_layer") return PullSchedule::kPerLayer;
-  if (value == "late") return PullSchedule::kLate;
-  return InvalidArgument("--pull_schedule must be step, per_layer or late, got '" + value + "'");
+  return ValueNamed(kPullSchedules, value, "--pull_schedule");
 }
 
 std::string PullScheduleName(PullSchedule schedule) {
-  switch (schedule) {
-    case PullSchedule::kStep:
-      return "step";
-    case PullSchedule::kPerLayer:
-      return "per_layer";
-    case PullSchedule::kLate:
-      return "late";
-  }
-  return "?";
+  return NameOf(kPullSchedules, schedule, "?");
 }
 
 Result<std::vector<LayerPull>> PlanLayerPulls(const replication::Sharding& sharding,

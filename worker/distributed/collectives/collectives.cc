@@ -2,21 +2,17 @@
 
 #include <string>
 
+#include "common/enum_names.h"
+
 namespace pstrain {
 
-const char* CollectiveOpName(CollectiveOp op) {
-  switch (op) {
-    case CollectiveOp::kAllReduce:
-      return "AllReduceAverage";
-    case CollectiveOp::kBroadcast:
-      return "Broadcast";
-    case CollectiveOp::kReduceScatter:
-      return "ReduceScatterAverage";
-    case CollectiveOp::kAllGather:
-      return "AllGather";
-  }
-  return "unknown";
-}
+constexpr EnumName<CollectiveOp> kCollectiveOps[] = {
+    {CollectiveOp::kAllReduce, "AllReduceAverage"},
+    {CollectiveOp::kBroadcast, "Broadcast"},
+    {CollectiveOp::kReduceScatter, "ReduceScatterAverage"},
+    {CollectiveOp::kAllGather, "AllGather"}};
+
+const char* CollectiveOpName(CollectiveOp op) { return NameOf(kCollectiveOps, op); }
 
 Status CheckCollectiveCalls(const std::vector<CollectiveCall>& calls) {
   const int size = static_cast<int>(calls.size());

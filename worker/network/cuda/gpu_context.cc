@@ -31,6 +31,18 @@ void StagingCopy(void* dst, const void* src, size_t bytes) {
   }
 }
 
+// Each (from, to) pair of tensors as the bytes to copy: from's data into to's. Their sizes
+// must agree (`what` names the direction when they do not).
+std::vector<std::pair<const void*, std::pair<void*, size_t>>> ByteCopies(
+    const std::vector<std::pair<const Tensor*, Tensor*>>& copies, const char* what) {
+  std::vector<std::pair<const void*, std::pair<void*, size_t>>> bytes;
+  for (const auto& [from, to] : copies) {
+    CHECK_EQ(from->size(), to->size()) << what << " of " << to->shape().ToString();
+    bytes.push_back({from->data(), {to->data(), from->bytes()}});
+  }
+  return bytes;
+}
+
 }  // namespace
 
 std::string GpuDescription::ToString() const {
@@ -246,12 +258,7 @@ void GpuContext::DownloadStaged(
 }
 
 void GpuContext::Upload(const std::vector<std::pair<const Tensor*, Tensor*>>& copies) {
-  std::vector<std::pair<const void*, std::pair<void*, size_t>>> raw;
-  for (const auto& [host, device] : copies) {
-    CHECK_EQ(host->size(), device->size()) << "upload of " << host->shape().ToString();
-    raw.push_back({host->data(), {device->data(), host->bytes()}});
-  }
-  UploadStaged(raw);
+  UploadStaged(ByteCopies(copies, "upload"));
 }
 
 void GpuContext::UploadBytes(const void* host, void* device, size_t bytes) {
@@ -259,12 +266,7 @@ void GpuContext::UploadBytes(const void* host, void* device, size_t bytes) {
 }
 
 void GpuContext::Download(const std::vector<std::pair<const Tensor*, Tensor*>>& copies) {
-  std::vector<std::pair<const void*, std::pair<void*, size_t>>> raw;
-  for (const auto& [device, host] : copies) {
-    CHECK_EQ(host->size(), device->size()) << "download of " << host->shape().ToString();
-    raw.push_back({device->data(), {host->data(), host->bytes()}});
-  }
-  DownloadStaged(raw);
+  DownloadStaged(ByteCopies(copies, "download"));
 }
 
 void GpuContext::BeginAsyncDownload(size_t total_bytes) {

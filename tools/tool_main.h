@@ -1,0 +1,32 @@
+// The main() of a command-line tool that takes flags only and does one job: pstrain-idx2tfrecord
+// and pstrain-synth-ctr. Their flags, their log on the terminal and their exit status are then
+// the same for both, and each main() is its usage line and its job.
+#pragma once
+
+#include <gflags/gflags.h>
+#include <glog/logging.h>
+
+#include <functional>
+
+#include "common/flags.h"
+#include "common/status.h"
+
+namespace pstrain {
+
+// Parses the flags (ParseFlags; --helpshort lists those `flag_file` defines), logs to stderr,
+// then runs `job`: exit status 0, or 1 with its error logged.
+inline int RunTool(int argc, char** argv, const char* usage, const char* flag_file,
+                   const std::function<Status()>& job) {
+  gflags::SetUsageMessage(usage);
+  FLAGS_logtostderr = true;  // a command-line tool: progress goes to the terminal
+  ParseFlags(&argc, &argv, {flag_file});
+  google::InitGoogleLogging(argv[0]);
+  const Status s = job();
+  if (!s.ok()) {
+    LOG(ERROR) << s.ToString();
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace pstrain
