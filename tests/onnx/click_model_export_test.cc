@@ -219,7 +219,21 @@ TEST_F(ClickModelExportTest, OnnxruntimeGivesPstrainsLogitsForEveryKindOfIdList)
   const int64_t n = static_cast<int64_t>(examples.size());
   WriteFloats(Path("dense.f32"), batch.inputs[0]);
   WriteInt64s(Path("A.i64"), IdsAsFloats(examples, 1, 1));
-  WriteInt64s(Path("B.i64"), IdsAsFloats(examples, 2, 3));
+  // A negative id other than -1 (a caller's bug) must read as padding, not a row counted from
+  // the table's end: one padding slot of B goes in as the id that, shifted by one, would count
+  // back to a row both of B's tables hold (table [1 + 30 buckets, D]: index id + 1 + 31).
+  int64_t held = 0;
+  while (held < 30 &&
+         !(tables_->Find("wide_B")->Contains(held) && tables_->Find("deep_B")->Contains(held))) {
+    ++held;
+  }
+  ASSERT_LT(held, 30) << "no id of B is held by both its tables";
+  Tensor b_ids = IdsAsFloats(examples, 2, 3);
+  const int64_t padding = static_cast<int64_t>(
+      std::find(b_ids.data(), b_ids.data() + b_ids.size(), -1.0f) - b_ids.data());
+  ASSERT_LT(padding, b_ids.size());
+  b_ids[padding] = static_cast<float>(held - 31);
+  WriteInt64s(Path("B.i64"), b_ids);
   WriteFloats(Path("logits.f32"), model_->logits());
   const nlohmann::json spec = {
       {"inputs",

@@ -9,21 +9,6 @@
 
 namespace pstrain::testing {
 
-std::string RunCommand(const std::string& command, int* exit_code) {
-  std::string out;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) {
-    *exit_code = -1;
-    return out;
-  }
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
-  const int status = pclose(pipe);
-  *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
-}
-
 std::string OnnxPython(std::string* why) {
   const std::string python = TestPython();
   int code = 0;

@@ -5,11 +5,9 @@
 #include <string>
 
 #include "common/tensor.h"
+#include "tests/test_env.h"  // RunCommand
 
 namespace pstrain::testing {
-
-// `command`'s stdout and stderr; its exit status in `exit_code` (-1 when it did not exit).
-std::string RunCommand(const std::string& command, int* exit_code);
 
 // The venv Python when it has onnx and onnxruntime; else empty, with the reason in `why`.
 std::string OnnxPython(std::string* why);

@@ -24,14 +24,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string RunCommand(const std::string& cmd, int* status) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof(buf), p)) out.append(buf, n);
-  *status = pclose(p);
-  return out;
-}
+using testing::RunCommand;
 
 std::string TempDir(const std::string& name) {
   const std::string dir =

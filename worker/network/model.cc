@@ -139,6 +139,14 @@ Status Model::ReadInputs(const ConfigNode& node) {
       if (std::find(input_names_.begin(), input_names_.end(), name) != input_names_.end()) {
         return item.Error("input name '" + name + "' is used twice");
       }
+      // The exports' own names: TensorBoard's graph feeds "labels", ONNX gives "logits" and
+      // "probabilities".
+      for (const char* reserved : {"labels", "logits", "probabilities"}) {
+        if (name == reserved) {
+          return item.Error("input name '" + name +
+                            "' is reserved (labels, logits, probabilities); give it another");
+        }
+      }
       input_names_.push_back(name);
       input_shapes_.push_back(Shape(shape));
     }

@@ -83,25 +83,15 @@ Status ClickInput::AfterUpdate(int64_t step) {
 Result<Evaluation> ClickInput::Evaluate(Model* model, int64_t step) {
   std::vector<size_t> order(test_examples_.size());
   std::iota(order.begin(), order.end(), 0);
-  Evaluation e;
-  ClickScores scores;
-  double loss_sum = 0.0;
-  int64_t correct = 0;
+  EvaluationTally tally;
   const size_t per_batch = static_cast<size_t>(batch_size_);
   for (size_t begin = 0; begin < order.size(); begin += per_batch) {
     const size_t count = std::min(per_batch, order.size() - begin);
     const FeatureBatch batch = batcher_.Make(test_examples_, order, begin, count);
     RETURN_IF_ERROR(tables_->Gather(batch, step, /*training=*/false));
-    loss_sum += model->Forward(Pointers(batch), batch.labels, false, nullptr) * count;
-    correct += model->CountCorrect(batch.labels);
-    scores.Add(model->logits(), batch.labels);
-    e.examples += static_cast<int64_t>(count);
+    tally.Add(*model, model->Forward(Pointers(batch), batch.labels, false, nullptr), batch.labels);
   }
-  e.accuracy = static_cast<double>(correct) / e.examples;
-  e.loss = loss_sum / e.examples;
-  e.auc = scores.Auc();
-  e.log_loss = scores.LogLoss();
-  return e;
+  return tally.Finish();
 }
 
 Status ClickInput::WriteFinal(const ConfigNode& model_node, Model* model,

@@ -24,30 +24,37 @@ double ClickScores::Auc() const {
 
 double ClickScores::LogLoss() const { return pstrain::LogLoss(probabilities_, labels_); }
 
+void EvaluationTally::Add(const Model& model, float mean_loss, const std::vector<int32_t>& labels) {
+  const int64_t n = static_cast<int64_t>(labels.size());
+  sums_.loss += static_cast<double>(mean_loss) * n;
+  sums_.examples += n;
+  correct_ += model.CountCorrect(labels);
+  two_classes_ = model.num_classes() == 2;
+  if (two_classes_) scores_.Add(model.logits(), labels);
+}
+
+Result<Evaluation> EvaluationTally::Finish() const {
+  if (sums_.examples == 0) return FailedPrecondition("the evaluation set is empty");
+  Evaluation e = sums_;
+  e.accuracy = static_cast<double>(correct_) / e.examples;
+  e.loss = sums_.loss / e.examples;
+  if (two_classes_) {
+    e.auc = scores_.Auc();
+    e.log_loss = scores_.LogLoss();
+  }
+  return e;
+}
+
 Result<Evaluation> Evaluate(Model* model, const InputOptions& input, uint64_t seed) {
   ASSIGN_OR_RETURN(auto pipeline, InputPipeline::Create(input.ForEvaluation(), 1000, 0, 1, seed));
-  Evaluation e;
-  double loss_sum = 0;
-  int64_t correct = 0;
-  ClickScores scores;
+  EvaluationTally tally;
   for (;;) {
     Result<Batch> batch = pipeline->Next();
     if (batch.status().code() == StatusCode::kOutOfRange) break;
     if (!batch.ok()) return batch.status().WithContext("evaluation input");
-    const int64_t n = batch->images.dim(0);
-    loss_sum += model->Forward(batch->images, batch->labels, false, nullptr) * n;
-    correct += model->CountCorrect(batch->labels);
-    if (model->num_classes() == 2) scores.Add(model->logits(), batch->labels);
-    e.examples += n;
+    tally.Add(*model, model->Forward(batch->images, batch->labels, false, nullptr), batch->labels);
   }
-  if (e.examples == 0) return FailedPrecondition("the evaluation set is empty");
-  e.accuracy = static_cast<double>(correct) / e.examples;
-  e.loss = loss_sum / e.examples;
-  if (model->num_classes() == 2) {
-    e.auc = scores.Auc();
-    e.log_loss = scores.LogLoss();
-  }
-  return e;
+  return tally.Finish();
 }
 
 }  // namespace worker

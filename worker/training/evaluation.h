@@ -34,6 +34,21 @@ class ClickScores {
   std::vector<int32_t> labels_;
 };
 
+// A test set's batches summed into an Evaluation: Add after each evaluation-mode Forward.
+class EvaluationTally {
+ public:
+  // The last Forward's batch of `labels.size()` examples, whose mean loss was `mean_loss`.
+  void Add(const Model& model, float mean_loss, const std::vector<int32_t>& labels);
+  // FailedPrecondition when no example was added.
+  Result<Evaluation> Finish() const;
+
+ private:
+  Evaluation sums_;  // examples counted; loss summed over examples
+  int64_t correct_ = 0;
+  bool two_classes_ = false;
+  ClickScores scores_;
+};
+
 // Accuracy and mean loss of the model (in evaluation mode) over the whole test set.
 Result<Evaluation> Evaluate(Model* model, const InputOptions& input, uint64_t seed);
 

@@ -39,7 +39,9 @@ Result<std::vector<GraphInput>> ModelInputs(const ConfigNode& model_node) {
     return std::vector<GraphInput>{{"input", shape, GraphDataType::kFloat}};
   }
   ASSIGN_OR_RETURN(ConfigNode list, model_node.Child("inputs"));
-  if (!list.IsSequence()) return list.Error("must be a list of {name, shape}");
+  if (!list.IsSequence() || list.size() == 0) {
+    return list.Error("must be a non-empty list of {name, shape}");
+  }
   std::vector<GraphInput> inputs;
   for (size_t k = 0; k < list.size(); ++k) {
     GraphInput in;

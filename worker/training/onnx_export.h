@@ -38,9 +38,8 @@ struct OnnxExportOptions {
 // (GraphOp::sparse_table): the graph holds each such table whole over the ids its input can
 // carry, so that any id a served model is given has its row.
 // The ids a served model is given are already hashed into [0, buckets) (HashId,
-// common/data/feature_example.h). Refusing others is the caller's: onnxruntime fails on an id at
-// or past `buckets`, but an id below -1 reads a row counted from the table's end (Gather's
-// negative indices).
+// common/data/feature_example.h); -1 pads a shorter list, and any other negative id reads as
+// padding does (zeros, not counted in a mean). onnxruntime fails on an id at or past `buckets`.
 struct OnnxTableRows {
   // Per id input of the model, by name: its ids lie in [0, buckets) (the feature's
   // hash_buckets).

@@ -1,5 +1,6 @@
 #include "worker/training/onnx_table_rows.h"
 
+#include <cmath>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -23,7 +24,18 @@ OnnxTableRows OnnxTableRowsOf(const EmbeddingTables& tables, const FeatureSchema
   out.rows = [&tables](const std::string& name, int64_t n) -> Result<Tensor> {
     const ps::SparseTable* table = tables.Find(name);
     if (table == nullptr) return NotFound("no sparse table '" + name + "' to export");
-    return DenseTableRows(*table, n);
+    Tensor rows = DenseTableRows(*table, n);
+    // Never exported over a broken row: the trainer's finite check sees only a batch's rows.
+    for (int64_t i = 0; i < rows.size(); ++i) {
+      if (!std::isfinite(rows[i])) {
+        return DataLoss("sparse table '" + name + "': the row of id " +
+                        std::to_string(i / table->dimension()) + " holds " +
+                        std::to_string(rows[i]) +
+                        "; a model with a non-finite value is not "
+                        "exported");
+      }
+    }
+    return rows;
   };
   return out;
 }

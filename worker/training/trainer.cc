@@ -5,6 +5,7 @@
 #include <csignal>
 #include <iomanip>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "common/checkpoint/checkpoint_manager.h"
@@ -135,10 +136,13 @@ Result<Run> Prepare(const TrainerOptions& o) {
   ASSIGN_OR_RETURN(run.store, ps::VariableStore::FromConfig(train_node));
   LOG(INFO) << "trainer: " << run.model->Summary();
   run.model->InitVariables(run.train.seed);
+  std::optional<InputOptions> images;  // read before anything is written, opened after
   if (clicks) {
     ASSIGN_OR_RETURN(run.input,
                      ClickInput::Create(run.config, run.model.get(), run.train.batch_size,
                                         run.train.seed, o.data_dir, o.max_table_rows));
+  } else {
+    ASSIGN_OR_RETURN(images, ReadInputOptions(run.config, o.data_dir));
   }
   for (Variable* v : run.model->variables()) {
     if (run.input && run.input->Holds(v)) continue;  // the tables' rows
@@ -160,9 +164,8 @@ Result<Run> Prepare(const TrainerOptions& o) {
   // After the restore: the device mirrors start from the values training resumes from.
   RETURN_IF_ERROR(run.device->Place(run.model.get()));
   RETURN_IF_ERROR(OpenLogs(o, &run));
-  if (!clicks) {
-    ASSIGN_OR_RETURN(InputOptions input, ReadInputOptions(run.config, o.data_dir));
-    ASSIGN_OR_RETURN(run.input, ImageInput::Create(input, run.train.batch_size, run.train.seed,
+  if (images) {
+    ASSIGN_OR_RETURN(run.input, ImageInput::Create(*images, run.train.batch_size, run.train.seed,
                                                    run.store->global_step(), run.train_log.get()));
   }
   run.rng.seed(run.train.seed * 7919 + run.store->global_step());
@@ -224,7 +227,10 @@ Result<Evaluation> EvaluateAndLog(Run* run, int64_t step, Clock::time_point star
   ASSIGN_OR_RETURN(Evaluation e, run->input->Evaluate(run->model.get(), step));
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   std::ostringstream clicks;
-  if (e.auc >= 0) clicks << ", test AUC " << e.auc << ", test log loss " << e.log_loss;
+  if (e.auc >= 0) {
+    clicks << std::fixed << std::setprecision(4) << ", test AUC " << e.auc << ", test log loss "
+           << e.log_loss;
+  }
   LOG(INFO) << "trainer: step " << step << ": test accuracy " << std::fixed << std::setprecision(4)
             << e.accuracy << ", test loss " << e.loss << clicks.str() << " (" << e.examples
             << " examples, " << std::setprecision(1) << elapsed << " s since start)";

@@ -1,6 +1,8 @@
-// Single-process training: a model and its input pipeline on this process, the variables'
-// updates through ps::VariableStore (the same code a parameter server runs), progress lines,
-// evaluation on the test set, TensorBoard summaries and checkpoints that resume a stopped run.
+// Single-process training: one loop over a TrainingInput (training_input.h: an image model's
+// input pipeline, or a click model's Examples and sparse tables), the dense variables' updates
+// through ps::VariableStore (the same code a parameter server runs), progress lines, evaluation
+// on the test set, TensorBoard summaries, checkpoints that resume a stopped run, and at the end
+// model.safetensors (and a click model's model.onnx) in the train_dir.
 #pragma once
 
 #include <cstdint>
@@ -16,7 +18,7 @@ namespace worker {
 
 struct TrainerOptions {
   std::string config_path;
-  std::string train_dir;  // checkpoints; resumed from when it holds one
+  std::string train_dir;  // checkpoints (resumed from when it holds one), the final exports
   std::string logdir;     // TensorBoard event files (train/ and eval/)
   int64_t max_steps = 0;  // 0: the config's train.max_steps, else its epochs
   int64_t epochs = 0;     // 0: the config's train.epochs

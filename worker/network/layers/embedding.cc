@@ -74,23 +74,26 @@ Result<GraphOp> Embedding::OnnxOp() const {
   using In = GraphOpInput;
   const In slot_axis = In::Constant(GraphDataType::kInt64, {1}, {1});
   // Row 0 of the exported table is zeros (GraphOp::sparse_table): ids move up one, and padding
-  // (-1) reads the zeros.
+  // (-1) reads the zeros. Any other negative id reads them too (Max), rather than a row counted
+  // from the table's end, and is left out of a mean's count as padding is.
   GraphOp op("Add");
   op.Named("shift").ReadsIds().ReadsSparseTable(table_);
   op.Reads({In::LayerInput(0), In::Constant(GraphDataType::kInt64, {}, {1})});
-  op.Then(GraphOp("Gather").Int("axis", 0).Reads({In::Variable(0), In::Op(0)}));  // [N, L, D]
+  op.Then(GraphOp("Max").Named("row").Reads(
+      {In::Op(0), In::Constant(GraphDataType::kInt64, {}, {0})}));                // op 1
+  op.Then(GraphOp("Gather").Int("axis", 0).Reads({In::Variable(0), In::Op(1)}));  // [N, L, D]
   // Opset 13 takes ReduceSum's axes as an input.
-  op.Then(GraphOp("ReduceSum").Int("keepdims", 0).Reads({In::Op(1), slot_axis}));  // op 2
+  op.Then(GraphOp("ReduceSum").Int("keepdims", 0).Reads({In::Op(2), slot_axis}));  // op 3
   if (combiner_ == Combiner::kSum) return op;
   // The mean over the ids present, as ForwardCpu divides: an example without ids stays zero.
   op.Then(GraphOp("Greater").Named("present").Reads(
       {In::LayerInput(0), In::Constant(GraphDataType::kInt64, {}, {-1})}));
-  op.Then(GraphOp("Cast").Named("present_float").Type("to", GraphDataType::kFloat));  // op 4
-  op.Then(GraphOp("ReduceSum").Named("count").Int("keepdims", 1).Reads({In::Op(4), slot_axis}));
+  op.Then(GraphOp("Cast").Named("present_float").Type("to", GraphDataType::kFloat));  // op 5
+  op.Then(GraphOp("ReduceSum").Named("count").Int("keepdims", 1).Reads({In::Op(5), slot_axis}));
   op.Then(GraphOp("Max")
               .Named("count_or_one")
-              .Reads({In::Op(5), In::Constant(GraphDataType::kFloat, {}, {1})}));
-  op.Then(GraphOp("Div").Named("mean").Reads({In::Op(2), In::Op(6)}));
+              .Reads({In::Op(6), In::Constant(GraphDataType::kFloat, {}, {1})}));
+  op.Then(GraphOp("Div").Named("mean").Reads({In::Op(3), In::Op(7)}));
   return op;
 }
 
