@@ -354,6 +354,13 @@ TEST(ModelTest, InputAndNamedInputsAreExclusiveAndNamesAreUnique) {
       "{inputs: [{name: a, shape: [2]}], layers: [{name: a, type: softmax_cross_entropy}]}");
   EXPECT_NE(clash.status().message().find("names a model input"), std::string::npos)
       << clash.status().ToString();
+  for (const std::string reserved : {"labels", "logits", "probabilities"}) {
+    auto named = FromText("{inputs: [{name: " + reserved +
+                          ", shape: [2]}], layers: [{name: loss, type: softmax_cross_entropy}]}");
+    EXPECT_NE(named.status().message().find("input name '" + reserved + "' is reserved"),
+              std::string::npos)
+        << named.status().ToString();
+  }
 }
 }  // namespace
 }  // namespace worker
