@@ -184,6 +184,20 @@ void WireSeeds(const fs::path& dir) {
   lease.task_index = 1;
   lease.value = 2;
   Write(dir, "data-lease", WireSeed(lease, 0));
+  // Embedding-table rows: the ids in their own int64 frame, before the gradient rows.
+  Message row_pull;
+  row_pull.type = MessageType::kRowPull;
+  row_pull.role = "worker";
+  row_pull.task_index = 1;
+  row_pull.text = "C1";
+  row_pull.ids = {3, 0, 17, 3};
+  Write(dir, "row-pull", WireSeed(row_pull, 0));
+  Message row_push = row_pull;
+  row_push.type = MessageType::kRowPush;
+  row_push.step = 4;
+  row_push.sequence = 2;
+  row_push.tensors = {{"C1", Iota(Shape{4, 2})}};
+  Write(dir, "row-push", WireSeed(row_push, 0));
   Write(dir, "aborted-reply",
         WireSeed(wire::ErrorReply(push, Aborted("not the head of shard 1 at epoch 2")), 0));
 

@@ -56,6 +56,10 @@ const char* MessageTypeName(MessageType type) {
       return "shard map";
     case MessageType::kDataLease:
       return "data lease";
+    case MessageType::kRowPull:
+      return "row pull";
+    case MessageType::kRowPush:
+      return "row push";
   }
   return "unknown";
 }
