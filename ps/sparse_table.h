@@ -84,6 +84,9 @@ class SparseTable {
   // changing nothing, on a shape mismatch, a negative id, or a non-finite gradient or one beyond
   // the optimizer's bound.
   Status Apply(const std::vector<int64_t>& ids, const Tensor& grads, int64_t step);
+  // Why Apply would refuse `grads` for `ids` before summing them (shape, a negative id, a
+  // non-finite element), or OK.
+  Status CheckGradients(const std::vector<int64_t>& ids, const Tensor& grads) const;
   // Drops the rows and pending counts untouched for evict_after_steps steps before `step`;
   // returns how many rows went. Nothing when evict_after_steps is 0.
   int64_t Evict(int64_t step);
@@ -106,7 +109,6 @@ class SparseTable {
   bool Admits(int64_t id, int64_t repeats_in_batch) const;
   void CountPending(int64_t id, int64_t step);
   void CreateRow(int64_t id, int64_t step);
-  Status CheckGradients(const std::vector<int64_t>& ids, const Tensor& grads) const;
 
   SparseTableOptions options_;
   std::shared_ptr<const Optimizer> optimizer_;

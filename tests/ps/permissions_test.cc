@@ -43,6 +43,8 @@ TEST(PermissionsTest, EachRoleMayAskWhatTheReadmeTableSays) {
       {From("", 0, MessageType::kReplicaCopy), false, false, false},
       {From("", 0, MessageType::kShardMap), true, true, true},  // a get
       {From("", 0, MessageType::kDataLease), false, true, true},
+      {From("", 0, MessageType::kRowPull), true, true, true},  // an evaluator reads rows
+      {From("", 0, MessageType::kRowPush), false, true, true},
   };
   for (const Row& row : table) {
     const char* type = wire::MessageTypeName(row.request.type);
@@ -95,10 +97,10 @@ TEST(PermissionsTest, AServerKeyMayOnlyReplicate) {
   Message init = From("ps", 1, MessageType::kRegister);
   init.tensors.push_back({"w", Tensor::Filled(Shape{1}, 1)});
   std::vector<Message> others = {init, WithChains("ps", 1)};
-  for (MessageType type :
-       {MessageType::kRegister, MessageType::kPull, MessageType::kPush, MessageType::kBarrier,
-        MessageType::kHeartbeat, MessageType::kCheckpoint, MessageType::kShutdown,
-        MessageType::kRestore, MessageType::kShardMap, MessageType::kDataLease}) {
+  for (MessageType type : {MessageType::kRegister, MessageType::kPull, MessageType::kPush,
+                           MessageType::kBarrier, MessageType::kHeartbeat, MessageType::kCheckpoint,
+                           MessageType::kShutdown, MessageType::kRestore, MessageType::kShardMap,
+                           MessageType::kDataLease, MessageType::kRowPull, MessageType::kRowPush}) {
     others.push_back(From("ps", 1, type));
   }
   for (const Message& m : others) {
