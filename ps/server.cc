@@ -250,7 +250,7 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandleInit(const std::st
   global_step_ = request.step;
   initialized_ = true;
   chain_.Reset(0, global_step_);
-  const std::string slots = RestoreSlots(request.step);
+  const std::string slots = RestoreSlots(request.step) + RestoreTables(request.step);
   LOG(INFO) << "ps " << options_.task_index << ": initialised " << request.tensors.size()
             << " variables from " << Who(request) << " at global step " << global_step_ << " ("
             << slots << ")";

@@ -244,6 +244,9 @@ class ParameterServer : private UpdateShard {
   // Defined in ps/server_checkpoints.cc, with the checkpoint requests.
   wire::Message HandleRestore(const wire::Message& request);
   std::string RestoreSlots(int64_t step);  // after the chief's values: says where slots came from
+  // After the chief's values: the table rows of the newest whole checkpoint at or before `step`
+  // (the chief holds none to give); says where they came from.
+  std::string RestoreTables(int64_t step);
   int required_pushes() const override;
   // Defined in ps/server_membership.cc. While fewer than --min_workers are live, holds an async
   // push (or refuses it into `out`); whether it took the push.

@@ -91,6 +91,22 @@ class SparseTable {
   // returns how many rows went. Nothing when evict_after_steps is 0.
   int64_t Evict(int64_t step);
 
+  // Every row held, for checkpoints: their ids, values [n, dimension] and one [n, dimension]
+  // tensor per optimizer slot (slot_names() order), rows in the same order.
+  struct Rows {
+    std::vector<int64_t> ids;
+    Tensor values;
+    std::vector<Tensor> slots;
+  };
+  Rows Export() const;
+  // Why Import would refuse `rows` (shapes, the slots' count, ids negative or repeated, more
+  // than max_rows), or OK.
+  Status CheckImport(const Rows& rows) const;
+  // Replaces every row with `rows` (as Export gives them), touched at `step`, and forgets the
+  // pending counts. Fails, changing nothing, when CheckImport does.
+  Status Import(const Rows& rows, int64_t step);
+  std::vector<std::string> slot_names() const;
+
   // The row of `id` and its optimizer slot `slot` (slot_names() order), or null: for tests and
   // checkpoints.
   const float* Row(int64_t id) const;

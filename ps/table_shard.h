@@ -62,6 +62,14 @@ class TableShard {
   bool Applied(const std::string& sender, uint64_t incarnation, uint64_t sequence) const;
   void NoteApplied(const std::string& sender, uint64_t incarnation, uint64_t sequence);
 
+  // Every table's rows as checkpoint tensors beside the dense variables, under
+  // "tables/<table>/": "ids" (the int64 ids' bytes as [rows, 2] float32, copied, never
+  // converted), "rows" [rows, dimension] and one per optimizer slot (ps/table_shard_checkpoint.cc).
+  void SaveTo(std::map<std::string, Tensor>* tensors) const;
+  // Replaces every table's rows with the checkpoint's (none for a table it lacks), touched at
+  // `step`. Fails, changing nothing, naming the table and the tensor that does not fit.
+  Status RestoreFrom(const std::map<std::string, Tensor>& tensors, int64_t step);
+
   // The table named `name`, or null: for tests and checkpoints.
   const SparseTable* Find(const std::string& name) const;
   // Rows held here, over every table.
@@ -74,6 +82,9 @@ class TableShard {
   // this server.
   Status CheckOwned(const std::string& table, const std::vector<int64_t>& ids) const;
   std::string Me() const { return "ps " + std::to_string(options_.server); }
+  // Table `name`'s rows in checkpoint `tensors`, checked (none when it saved none).
+  Result<SparseTable::Rows> RowsIn(const std::string& name,
+                                   const std::map<std::string, Tensor>& tensors) const;
 
   SparseTables tables_;
   TableShardOptions options_;
