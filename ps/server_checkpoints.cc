@@ -42,8 +42,8 @@ Status ParameterServer::RestoreStep(int64_t step) {
     names.push_back(name);
   }
   std::sort(names.begin(), names.end());
-  // The rows are checked whole before anything changes, and restored first.
-  if (tables_ != nullptr) RETURN_IF_ERROR(tables_->RestoreFrom(data.tensors, data.global_step));
+  // The rows are checked before anything changes, and restored once the variables are.
+  if (tables_ != nullptr) RETURN_IF_ERROR(tables_->CheckRestore(data.tensors));
   if (initialized_) {
     // The cluster goes back to `step` with this server running: the same variables, new values,
     // copied in place after whatever still shares them (a reply in flight, a save) has its own.
@@ -61,6 +61,7 @@ Status ParameterServer::RestoreStep(int64_t step) {
   }
   std::map<std::string, Tensor> state = store_->StateTensors();
   ASSIGN_OR_RETURN(RestoreReport report, RestoreInto(data, RestoreFilter{}, &state));
+  if (tables_ != nullptr) RETURN_IF_ERROR(tables_->RestoreFrom(data.tensors, data.global_step));
   // Gradients summed towards an update of the abandoned state are dropped with it.
   policy_->Reset(*store_);
   global_step_ = data.global_step;

@@ -45,6 +45,13 @@ Status TableShard::CheckOwned(const std::string& table, const std::vector<int64_
 Result<Tensor> TableShard::Pull(const std::string& table, const std::vector<int64_t>& ids,
                                 int64_t step, bool training) {
   ASSIGN_OR_RETURN(SparseTable * t, Table(table));
+  // The reply is ids x dimension floats even for ids without a row: a batch's distinct ids fit
+  // in the table, so more than max_rows is refused before anything is allocated.
+  if (static_cast<int64_t>(ids.size()) > t->options().max_rows) {
+    return InvalidArgument("table '" + table + "': a pull of " + std::to_string(ids.size()) +
+                           " ids, more than its max_rows " + std::to_string(t->options().max_rows) +
+                           " on " + Me());
+  }
   RETURN_IF_ERROR(CheckOwned(table, ids));
   if (!training) return t->Lookup(ids);
   Result<Tensor> rows = t->Gather(ids, step);

@@ -46,7 +46,8 @@ class TableShard {
   // The rows of `ids` (repeats allowed) as [ids.size(), dimension] in the order asked. With
   // `training` rows are created on first touch and marked touched at `step` (SparseTable::
   // Gather); without (an evaluator) they are only read. Fails, changing nothing, for an unknown
-  // table, an id this server does not own, or a table that would grow past its max_rows.
+  // table, more ids than its max_rows (the reply's size), an id this server does not own, or a
+  // table that would grow past its max_rows.
   Result<Tensor> Pull(const std::string& table, const std::vector<int64_t>& ids, int64_t step,
                       bool training);
   // One optimizer step at the rate of `step` on the rows of `ids` from `grads` [ids.size(),
@@ -66,8 +67,11 @@ class TableShard {
   // "tables/<table>/": "ids" (the int64 ids' bytes as [rows, 2] float32, copied, never
   // converted), "rows" [rows, dimension] and one per optimizer slot (ps/table_shard_checkpoint.cc).
   void SaveTo(std::map<std::string, Tensor>* tensors) const;
+  // Why RestoreFrom would refuse checkpoint `tensors`, naming the table and the tensor that does
+  // not fit, or OK: so that a restore can check every part before it changes any.
+  Status CheckRestore(const std::map<std::string, Tensor>& tensors) const;
   // Replaces every table's rows with the checkpoint's (none for a table it lacks), touched at
-  // `step`. Fails, changing nothing, naming the table and the tensor that does not fit.
+  // `step`. Fails, changing nothing, when CheckRestore does.
   Status RestoreFrom(const std::map<std::string, Tensor>& tensors, int64_t step);
 
   // The table named `name`, or null: for tests and checkpoints.

@@ -57,6 +57,14 @@ Result<SparseTable::Rows> TableShard::RowsIn(const std::string& name,
   return rows;
 }
 
+Status TableShard::CheckRestore(const std::map<std::string, Tensor>& tensors) const {
+  for (const auto& [name, table] : tables_) {
+    Result<SparseTable::Rows> rows = RowsIn(name, tensors);
+    if (!rows.ok()) return rows.status().WithContext(Me() + ": restoring table '" + name + "'");
+  }
+  return Status::OK();
+}
+
 Status TableShard::RestoreFrom(const std::map<std::string, Tensor>& tensors, int64_t step) {
   std::map<std::string, SparseTable::Rows> restored;
   for (const auto& [name, table] : tables_) {

@@ -92,14 +92,28 @@ TEST(TableShardTest, BadGradientsAreRefusedAndNoRowMoves) {
 }
 
 TEST(TableShardTest, AFullTableIsAnErrorNamingTheTableAndTheServer) {
-  auto shard = Shard(1, /*max_table_rows=*/2);
-  ASSERT_TRUE(shard->Pull("C1", OwnedIds(1, 2), 0, true).ok());
-  Result<Tensor> more = shard->Pull("C1", OwnedIds(1, 3), 1, true);
+  auto shard = Shard(1, /*max_table_rows=*/3);
+  const std::vector<int64_t> ids = OwnedIds(1, 4);
+  ASSERT_TRUE(shard->Pull("C1", {ids[0], ids[1]}, 0, true).ok());
+  Result<Tensor> more = shard->Pull("C1", {ids[2], ids[3]}, 1, true);
   ASSERT_FALSE(more.ok());
   EXPECT_EQ(more.status().code(), StatusCode::kResourceExhausted);
   EXPECT_NE(more.status().message().find("ps 1"), std::string::npos) << more.status().message();
   EXPECT_NE(more.status().message().find("table 'C1' is full"), std::string::npos);
-  EXPECT_EQ(shard->rows(), 2);
+  EXPECT_EQ(shard->rows(), 2) << "a refused pull created rows";
+}
+
+TEST(TableShardTest, APullOfMoreIdsThanTheTableHoldsIsRefusedBeforeAnyReplyIsMade) {
+  auto shard = Shard(0, /*max_table_rows=*/4);
+  const std::vector<int64_t> many(5, OwnedIds(0, 1)[0]);
+  for (bool training : {true, false}) {
+    Result<Tensor> rows = shard->Pull("C1", many, 0, training);
+    ASSERT_FALSE(rows.ok());
+    EXPECT_NE(rows.status().message().find("a pull of 5 ids, more than its max_rows 4 on ps 0"),
+              std::string::npos)
+        << rows.status().message();
+  }
+  EXPECT_EQ(shard->rows(), 0);
 }
 
 TEST(TableShardTest, AnEvaluatorsPullReadsWithoutCreatingRows) {
