@@ -1,6 +1,8 @@
 // Row pulls and pushes: ParameterServer routes them to its table shard (ps/table_shard.h),
 // which checks and applies them; here they get their replies, the global step their rows are
-// read and updated at, and a retry its original answer.
+// read and updated at, a retry its answer, and a stale push in accumulate or sync mode is dropped
+// as a dense one is. Rows are applied when they arrive, not summed over a window: a row is in few
+// of a window's batches, and its optimizer state is the row's own.
 #include "ps/server.h"
 
 namespace pstrain {
@@ -54,6 +56,17 @@ Message ParameterServer::HandleRowPush(const Message& request) {
   if (tables_->Applied(who, request.incarnation, request.sequence)) {
     ++stats_.duplicates;
     return Reply(request, MessageType::kOk);  // a retry: applied once already
+  }
+  // As the accumulate and sync policies drop a stale dense push (accumulate_updates.cc).
+  if (options_.mode != UpdateMode::kAsync && request.step < global_step_ - options_.max_staleness) {
+    ++stats_.dropped_stale;
+    tables_->NoteApplied(who, request.incarnation, request.sequence);
+    Message m = Reply(request, MessageType::kOk);
+    m.value = -1;  // dropped
+    m.text = "stale: computed from step " + std::to_string(request.step) + ", now at " +
+             std::to_string(global_step_) + " (max_staleness " +
+             std::to_string(options_.max_staleness) + ")";
+    return m;
   }
   Status applied =
       tables_->Push(who, request.text, request.ids, request.tensors[0].tensor, global_step_);

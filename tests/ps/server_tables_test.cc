@@ -28,8 +28,11 @@ class ServerTablesTest : public ::testing::Test {
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
   // Server 0 of one, with the table C1 unless `tables` is false.
-  std::unique_ptr<ParameterServer> NewServer(bool tables = true) {
+  std::unique_ptr<ParameterServer> NewServer(bool tables = true,
+                                             UpdateMode mode = UpdateMode::kAsync) {
     ServerOptions o;
+    o.mode = mode;
+    o.max_staleness = 1;
     o.num_workers = 1;
     o.train_dir = dir_;
     auto store = VariableStore::FromConfig(
@@ -56,8 +59,9 @@ class ServerTablesTest : public ::testing::Test {
     EXPECT_EQ(out.size(), 1u) << wire::MessageTypeName(m.type);
     return out.empty() ? Message() : out[0].message;
   }
-  void Init(ParameterServer* server) {
+  void Init(ParameterServer* server, int64_t step = 0) {
     Message init = From("chief", MessageType::kRegister);
+    init.step = step;
     init.tensors.push_back({"w", Tensor::Filled(Shape{2}, 1.0f)});
     ASSERT_EQ(Reply(server, init).type, MessageType::kOk);
   }
@@ -127,6 +131,28 @@ TEST_F(ServerTablesTest, ARetriedRowPushIsAnsweredWithoutBeingAppliedTwice) {
   retry.request_id = ++next_id_;
   EXPECT_EQ(Reply(server.get(), retry).type, MessageType::kOk);
   EXPECT_EQ(Rows(server.get(), {3}), once);
+}
+
+TEST_F(ServerTablesTest, AStaleRowPushIsDroppedInSyncModeAndAppliedInAsync) {
+  for (UpdateMode mode : {UpdateMode::kSync, UpdateMode::kAsync}) {
+    auto server = NewServer(true, mode);
+    Init(server.get(), /*step=*/5);
+    const std::vector<float> before = Rows(server.get(), {8});
+    Message stale = RowPush({8}, 1.0f);
+    stale.step = 3;  // two updates behind, max_staleness 1
+    Message reply = Reply(server.get(), stale);
+    ASSERT_EQ(reply.type, MessageType::kOk) << reply.text;
+    if (mode == UpdateMode::kSync) {
+      EXPECT_EQ(reply.value, -1);
+      EXPECT_NE(reply.text.find("stale: computed from step 3, now at 5"), std::string::npos);
+      EXPECT_EQ(Rows(server.get(), {8}), before);
+      EXPECT_EQ(server->stats().dropped_stale, 1);
+      Message fresh = RowPush({8}, 1.0f);
+      fresh.step = 4;
+      EXPECT_EQ(Reply(server.get(), fresh).value, 0);
+    }
+    EXPECT_NE(Rows(server.get(), {8}), before) << "mode " << static_cast<int>(mode);
+  }
 }
 
 TEST_F(ServerTablesTest, RowsAndTheirSlotsComeBackFromTheShardsCheckpoint) {
