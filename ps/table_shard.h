@@ -63,9 +63,11 @@ class TableShard {
   bool Applied(const std::string& sender, uint64_t incarnation, uint64_t sequence) const;
   void NoteApplied(const std::string& sender, uint64_t incarnation, uint64_t sequence);
 
-  // Every table's rows as checkpoint tensors beside the dense variables, under
-  // "tables/<table>/": "ids" (the int64 ids' bytes as [rows, 2] float32, copied, never
-  // converted), "rows" [rows, dimension] and one per optimizer slot (ps/table_shard_checkpoint.cc).
+  // Every table's rows as checkpoint tensors beside the dense variables, as this server's part
+  // k of a split variable: "tables/<table>/ids/part_<k>" (the int64 ids' bytes as [rows, 2]
+  // float32, copied, never converted), "tables/<table>/rows/part_<k>" [rows, dimension] and
+  // ".../rows/part_<k>/<slot>" per optimizer slot, so a cluster's shards join into whole tables
+  // (common/checkpoint/joined_checkpoint.h; ps/table_shard_checkpoint.cc).
   void SaveTo(std::map<std::string, Tensor>* tensors) const;
   // Why RestoreFrom would refuse checkpoint `tensors`, naming the table and the tensor that does
   // not fit, or OK: so that a restore can check every part before it changes any.

@@ -3,8 +3,12 @@
 // saved in the shard's checkpoints and restored from them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
 
+#include "common/checkpoint/joined_checkpoint.h"
+#include "common/row_owner.h"
 #include "ps/server.h"
 
 namespace pstrain {
@@ -27,10 +31,13 @@ class ServerTablesTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  // Server 0 of one, with the table C1 unless `tables` is false.
+  // Server `task` of `servers`, with the table C1 unless `tables` is false.
   std::unique_ptr<ParameterServer> NewServer(bool tables = true,
-                                             UpdateMode mode = UpdateMode::kAsync) {
+                                             UpdateMode mode = UpdateMode::kAsync, int task = 0,
+                                             int servers = 1) {
     ServerOptions o;
+    o.task_index = task;
+    o.num_ps = servers;
     o.mode = mode;
     o.max_staleness = 1;
     o.num_workers = 1;
@@ -39,7 +46,8 @@ class ServerTablesTest : public ::testing::Test {
         ConfigNode::Parse("{optimizer: {type: sgd}, learning_rate: {initial: 1.0}}", "t").value());
     auto server = std::make_unique<ParameterServer>(o, std::move(store).value());
     if (tables) {
-      auto shard = TableShard::FromConfig(ConfigNode::Parse(kTables, "t").value(), 0, {0, 1, 0});
+      auto shard =
+          TableShard::FromConfig(ConfigNode::Parse(kTables, "t").value(), 0, {task, servers, 0});
       EXPECT_TRUE(shard.ok()) << shard.status().ToString();
       server->SetTables(std::move(shard).value());
     }
@@ -184,6 +192,43 @@ TEST_F(ServerTablesTest, RowsAndTheirSlotsComeBackFromTheShardsCheckpoint) {
   restore.request_id = ++next_id_;
   ASSERT_EQ(Reply(fresh.get(), restore).type, MessageType::kOk);
   EXPECT_EQ(Rows(fresh.get(), ids), saved);
+}
+
+TEST_F(ServerTablesTest, TheServersCheckpointsJoinIntoWholeTables) {
+  std::vector<std::unique_ptr<ParameterServer>> servers;
+  std::vector<float> pulled;  // every server's rows, in server order
+  std::vector<int64_t> ids;
+  for (int k = 0; k < 2; ++k) {
+    servers.push_back(NewServer(true, UpdateMode::kAsync, k, 2));
+    Init(servers[k].get());
+    std::vector<int64_t> owned;
+    for (int64_t id = 0; owned.size() < static_cast<size_t>(2 + k); ++id) {
+      if (RowOwner("C1", id, 2) == k) owned.push_back(id);
+    }
+    const std::vector<float> rows = Rows(servers[k].get(), owned);
+    pulled.insert(pulled.end(), rows.begin(), rows.end());
+    ids.insert(ids.end(), owned.begin(), owned.end());
+    Save(servers[k].get(), 4);
+  }
+  Result<JoinedCheckpoint> joined = ReadJoinedCheckpoint(dir_);
+  ASSERT_TRUE(joined.ok()) << joined.status().ToString();
+  const auto& tensors = joined->data.tensors;
+  ASSERT_TRUE(tensors.count("tables/C1/rows") && tensors.count("tables/C1/ids"));
+  const Tensor& rows = tensors.at("tables/C1/rows");
+  EXPECT_EQ(rows.shape(), (Shape{5, 2}));
+  std::vector<int64_t> joined_ids(5);
+  std::memcpy(joined_ids.data(), tensors.at("tables/C1/ids").data(), 5 * sizeof(int64_t));
+  // Each server's rows in its own order (that of its row slots), the servers in order.
+  std::vector<int64_t> sorted_joined = joined_ids, sorted_ids = ids;
+  std::sort(sorted_joined.begin(), sorted_joined.end());
+  std::sort(sorted_ids.begin(), sorted_ids.end());
+  EXPECT_EQ(sorted_joined, sorted_ids);
+  for (int i = 0; i < 5; ++i) {
+    const size_t at = std::find(ids.begin(), ids.end(), joined_ids[i]) - ids.begin();
+    EXPECT_EQ(rows[2 * i], pulled[2 * at]) << "id " << joined_ids[i];
+    EXPECT_EQ(rows[2 * i + 1], pulled[2 * at + 1]) << "id " << joined_ids[i];
+  }
+  EXPECT_EQ(tensors.at("tables/C1/rows/accumulator").shape(), (Shape{5, 2}));
 }
 
 TEST_F(ServerTablesTest, AServerTheChiefInitialisesAgainTakesItsRowsFromItsNewestCheckpoint) {
