@@ -15,6 +15,8 @@
 #include "tests/distributed/ports.h"
 #include "tests/distributed/role_process.h"
 #include "tests/test_env.h"
+#include "worker/distributed/ps_client.h"
+#include "worker/distributed/remote_tables.h"
 
 namespace pstrain {
 namespace {
@@ -195,6 +197,58 @@ TEST_F(TwoServers, BadRowPushesAreRefusedWithTheRunIntact) {
   EXPECT_EQ(Refusal(PushRows(1, ids, Gradient(2, 1.0f))), "");
   const Tensor moved = Rows(1, ids);
   EXPECT_NE(moved.ToVector(), rows.ToVector());
+}
+
+// A worker's RemoteTables over PsClient's router, against the two processes: each embedding
+// layer's rows come from their owners and its gradients move them there, as the formula says.
+TEST_F(TwoServers, RemoteTablesTrainRowsOnTheirOwnersThroughTheRouter) {
+  auto model_node = ConfigNode::Parse(
+      "{inputs: [{name: ids, shape: [4]}], layers: [{name: emb, type: embedding, inputs: ids, "
+      "dimension: 4, rows: 6, table: C1}, {name: fc, type: fully_connected, units: 2}, "
+      "{name: loss, type: softmax_cross_entropy}]}",
+      "model.yaml");
+  auto model = worker::Model::FromConfig(model_node.value());
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  auto config =
+      ConfigNode::LoadFile(testing::SourceDir() + "/tests/distributed/testdata/tables.yaml");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  auto client = worker::PsClient::Connect(
+      {"127.0.0.1:" + std::to_string(ports_[0]), "127.0.0.1:" + std::to_string(ports_[1])},
+      "worker", 1, {}, 8 << 20);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  auto tables =
+      worker::RemoteTables::Create(config->Child("tables").value(), model->get(), kServers,
+                                   [&](std::vector<std::pair<int, Message>> requests) {
+                                     return (*client)->ExchangeWithTasks(std::move(requests));
+                                   });
+  ASSERT_TRUE(tables.ok()) << tables.status().ToString();
+  worker::Variable* rows = (*model)->FindVariable("emb/rows");
+  worker::FeatureBatch batch;
+  batch.ids = {Owned(0, 2)};
+  batch.ids[0].push_back(Owned(1, 1)[0]);
+  batch.ids[0].push_back(Owned(1, 2)[1]);
+  ASSERT_TRUE((*tables)->Gather(batch, 0, true).ok());
+  const std::vector<float> before = rows->value.ToVector();
+  for (int64_t i = 0; i < rows->grad.size(); ++i) rows->grad[i] = 0.1f * static_cast<float>(i % 7);
+  Status applied = (*tables)->Apply(batch, 0);
+  ASSERT_TRUE(applied.ok()) << applied.ToString();
+  ASSERT_TRUE((*tables)->Gather(batch, 1, true).ok());
+  int moved = 0;
+  for (int64_t i = 0; i < 4 * kDim; ++i) {
+    const double g = rows->grad[i];
+    const double want = before[i] - kRate * g / std::sqrt(kInitialAccumulator + g * g);
+    EXPECT_NEAR(rows->value[i], want, 1e-6) << "element " << i;
+    moved += rows->value[i] != before[i];
+  }
+  EXPECT_GT(moved, 0);
+  // Each row is where its owner says: pulled straight from it, it is the row the layer holds.
+  for (int s = 0; s < kServers; ++s) {
+    for (size_t k = 0; k < batch.ids[0].size(); ++k) {
+      if (RowOwner("C1", batch.ids[0][k], kServers) != s) continue;
+      const Tensor row = Rows(s, {batch.ids[0][k]});
+      for (int64_t j = 0; j < kDim; ++j) EXPECT_EQ(row[j], rows->value[k * kDim + j]);
+    }
+  }
 }
 
 }  // namespace
