@@ -10,6 +10,9 @@
 // Senders draw incarnations (a restart, a zombie, one from the far future), barrier names and
 // magnitudes up to and past what an optimizer's state can take; with one step per pull on, the
 // global step never moves by more pushes than the pulls answered (plus one first push a peer).
+// The server holds embedding table C1 (ps/table_shard.h): row pulls and pushes with ids, names,
+// shapes and values right and wrong; a refused row push changes no row, and a restart restores
+// the rows with the variables.
 #include <glog/logging.h>
 #include <stdlib.h>
 
@@ -60,13 +63,26 @@ const std::vector<std::pair<std::string, Shape>> kVariables = {
 const std::vector<std::string> kPeers = {"chief", "w0", "w1", "w2"};
 const std::vector<std::string> kIdentities = {"", "worker-0", "worker-1", "evaluator-0", "ps-0"};
 
+// The table's rows: few, so that a pull can fill it.
+constexpr int64_t kTableRows = 6;
+
 std::unique_ptr<ParameterServer> NewServer(const ServerOptions& options,
                                            const std::string& train_config) {
   auto config = ConfigNode::Parse(train_config, "fuzz");
   CHECK(config.ok()) << config.status().ToString();
   auto store = VariableStore::FromConfig(*config);
   CHECK(store.ok()) << store.status().ToString();
-  return std::make_unique<ParameterServer>(options, std::move(store).value());
+  auto server = std::make_unique<ParameterServer>(options, std::move(store).value());
+  // The tables take the dense optimizer and schedule: train_config plus the list.
+  std::string tables = train_config;
+  tables.insert(tables.size() - 1,
+                ", list: [{name: C1, dimension: 2, max_rows: " + std::to_string(kTableRows) + "}]");
+  auto tables_node = ConfigNode::Parse(tables, "fuzz tables");
+  CHECK(tables_node.ok()) << tables_node.status().ToString();
+  auto shard = TableShard::FromConfig(*tables_node, 0, {0, 1, 0});
+  CHECK(shard.ok()) << shard.status().ToString();
+  server->SetTables(std::move(shard).value());
+  return server;
 }
 
 // Mostly ordinary numbers, sometimes raw bits: NaN, Inf, denormals and huge values.
@@ -178,11 +194,34 @@ void ReplicationFields(FuzzInput& in, Message* m) {
   }
 }
 
-// Every variable and slot, copied: the store updates in place.
+// A row request's fields: the table (C1, or one the server lacks), ids (repeats, and raw ones
+// the codec refuses when negative) and, for a push, gradient rows of the table's dimension or
+// another.
+void RowFields(FuzzInput& in, Message* m) {
+  m->names.clear();  // what Request drew that no row request carries
+  m->assigns.clear();
+  m->value = 0;
+  m->root = 0;
+  if (m->type == MessageType::kRowPull) m->step = m->sequence = 0;
+  m->text = in.Pick<std::string>({"C1", "C1", "C2", ""});
+  for (int64_t n = in.Range(0, kTableRows + 1); n > 0; --n) {
+    m->ids.push_back(in.Bool() ? in.Range(0, 9) : in.Raw<int64_t>());
+  }
+  m->tensors.clear();
+  if (m->type == MessageType::kRowPull) return;
+  const int64_t rows = in.Byte() < 200 ? static_cast<int64_t>(m->ids.size()) : in.Range(0, 3);
+  Tensor g(Shape{rows, in.Byte() < 200 ? 2 : in.Range(1, 3)});
+  for (int64_t i = 0; i < g.size(); ++i) g[i] = Value(in);
+  m->tensors.push_back({in.Byte() < 200 ? m->text : Name(in), g});
+}
+
+// Every variable, slot and table row, copied: the store updates in place.
 using Snapshot = std::map<std::string, std::pair<Shape, std::string>>;
 Snapshot Take(const ParameterServer& server) {
+  std::map<std::string, Tensor> state = server.store().StateTensors();
+  server.tables()->SaveTo(&state);
   Snapshot s;
-  for (const auto& [name, t] : server.store().StateTensors()) {
+  for (const auto& [name, t] : state) {
     s[name] = {t.shape(), std::string(reinterpret_cast<const char*>(t.data()), t.bytes())};
   }
   return s;
@@ -255,10 +294,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   int64_t pulls = 0;
   int64_t first_step = server->global_step();
   for (uint64_t id = 1; !in.empty() && id < 64; ++id) {
-    // 0..8 as they always were (saved inputs keep their meaning); the top four bytes are the
-    // replication requests.
+    // 0..8 as they always were; the top four bytes are the replication requests, the two
+    // below them a row pull and a row push (13, 14).
     const uint8_t byte = in.Byte();
-    const uint8_t op = byte >= 252 ? 9 + (byte - 252) : byte % 9;
+    const uint8_t op = byte >= 252 ? 9 + (byte - 252) : byte >= 250 ? 13 + (byte - 250) : byte % 9;
+    const bool rows = op >= 13;
     if (op == 8) {  // restart: a new server process restores the last step it saved
       auto restarted = NewServer(options, train_config);
       if (saved) {
@@ -273,13 +313,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       continue;
     }
     // 0..6: register to shutdown; 7: the chief's restore; 9..12: replicate to data lease.
-    const bool replication = op >= 9;
+    const bool replication = op >= 9 && !rows;
     const MessageType type =
-        op == 7       ? MessageType::kRestore
+        rows          ? (op == 13 ? MessageType::kRowPull : MessageType::kRowPush)
+        : op == 7     ? MessageType::kRestore
         : replication ? static_cast<MessageType>(static_cast<int>(MessageType::kReplicate) + op - 9)
                       : static_cast<MessageType>(op);
     Message request = Request(in, type, id, server->global_step());
     if (replication) ReplicationFields(in, &request);
+    if (rows) RowFields(in, &request);
     if (!ThroughTheWire(&request)) continue;
     const std::string peer = in.Pick(kPeers);
     // The connection's CURVE key ("" in plaintext), which may disagree with the header.
@@ -307,7 +349,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       CHECK_EQ(server->global_step(), step_before) << "refused: '" << o.message.text << "'";
     }
     if (request.type != MessageType::kHeartbeat && request.type != MessageType::kPull &&
-        request.type != MessageType::kBarrier &&
+        request.type != MessageType::kBarrier && request.type != MessageType::kRowPull &&
         (identity.rfind("evaluator", 0) == 0 || request.role == "evaluator") &&
         !(request.type == MessageType::kRegister && request.tensors.empty())) {
       for (const auto& o : out) {
@@ -330,9 +372,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       first_step = server->global_step();
     }
     for (auto& done : server->TakeFinishedCheckpoints(/*wait=*/true)) out.push_back(done);
-    if (request.type == MessageType::kPush && out.size() == 1 &&
-        out[0].message.type == MessageType::kError) {
+    if ((request.type == MessageType::kPush || request.type == MessageType::kRowPush ||
+         request.type == MessageType::kRowPull) &&
+        out.size() == 1 && out[0].message.type == MessageType::kError) {
       CheckSame(before, Take(*server), "push refused with '" + out[0].message.text + "'");
+    }
+    if (rows) {
+      CHECK_EQ(server->global_step(), step_before) << "a row request moved the global step";
+      CHECK_LE(server->tables()->rows(), kTableRows);
     }
     if (request.type == MessageType::kCheckpoint && out.size() == 1 &&
         out[0].message.type == MessageType::kOk) {

@@ -167,6 +167,20 @@ void WireSeeds(const fs::path& dir) {
   Message lease = wire::Request(MessageType::kDataLease, "worker", 1);
   lease.value = 2;
   Write(dir, "data-lease", WireSeed(lease, 0));
+  // Embedding-table rows: the ids in their own int64 frame, before the gradient rows.
+  Message row_pull;
+  row_pull.type = MessageType::kRowPull;
+  row_pull.role = "worker";
+  row_pull.task_index = 1;
+  row_pull.text = "C1";
+  row_pull.ids = {3, 0, 17, 3};
+  Write(dir, "row-pull", WireSeed(row_pull, 0));
+  Message row_push = row_pull;
+  row_push.type = MessageType::kRowPush;
+  row_push.step = 4;
+  row_push.sequence = 2;
+  row_push.tensors = {{"C1", Iota(Shape{4, 2})}};
+  Write(dir, "row-push", WireSeed(row_push, 0));
   Write(dir, "aborted-reply",
         WireSeed(wire::ErrorReply(push, Aborted("not the head of shard 1 at epoch 2")), 0));
 
@@ -310,6 +324,30 @@ void ServerSeeds(const fs::path& dir) {
   Push(&r, 3, 1);
   Pull(&r, 1);
   Write(dir, "replication-requests-refused", r.str());
+
+  // Embedding-table rows (op bytes 250, 251) on an Adagrad server: a pull creating rows 2 and 5,
+  // a push of 0.25s, a NaN push (refused), a save, a restart that restores them, a pull.
+  // Request's reads: op, role, task, step, incarnation, sequence (Bool, Range), value (Bool,
+  // Range), text, names, assigns, root, tensors; RowFields': table, count, each id (Bool, Range),
+  // and for a push rows, dimension, the values and the name; then the peer and the key.
+  Seed t = ServerSetup(0, 1, 3, 0, 0);
+  const auto rows = [&t](uint8_t op, uint8_t sequence, int value_byte) {
+    t.Bytes({op, 1, 1, 0, 1, 1, sequence, 1, 0, 0, 0, 0, 0, 0});  // worker 0
+    t.Bytes({0, 3, 1, 2, 1, 5, 1, 2});                            // C1: ids 2, 5, 2
+    if (value_byte >= 0) {
+      t.Bytes({0, 0});  // a row per id, dimension 2
+      for (int i = 0; i < 6; ++i) t.Byte(static_cast<uint8_t>(value_byte));
+      t.Byte(0);  // named after the table
+    }
+    t.Bytes({1, 0});  // peer w0, plaintext
+  };
+  rows(250, 1, -1);
+  rows(251, 1, 3);
+  rows(251, 2, 6);
+  t.Bytes({5, 0, 1, 2, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0});  // the chief saves step 1
+  t.Byte(8);                                                     // restart
+  rows(250, 1, -1);
+  Write(dir, "rows-pull-push-checkpoint-restart", t.str());
 }
 
 // Serialized again with the features map in key order: protobuf writes maps in no fixed order,

@@ -80,6 +80,7 @@ Status Authorize(const Sender& sender, const wire::Message& request) {
   switch (request.type) {
     case MessageType::kHeartbeat:
     case MessageType::kPull:
+    case MessageType::kRowPull:
     case MessageType::kBarrier:
       allowed = !ps;
       break;
@@ -89,6 +90,7 @@ Status Authorize(const Sender& sender, const wire::Message& request) {
       if (!request.tensors.empty()) what = "register with initial values";
       break;
     case MessageType::kPush:
+    case MessageType::kRowPush:
     case MessageType::kDataLease:
       allowed = worker;
       break;
@@ -112,10 +114,11 @@ Status Authorize(const Sender& sender, const wire::Message& request) {
   if (allowed) return Status::OK();
   const bool replication =
       request.type == MessageType::kReplicate || request.type == MessageType::kReplicaCopy;
-  const char* why = ps            ? " (a parameter server may only send replicate and replica copy)"
-                    : replication ? " (only a parameter server may, to the next in its chain)"
-                    : worker      ? " (only the chief, worker 0, may)"
-                                  : " (an evaluator may only pull, heartbeat and wait at barriers)";
+  const char* why =
+      ps            ? " (a parameter server may only send replicate and replica copy)"
+      : replication ? " (only a parameter server may, to the next in its chain)"
+      : worker      ? " (only the chief, worker 0, may)"
+                    : " (an evaluator may only pull, pull rows, heartbeat and wait at barriers)";
   return PermissionDenied(sender.Name() + " may not send " + what + why);
 }
 

@@ -6,8 +6,9 @@
 // is why plaintext servers bind the loopback address only (ps/ps_role.cc).
 //
 // What each role may ask:
-//   evaluator  heartbeat; register without values (are the variables ready?); pull; barrier
-//   worker     the same, and push its gradients
+//   evaluator  heartbeat; register without values (are the variables ready?); pull; row pull;
+//              barrier
+//   worker     the same, and push its gradients and row gradients
 //   chief      (worker 0) all of that, and register with the initial values, checkpoint,
 //              restore a checkpoint, shutdown, set the shard map
 //   ps         (key ps-<t>) replicate and replica copy, to the next server of a chain, and

@@ -3,6 +3,7 @@
 #include <glog/logging.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 
 #include "common/config.h"
@@ -19,6 +20,16 @@ Status RunParameterServer(const PsRoleOptions& o) {
   ASSIGN_OR_RETURN(ConfigNode train, config.Child("train"));
   // Checked before the port is taken; each shard held gets its own store from it.
   RETURN_IF_ERROR(VariableStore::FromConfig(train).status());
+  // Embedding tables, when the config has them: this task's rows of each (ps/table_shard.h).
+  std::function<Result<std::unique_ptr<TableShard>>()> new_tables;
+  if (config.Has("tables")) {
+    ASSIGN_OR_RETURN(ConfigNode tables, config.Child("tables"));
+    const TableShardOptions rows{o.server.task_index, o.server.num_ps, o.server.outlier_binades};
+    new_tables = [tables, rows, max = o.max_table_rows] {
+      return TableShard::FromConfig(tables, max, rows);
+    };
+    RETURN_IF_ERROR(new_tables().status());
+  }
   const std::string who = "ps " + std::to_string(o.server.task_index);
   ASSIGN_OR_RETURN(std::string listen,
                    wire::ListenEndpoint(o.bind_host_port, o.curve.curve(), o.insecure, who));
@@ -54,6 +65,7 @@ Status RunParameterServer(const PsRoleOptions& o) {
   t.keys = o.curve;
   t.limits = o.limits;
   t.new_store = [train] { return VariableStore::FromConfig(train); };
+  t.new_tables = new_tables;
   ASSIGN_OR_RETURN(std::unique_ptr<ServerTask> task, ServerTask::Create(t, std::move(socket)));
   return task->Serve(summary.get());
 }

@@ -24,6 +24,8 @@ struct PsRoleOptions {
   bool insecure = false;       // --insecure: plaintext may listen beyond loopback
   std::string logdir;          // --logdir: this server's scalars in <logdir>/ps-<task>
   double summary_secs = 0;     // --ps_summary_secs: their interval (0: none)
+  // --max_table_rows: caps each embedding table's rows on this server (0: the config's max_rows).
+  int64_t max_table_rows = 0;
 };
 
 // Finds its shard's checkpoints (the chief picks which step to restore), serves every shard it

@@ -144,9 +144,13 @@ std::vector<ParameterServer::Outgoing> ParameterServer::Dispatch(const std::stri
   Result<Sender> sender = IdentifySender(identity, request, options_.cluster);
   Status allowed = sender.ok() ? Authorize(*sender, request) : sender.status();
   const bool data_lease = request.type == MessageType::kDataLease && ledger_ != nullptr;
+  const bool beside_shard = request.type == MessageType::kReplicate ||
+                            request.type == MessageType::kReplicaCopy ||
+                            request.type == MessageType::kShardMap ||
+                            (request.type == MessageType::kDataLease && !data_lease);
   // A request carries only its type's fields: its struct on the wire has no place for others
   // (common/wire/codec.h), and every request comes off the wire.
-  if (allowed.ok() && request.type >= MessageType::kReplicate && !data_lease) {
+  if (allowed.ok() && beside_shard) {
     // Server to server (ps/server_replication.cc), never through the peer table; the shard map
     // is the owning ServerTask's, data leases shard 0's with its ledger on.
     const bool chain =
@@ -192,6 +196,9 @@ std::vector<ParameterServer::Outgoing> ParameterServer::Dispatch(const std::stri
     }
     case MessageType::kDataLease:
       return HandleDataLease(peer, request);
+    case MessageType::kRowPull:
+    case MessageType::kRowPush:
+      return HandleRows(peer, request);
     case MessageType::kShutdown: {
       shutdown_ = true;
       LOG(INFO) << "ps " << options_.task_index << ": shutdown requested by " << Who(request)
@@ -243,7 +250,7 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandleInit(const std::st
   global_step_ = request.step;
   initialized_ = true;
   chain_.Reset(0, global_step_);
-  const std::string slots = RestoreSlots(request.step);
+  const std::string slots = RestoreSlots(request.step) + RestoreTables(request.step);
   LOG(INFO) << "ps " << options_.task_index << ": initialised " << request.tensors.size()
             << " variables from " << Who(request) << " at global step " << global_step_ << " ("
             << slots << ")";

@@ -46,6 +46,7 @@
 #include "ps/server_stats.h"
 #include "ps/server_summary.h"
 #include "ps/shard_checkpoints.h"
+#include "ps/table_shard.h"
 #include "ps/update_mode.h"
 #include "ps/update_policy.h"
 #include "ps/variable_store.h"
@@ -171,6 +172,10 @@ class ParameterServer : private UpdateShard {
   std::string ShardDir() const;
   // Shard 0's data ledger; null when elastic data is off (ServerOptions::data).
   const DataLedger* data_ledger() const { return ledger_.get(); }
+  // This server's rows of the embedding tables (ps/table_shard.h), which row pulls and pushes
+  // reach; without them (a config without `tables:`) those requests are refused.
+  void SetTables(std::unique_ptr<TableShard> tables);
+  const TableShard* tables() const { return tables_.get(); }
 
  private:
   // Handle without the traffic counts.
@@ -239,6 +244,9 @@ class ParameterServer : private UpdateShard {
   // Defined in ps/server_checkpoints.cc, with the checkpoint requests.
   wire::Message HandleRestore(const wire::Message& request);
   std::string RestoreSlots(int64_t step);  // after the chief's values: says where slots came from
+  // After the chief's values: the table rows of the newest whole checkpoint at or before `step`
+  // (the chief holds none to give); says where they came from.
+  std::string RestoreTables(int64_t step);
   int required_pushes() const override;
   // Defined in ps/server_membership.cc. While fewer than --min_workers are live, holds an async
   // push (or refuses it into `out`); whether it took the push.
@@ -247,6 +255,9 @@ class ParameterServer : private UpdateShard {
   // Defined in ps/server_data_lease.cc, with the data ledger's requests.
   void StartDataLedger();
   std::vector<Outgoing> HandleDataLease(const std::string& peer, const wire::Message& request);
+  // Defined in ps/server_rows.cc: row pulls and pushes, answered by the table shard.
+  std::vector<Outgoing> HandleRows(const std::string& peer, const wire::Message& request);
+  wire::Message HandleRowPush(const wire::Message& request);
   // A push's `uses` (checked whole, all or nothing; kAborted for a revoked lease). OK and
   // ignored when the ledger is off, as before elastic data.
   Status RecordDataUses(const wire::Message& request);
@@ -312,6 +323,7 @@ class ParameterServer : private UpdateShard {
   std::vector<Waiting> future_;  // replication requests of an epoch this task has not yet seen
   PushKinds push_kinds_;      // checks a push's contents; each variable's kind (value or gradient)
   MagnitudeGuard magnitude_;  // the pushes' largest elements, for outliers
+  std::unique_ptr<TableShard> tables_;  // embedding-table rows this server owns, or null
 };
 
 }  // namespace ps

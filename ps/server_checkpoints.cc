@@ -42,6 +42,8 @@ Status ParameterServer::RestoreStep(int64_t step) {
     names.push_back(name);
   }
   std::sort(names.begin(), names.end());
+  // The rows are checked before anything changes, and restored once the variables are.
+  if (tables_ != nullptr) RETURN_IF_ERROR(tables_->CheckRestore(data.tensors));
   if (initialized_) {
     // The cluster goes back to `step` with this server running: the same variables, new values,
     // copied in place after whatever still shares them (a reply in flight, a save) has its own.
@@ -59,6 +61,7 @@ Status ParameterServer::RestoreStep(int64_t step) {
   }
   std::map<std::string, Tensor> state = store_->StateTensors();
   ASSIGN_OR_RETURN(RestoreReport report, RestoreInto(data, RestoreFilter{}, &state));
+  if (tables_ != nullptr) RETURN_IF_ERROR(tables_->RestoreFrom(data.tensors, data.global_step));
   // Gradients summed towards an update of the abandoned state are dropped with it.
   policy_->Reset(*store_);
   global_step_ = data.global_step;
@@ -106,6 +109,19 @@ std::string ParameterServer::RestoreSlots(int64_t step) {
               : ", " + std::to_string(report->missing.size()) + " of them afresh (not in it)");
 }
 
+std::string ParameterServer::RestoreTables(int64_t step) {
+  if (tables_ == nullptr) return "";
+  Result<CheckpointData> data = checkpoints_->ReadNewestAtOrBefore(step);
+  if (!data.ok()) return "; table rows start afresh: no checkpoint at or before this step";
+  Status s = tables_->RestoreFrom(data->tensors, data->global_step);
+  if (!s.ok()) {
+    LOG(WARNING) << "ps " << options_.task_index << ": table rows start afresh: " << s.ToString();
+    return "; table rows start afresh";
+  }
+  return "; " + std::to_string(tables_->rows()) + " table rows from its checkpoint of step " +
+         std::to_string(data->global_step);
+}
+
 std::vector<ParameterServer::Outgoing> ParameterServer::HandleCheckpoint(const std::string& peer,
                                                                          const Message& request) {
   if (!initialized_) {
@@ -118,6 +134,7 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandleCheckpoint(const s
   CheckpointData data;
   data.global_step = request.step;
   data.tensors = store_->StateTensors();  // shared: an update meanwhile leaves them be
+  if (tables_ != nullptr) tables_->SaveTo(&data.tensors);  // copies of the rows
   std::string names;
   for (const std::string& n : store_->Names()) names += (names.empty() ? "" : ",") + n;
   data.metadata["variables"] = names;

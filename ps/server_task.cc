@@ -49,6 +49,10 @@ Result<std::unique_ptr<ServerTask>> ServerTask::Create(ServerTaskOptions options
   ServerOptions own = task->options_.server;
   own.shard = task->self();
   auto server = std::make_unique<ParameterServer>(own, std::move(store));
+  if (task->options_.new_tables) {
+    ASSIGN_OR_RETURN(std::unique_ptr<TableShard> tables, task->options_.new_tables());
+    server->SetTables(std::move(tables));
+  }
   server->FindCheckpoints();  // the chief picks the step every shard restores
   task->shards_[task->self()] = std::move(server);
   return task;

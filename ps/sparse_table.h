@@ -84,9 +84,28 @@ class SparseTable {
   // changing nothing, on a shape mismatch, a negative id, or a non-finite gradient or one beyond
   // the optimizer's bound.
   Status Apply(const std::vector<int64_t>& ids, const Tensor& grads, int64_t step);
+  // Why Apply would refuse `grads` for `ids` before summing them (shape, a negative id, a
+  // non-finite element), or OK.
+  Status CheckGradients(const std::vector<int64_t>& ids, const Tensor& grads) const;
   // Drops the rows and pending counts untouched for evict_after_steps steps before `step`;
   // returns how many rows went. Nothing when evict_after_steps is 0.
   int64_t Evict(int64_t step);
+
+  // Every row held, for checkpoints: their ids, values [n, dimension] and one [n, dimension]
+  // tensor per optimizer slot (slot_names() order), rows in the same order.
+  struct Rows {
+    std::vector<int64_t> ids;
+    Tensor values;
+    std::vector<Tensor> slots;
+  };
+  Rows Export() const;
+  // Why Import would refuse `rows` (shapes, the slots' count, ids negative or repeated, more
+  // than max_rows), or OK.
+  Status CheckImport(const Rows& rows) const;
+  // Replaces every row with `rows` (as Export gives them), touched at `step`, and forgets the
+  // pending counts. Fails, changing nothing, when CheckImport does.
+  Status Import(const Rows& rows, int64_t step);
+  std::vector<std::string> slot_names() const;
 
   // The row of `id` and its optimizer slot `slot` (slot_names() order), or null: for tests and
   // checkpoints.
@@ -106,7 +125,6 @@ class SparseTable {
   bool Admits(int64_t id, int64_t repeats_in_batch) const;
   void CountPending(int64_t id, int64_t step);
   void CreateRow(int64_t id, int64_t step);
-  Status CheckGradients(const std::vector<int64_t>& ids, const Tensor& grads) const;
 
   SparseTableOptions options_;
   std::shared_ptr<const Optimizer> optimizer_;

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <sstream>
 
+#include "ps/largest_exponent.h"
+
 namespace pstrain {
 namespace ps {
 
@@ -38,23 +40,6 @@ Status VariableStore::AddVariable(const std::string& name, Tensor value) {
 }
 
 namespace {
-// NaN and Inf are the floats whose exponent bits are all ones: an integer test on the bits, which
-// vectorises where std::isfinite's early-out loop did not (it was 16% of a server's time).
-// The largest exponent field among t's elements (0xff: some NaN or Inf): one pass over the
-// bits, as cheap as the finiteness test it replaces, and it bounds every |element| too.
-uint32_t LargestExponent(const Tensor& t) {
-  const float* p = t.data();
-  const int64_t n = t.size();
-  uint32_t top = 0;
-#pragma omp parallel for simd reduction(max : top) schedule(static) if (n > (int64_t{1} << 20))
-  for (int64_t i = 0; i < n; ++i) {
-    uint32_t bits;
-    std::memcpy(&bits, p + i, sizeof(bits));
-    top = std::max(top, (bits >> 23) & 0xffu);
-  }
-  return top;
-}
-
 uint32_t ExponentOf(float f) {
   uint32_t bits;
   std::memcpy(&bits, &f, sizeof(bits));

@@ -48,6 +48,9 @@ DEFINE_int32(accumulate_n, 0, "accumulate mode: gradients per update (0: number 
 DEFINE_int64(max_staleness, 0,
              "accumulate/sync: drop gradients computed more than this many updates ago");
 DEFINE_int32(backup_workers, 0, "sync mode: update with the first (workers - backup) pushes");
+DEFINE_int64(max_table_rows, 0,
+             "servers: cap every embedding table's rows on each server (0: the config's "
+             "max_rows); a pull that would pass it is refused naming the table and server");
 DEFINE_int32(gradient_outlier_binades, 10,
              "servers scale down a push whose largest gradient element lies more than this many "
              "binades (powers of two) above its sender's recent median (or the senders' median, if "
@@ -392,6 +395,7 @@ int main(int argc, char** argv) {
     }
     o.logdir = logdir;
     o.summary_secs = FLAGS_ps_summary_secs;
+    o.max_table_rows = FLAGS_max_table_rows;
     o.config_path = FLAGS_config;
     o.bind_host_port = ps[FLAGS_task_index];
     o.ps_hosts = ps;

@@ -93,9 +93,11 @@ Frame FrameOf(const NamedTensor& t) {
 
 // One tensor frame after the header per tensor its struct lists (none for a type without).
 Status CheckTensorFrames(size_t listed, const Received& r) {
-  if (r.frames.size() == listed + 1) return Status::OK();
+  const size_t before = 1 + r.leading_frames;
+  if (r.frames.size() == listed + before) return Status::OK();
   return DataLoss(StrCat("the header of a ", MessageTypeName(r.m->type), " from ", r.sender,
-                         " lists ", listed, " tensors but ", r.frames.size() - 1,
+                         " lists ", listed, " tensors but ",
+                         r.frames.size() < before ? 0 : r.frames.size() - before,
                          " tensor frames came with it (expected one frame per tensor)"));
 }
 
@@ -230,7 +232,7 @@ Status ReadTensors(capnp::List<schema::TensorMeta>::Reader metas, const Received
                              " bytes but its shape ", ShapeString(dims), " of ", dtype_name,
                              " needs ", bytes));
     }
-    const Frame& frame = r.frames[i + 1];
+    const Frame& frame = r.frames[i + 1 + r.leading_frames];
     if (frame.size != bytes) {
       return DataLoss(StrCat("tensor '", name, "' frame is ", frame.size, " bytes but its shape ",
                              ShapeString(dims), " of ", dtype_name, " needs ", bytes));

@@ -50,6 +50,7 @@ class Written {
   const std::vector<Chain>& caught_up() { return Take(kCaughtUp, m_.caught_up); }
   const std::string& link() { return Take(kLink, m_.link); }
   TensorDType pull_dtype() { return Take(kPullDtype, m_.pull_dtype); }
+  const std::vector<int64_t>& ids() { return Take(kIds, m_.ids); }
 
   // InvalidArgument naming the first field the message carries (holds a value other than its
   // default) that was not written: "a pull carries no 'sequence' (...)".
@@ -74,6 +75,7 @@ class Written {
     kCaughtUp,
     kLink,
     kPullDtype,
+    kIds,
   };
   template <typename T>
   const T& Take(Field f, const T& field) {
@@ -92,6 +94,8 @@ struct Received {
   const MessageLimits& limits;
   std::string sender;
   Message* m;
+  // Frames between the header and the tensor frames: 1 for the row types' ids frame.
+  size_t leading_frames = 0;
 };
 
 // Text both ways, every byte: cStr() and the implicit conversion from std::string stop at a NUL.
@@ -114,6 +118,15 @@ Status ReadNames(capnp::List<capnp::Text>::Reader list, const char* what, const 
 Status WriteTensors(const std::vector<NamedTensor>& tensors, MessageType type,
                     capnp::List<schema::TensorMeta>::Builder metas, std::vector<Frame>* frames);
 Status ReadTensors(capnp::List<schema::TensorMeta>::Reader metas, const Received& r);
+
+// A row pull's or push's table and ids: the ids as one frame of little-endian int64, appended
+// to `frames` before any tensor frame (a copy of the ids, shared by the frame). Read, the frame
+// must hold exactly `count` ids, each >= 0, within max_tensor_bytes; a row push must carry one
+// tensor, of the table's name, with a row per id.
+Status WriteRows(const std::string& table, const std::vector<int64_t>& ids, MessageType type,
+                 schema::RowIds::Builder meta, std::vector<Frame>* frames);
+Status ReadRows(capnp::Text::Reader table, schema::RowIds::Reader meta, Received& r);
+Status CheckRowPush(const Message& m, const Received& r);
 
 // The schema's dtype, or an error naming `what`, the value and the known ones; and back.
 Result<TensorDType> DTypeOf(schema::DType dtype, const std::string& what);

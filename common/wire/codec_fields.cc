@@ -45,11 +45,12 @@ Status Written::Unwritten() const {
                                             {kMapProofs, !m_.map_proofs.empty()},
                                             {kCaughtUp, !m_.caught_up.empty()},
                                             {kLink, !m_.link.empty()},
-                                            {kPullDtype, m_.pull_dtype != TensorDType::kFloat32}};
+                                            {kPullDtype, m_.pull_dtype != TensorDType::kFloat32},
+                                            {kIds, !m_.ids.empty()}};
   // As wire::Message names them.
-  const char* names[] = {"step",    "value",     "text",     "names",     "tensors",  "sequence",
-                         "assigns", "root",      "steps",    "errorCode", "pushes",   "chains",
-                         "uses",    "mapProofs", "caughtUp", "link",      "pullDtype"};
+  const char* names[] = {"step",    "value",     "text",     "names",     "tensors",   "sequence",
+                         "assigns", "root",      "steps",    "errorCode", "pushes",    "chains",
+                         "uses",    "mapProofs", "caughtUp", "link",      "pullDtype", "ids"};
   static_assert(sizeof(names) / sizeof(names[0]) == sizeof(carried) / sizeof(carried[0]));
   for (const auto& [field, set] : carried) {
     if (set && !(written_ & (1u << field))) {

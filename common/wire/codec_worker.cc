@@ -59,6 +59,19 @@ Status WriteWorkerRequest(Written& w, schema::WorkerRequest::Builder b,
     case MessageType::kDataLease:
       b.initDataLease().setEpoch(w.value());
       return Status::OK();
+    case MessageType::kRowPull: {
+      auto p = b.initRowPull();
+      p.setTable(AsText(w.text()));
+      return WriteRows(w.text(), w.ids(), type, p.initIds(), frames);
+    }
+    case MessageType::kRowPush: {
+      auto p = b.initRowPush();
+      p.setTable(AsText(w.text()));
+      p.setStep(w.step());
+      p.setSequence(w.sequence());
+      RETURN_IF_ERROR(WriteRows(w.text(), w.ids(), type, p.initIds(), frames));
+      return WriteTensors(w.tensors(), type, p.initTensors(w.tensors().size()), frames);
+    }
     default:
       return Internal(StrCat("a ", MessageTypeName(type), " is no worker request"));
   }
@@ -126,9 +139,23 @@ Status ReadWorkerRequest(schema::WorkerRequest::Reader b, Received& r) {
       m.type = MessageType::kDataLease;
       m.value = b.getDataLease().getEpoch();
       return Status::OK();
+    case schema::WorkerRequest::ROW_PULL: {
+      m.type = MessageType::kRowPull;
+      const auto p = b.getRowPull();
+      return ReadRows(p.getTable(), p.getIds(), r);
+    }
+    case schema::WorkerRequest::ROW_PUSH: {
+      m.type = MessageType::kRowPush;
+      const auto p = b.getRowPush();
+      m.step = p.getStep();
+      m.sequence = p.getSequence();
+      RETURN_IF_ERROR(ReadRows(p.getTable(), p.getIds(), r));
+      RETURN_IF_ERROR(ReadTensors(p.getTensors(), r));
+      return CheckRowPush(m, r);
+    }
   }
-  return UnknownType("worker request", b.which(), r, "register", schema::WorkerRequest::DATA_LEASE,
-                     "data lease");
+  return UnknownType("worker request", b.which(), r, "register", schema::WorkerRequest::ROW_PUSH,
+                     "row push");
 }
 
 }  // namespace codec

@@ -38,7 +38,9 @@ constexpr EnumName<MessageType> kMessageTypes[] = {{MessageType::kRegister, "reg
                                                    {MessageType::kReplicate, "replicate"},
                                                    {MessageType::kReplicaCopy, "replica copy"},
                                                    {MessageType::kShardMap, "shard map"},
-                                                   {MessageType::kDataLease, "data lease"}};
+                                                   {MessageType::kDataLease, "data lease"},
+                                                   {MessageType::kRowPull, "row pull"},
+                                                   {MessageType::kRowPush, "row push"}};
 
 const char* MessageTypeName(MessageType type) { return NameOf(kMessageTypes, type); }
 

@@ -20,8 +20,9 @@ namespace wire {
 // 3: replication (docs/replication.md); 4: the chief proves shard maps (map_proof.h);
 // 5: replication records and copies carry the chain's link (chain_link.h); 6: one schema per
 // protocol, a struct per request type (pstrain.capnp); 7: tensor frames may be bfloat16, and a
-// pull may ask for its reply in it (--push_dtype=bf16)
-constexpr uint32_t kProtocolVersion = 7;
+// pull may ask for its reply in it (--push_dtype=bf16); 8: embedding-table rows (row pull, row
+// push), their ids in a frame of their own
+constexpr uint32_t kProtocolVersion = 8;
 
 // Each request type has its own fields (besides the envelope every message carries: role,
 // task_index, incarnation, request_id, shard, map_epoch), its struct's in pstrain.capnp: Encode
@@ -69,6 +70,15 @@ enum class MessageType {
   // uses = {ChunkUse{epoch, chunk, count: its examples already used, to skip}}, value = the
   // chunk's examples, sequence = its first example's index in the epoch (ps/server_data_lease.cc).
   kDataLease,
+  // Embedding-table rows, each on the server that owns its id (common/row_owner.h). text: the
+  // table; ids: the rows, each >= 0, travelling as one frame of int64 before the tensor frames.
+  // worker or evaluator -> server: the rows of `ids` (repeats allowed). Reply kOk: tensors[0]
+  // [ids.size(), dimension], the rows in the order asked.
+  kRowPull,
+  // worker -> server: step (the version the gradients came from), sequence (the sender's count
+  // of row pushes to this server in its incarnation), tensors[0] the gradients [ids.size(),
+  // dimension], one row per id.
+  kRowPush,
 };
 
 const char* MessageTypeName(MessageType type);
@@ -129,6 +139,7 @@ struct Message {
   int64_t value = 0;               // barrier: participants; push: parts still to come
   std::string text;                // error message, barrier name, checkpoint directory
   std::vector<std::string> names;  // pull: the variables wanted
+  std::vector<int64_t> ids;        // row pull and push: the rows' ids (their own frame)
   TensorDType pull_dtype = TensorDType::kFloat32;  // pull: the dtype its reply's tensors travel in
   std::vector<NamedTensor> tensors;  // push: gradients; pull reply: values
   // kError: the kind of failure, so a caller can tell NotFound from InvalidArgument (kOk: unset).

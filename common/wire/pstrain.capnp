@@ -94,6 +94,8 @@ struct WorkerRequest {
     restore @7 :Restore;
     shardMap @8 :ShardMap;
     dataLease @9 :DataLease;
+    rowPull @10 :RowPull;
+    rowPush @11 :RowPush;
   }
 }
 
@@ -160,6 +162,33 @@ struct ShardMap {
 # A worker to shard 0's head: lease a data chunk of `epoch` (docs/replication.md section 6).
 struct DataLease {
   epoch @0 :Int64;
+}
+
+# The rows of one embedding table that a server owns (common/row_owner.h). The ids are not in
+# here: they travel as one frame of little-endian int64 right after this header, before any
+# tensor frame, so a batch of many ids costs no list to build or walk.
+struct RowIds {
+  # The ids in that frame: its bytes are 8 per id.
+  count @0 :UInt64;
+}
+
+# Worker or evaluator: the rows of these ids (repeats allowed), in the order asked.
+struct RowPull {
+  table @0 :Text;
+  ids @1 :RowIds;
+}
+
+# Worker: one optimizer step on the rows of these ids.
+struct RowPush {
+  table @0 :Text;
+  # The global step the gradients came from.
+  step @1 :Int64;
+  # The sender's count of row pushes to this server in this incarnation, so a retry is applied
+  # once.
+  sequence @2 :UInt64;
+  ids @3 :RowIds;
+  # One tensor, [ids, dimension]: a gradient row per id.
+  tensors @4 :List(TensorMeta);
 }
 
 # The workers of one host to their hub (worker/distributed/collectives/).

@@ -39,6 +39,8 @@ TEST(PermissionsTest, EachRoleMayAskWhatTheReadmeTableSays) {
       {Request(MessageType::kReplicaCopy, "", 0), false, false, false},
       {Request(MessageType::kShardMap, "", 0), true, true, true},  // a get
       {Request(MessageType::kDataLease, "", 0), false, true, true},
+      {Request(MessageType::kRowPull, "", 0), true, true, true},  // an evaluator reads rows
+      {Request(MessageType::kRowPush, "", 0), false, true, true},
   };
   for (const Row& row : table) {
     const char* type = wire::MessageTypeName(row.request.type);
@@ -91,10 +93,10 @@ TEST(PermissionsTest, AServerKeyMayOnlyReplicate) {
   Message init = Request(MessageType::kRegister, "ps", 1);
   init.tensors.push_back({"w", Tensor::Filled(Shape{1}, 1)});
   std::vector<Message> others = {init, WithChains("ps", 1)};
-  for (MessageType type :
-       {MessageType::kRegister, MessageType::kPull, MessageType::kPush, MessageType::kBarrier,
-        MessageType::kHeartbeat, MessageType::kCheckpoint, MessageType::kShutdown,
-        MessageType::kRestore, MessageType::kShardMap, MessageType::kDataLease}) {
+  for (MessageType type : {MessageType::kRegister, MessageType::kPull, MessageType::kPush,
+                           MessageType::kBarrier, MessageType::kHeartbeat, MessageType::kCheckpoint,
+                           MessageType::kShutdown, MessageType::kRestore, MessageType::kShardMap,
+                           MessageType::kDataLease, MessageType::kRowPull, MessageType::kRowPush}) {
     others.push_back(Request(type, "ps", 1));
   }
   for (const Message& m : others) {

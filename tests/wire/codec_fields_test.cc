@@ -54,6 +54,10 @@ capnp::StructSchema StructOf(MessageType type) {
       return capnp::Schema::from<schema::ShardMap>();
     case MessageType::kDataLease:
       return capnp::Schema::from<schema::DataLease>();
+    case MessageType::kRowPull:
+      return capnp::Schema::from<schema::RowPull>();
+    case MessageType::kRowPush:
+      return capnp::Schema::from<schema::RowPush>();
     case MessageType::kStoreSet:
       return capnp::Schema::from<schema::StoreSet>();
     case MessageType::kStoreGet:
@@ -142,8 +146,19 @@ TEST(CodecFieldsTest, AFieldOfAnotherTypeIsRefusedByNameAndHasNoPlaceInTheHeader
            "a restore carries no 'tensors'", "tensors"},
           {MessageType::kBarrier, [](Message* m) { m->error_code = StatusCode::kInternal; },
            "a barrier carries no 'errorCode'", "errorCode"},
+          {MessageType::kPull, [](Message* m) { m->ids = {1}; }, "a pull carries no 'ids'", "ids"},
+          {MessageType::kRowPull, [](Message* m) { m->sequence = 1; },
+           "a row pull carries no 'sequence'", "sequence"},
+          {MessageType::kRowPush, [](Message* m) { m->names = {"w"}; },
+           "a row push carries no 'names'", "names"},
       },
-      Of);
+      [](MessageType type) {
+        Message m = Of(type);
+        if (type == MessageType::kRowPull || type == MessageType::kRowPush) {
+          m = ExampleOf(type);
+        }
+        return m;
+      });
 }
 
 // A record as a head sends it (docs/replication.md, section 2).

@@ -92,6 +92,17 @@ inline Message ExampleOf(MessageType type) {
     case MessageType::kDataLease:
       m.value = 2;
       break;
+    case MessageType::kRowPull:
+      m.text = "wide_C1";
+      m.ids = {0, int64_t{1} << 62, 7, 7};
+      break;
+    case MessageType::kRowPush:
+      m.text = "deep_C2";
+      m.step = 31;
+      m.sequence = 4;
+      m.ids = {5, 0, int64_t{1} << 40};
+      m.tensors = {{"deep_C2", RandomBitsTensor({3, 8}, 5)}};
+      break;
     case MessageType::kStoreSet:
       m.names = {"key"};
       m.text = std::string("va\0lue", 6);
@@ -151,7 +162,7 @@ inline Message ExampleOf(MessageType type) {
 // Every type, requests and replies.
 inline std::vector<MessageType> AllMessageTypes() {
   std::vector<MessageType> types;
-  for (int t = 0; t <= static_cast<int>(MessageType::kDataLease); ++t) {
+  for (int t = 0; t <= static_cast<int>(MessageType::kRowPush); ++t) {
     types.push_back(static_cast<MessageType>(t));
   }
   return types;
@@ -171,6 +182,7 @@ inline void ExpectSameMessage(const Message& a, const Message& b) {
   EXPECT_EQ(a.value, b.value) << type;
   EXPECT_EQ(a.text, b.text) << type;
   EXPECT_EQ(a.names, b.names) << type;
+  EXPECT_EQ(a.ids, b.ids) << type;
   EXPECT_EQ(a.sequence, b.sequence) << type;
   EXPECT_EQ(a.assigns, b.assigns) << type;
   EXPECT_EQ(a.root, b.root) << type;

@@ -87,6 +87,16 @@ Message PsClient::Request(MessageType type) const {
   return m;
 }
 
+Result<std::vector<Message>> PsClient::ExchangeWithTasks(
+    std::vector<std::pair<int, Message>> requests) {
+  for (auto& [task, m] : requests) {
+    m.role = role_;
+    m.task_index = task_index_;
+    m.incarnation = wire::ProcessIncarnation();
+  }
+  return router_->Exchange(requests, kStepTimeout, /*to_tasks=*/true);
+}
+
 Message PsClient::StepPull(const std::vector<replication::Partition>& partitions) const {
   Message pull = Request(MessageType::kPull);
   for (const replication::Partition& p : partitions) pull.names.push_back(p.key);
