@@ -42,7 +42,7 @@ double JsonNumber(const std::string& json, const std::string& key) {
 }
 
 // A Wide & Deep model over `n` categorical features C1..Cn and the 13 dense floats.
-std::string SmallConfig(int n, const std::string& data) {
+std::string SmallConfig(int n, const std::string& data, bool hashed = true) {
   std::ostringstream c;
   c << "model:\n  name: widedeep_small\n  inputs:\n    - {name: dense, shape: [13]}\n";
   for (int i = 1; i <= n; ++i) c << "    - {name: C" << i << ", shape: [1]}\n";
@@ -75,7 +75,10 @@ std::string SmallConfig(int n, const std::string& data) {
   }
   c << "input:\n  train_tfrecord: " << data << "/train.tfrecord\n  test_tfrecord: " << data
     << "/test.tfrecord\n  features:\n    - {name: dense, type: float, size: 13}\n";
-  for (int i = 1; i <= n; ++i) c << "    - {name: C" << i << ", type: int64, hash_buckets: 1000}\n";
+  for (int i = 1; i <= n; ++i) {
+    c << "    - {name: C" << i << ", type: int64" << (hashed ? ", hash_buckets: 1000" : "")
+      << "}\n";
+  }
   return c.str();
 }
 
@@ -211,6 +214,28 @@ TEST(WideDeepTest, SigtermStopsTheRunAtAStepBoundaryAndItSaysDoneAtThatStep) {
   EXPECT_GE(step, 20);
   EXPECT_LT(step, 100000000);
   EXPECT_NE(out.find("done: global step " + std::to_string(step) + ","), std::string::npos) << out;
+}
+
+// Ids kept as they are (no hash_buckets) have no bound, so the tables have no whole form: the
+// run says so at its start, trains, and ends "done" without a model.onnx.
+TEST(WideDeepTest, WithoutHashBucketsTheRunSaysAtStartThatItWritesNoOnnxAndEndsDone) {
+  const std::string dir = TempDir("unhashed");
+  int status = 0;
+  RunCommand(std::string(PSTRAIN_SYNTH_CTR_BINARY) + " --out_dir=" + dir +
+                 "/data --categorical=2 --vocabulary=50 --train_examples=500 --test_examples=50",
+             &status);
+  ASSERT_EQ(status, 0);
+  std::ofstream(dir + "/widedeep.yaml") << SmallConfig(2, dir + "/data", /*hashed=*/false);
+  const std::string out = RunCommand(std::string(PSTRAIN_TRAIN_BINARY) + " --config=" + dir +
+                                         "/widedeep.yaml --train_dir=" + dir + "/run --max_steps=5",
+                                     &status);
+  ASSERT_EQ(status, 0) << out;
+  const size_t said = out.find("no model.onnx will be written at the end: feature 'C1'");
+  ASSERT_NE(said, std::string::npos) << out;
+  EXPECT_LT(said, out.find("trainer: training ")) << "said before training starts";
+  EXPECT_NE(out.find("done: global step 5"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(dir + "/run/model.onnx"));
+  EXPECT_TRUE(fs::exists(dir + "/run/model.safetensors"));
 }
 
 TEST(WideDeepTest, ATableReachingMaxTableRowsStopsTheRunNamingIt) {

@@ -47,6 +47,10 @@ Result<std::unique_ptr<ClickInput>> ClickInput::Create(const ConfigNode& config,
   if (in->test_examples_.empty()) return input.Error("'" + test_path + "' holds no examples");
   ASSIGN_OR_RETURN(ConfigNode tables_node, config.Child("tables"));
   ASSIGN_OR_RETURN(in->tables_, EmbeddingTables::Create(tables_node, model, max_table_rows));
+  in->onnx_blocker_ = OnnxExportBlocker(*in->tables_, *model, schema);
+  if (!in->onnx_blocker_.empty()) {
+    LOG(WARNING) << "trainer: no model.onnx will be written at the end: " << in->onnx_blocker_;
+  }
   in->batch_size_ = batch_size;
   in->order_.resize(in->train_examples_.size());
   std::iota(in->order_.begin(), in->order_.end(), 0);
@@ -96,6 +100,7 @@ Result<Evaluation> ClickInput::Evaluate(Model* model, int64_t step) {
 
 Status ClickInput::WriteFinal(const ConfigNode& model_node, Model* model,
                               const std::string& train_dir) {
+  if (!onnx_blocker_.empty()) return Status::OK();  // said at the start
   std::map<std::string, Tensor> weights;
   for (const Variable* v : model->variables()) weights[v->name] = v->value;
   const std::string path = train_dir + "/model.onnx";

@@ -42,7 +42,8 @@ class ClickInput : public TrainingInput {
   Result<Evaluation> Evaluate(Model* model, int64_t step) override;
   std::string NotCheckpointed() const override;
   std::string Progress() const override { return "tables: " + tables_->Summary(); }
-  // <train_dir>/model.onnx with the tables whole over their hash buckets (onnx_table_rows.h).
+  // <train_dir>/model.onnx with the tables whole over their hash buckets (onnx_table_rows.h),
+  // unless the start found it cannot be written (and said why).
   Status WriteFinal(const ConfigNode& model_node, Model* model,
                     const std::string& train_dir) override;
 
@@ -51,6 +52,7 @@ class ClickInput : public TrainingInput {
 
   int64_t batch_size_ = 0;
   FeatureSchema schema_;
+  std::string onnx_blocker_;  // why no model.onnx will be written ("" when it will)
   std::unique_ptr<EmbeddingTables> tables_;
   FeatureBatcher batcher_;
   std::vector<FeatureExample> train_examples_, test_examples_;

@@ -42,6 +42,8 @@ class EmbeddingTables : public TableRows {
   const ps::SparseTable* Find(const std::string& name) const;
   // "1234 rows in 52 tables", for progress lines.
   std::string Summary() const;
+  // Which table each embedding layer reads, and from which model input.
+  const std::vector<EmbeddingBinding>& bindings() const { return bindings_; }
 
  private:
   ps::SparseTables tables_;

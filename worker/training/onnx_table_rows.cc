@@ -1,5 +1,6 @@
 #include "worker/training/onnx_table_rows.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <string>
@@ -38,6 +39,33 @@ OnnxTableRows OnnxTableRowsOf(const EmbeddingTables& tables, const FeatureSchema
     return rows;
   };
   return out;
+}
+
+std::string OnnxExportBlocker(const EmbeddingTables& tables, const Model& model,
+                              const FeatureSchema& schema) {
+  // Under protobuf's 2 GiB message limit with room for the dense variables.
+  constexpr int64_t kMaxTableBytes = int64_t{3} << 29;  // 1.5 GiB
+  int64_t bytes = 0;
+  for (const EmbeddingBinding& b : tables.bindings()) {
+    const std::string& input = model.input_names()[b.input];
+    auto feature = std::find_if(schema.features.begin(), schema.features.end(),
+                                [&](const FeatureSpec& f) { return f.name == input; });
+    const int64_t buckets = feature == schema.features.end() ? 0 : feature->hash_buckets;
+    if (buckets <= 0) {
+      return "feature '" + input + "' (read by layer '" + b.layer->name() +
+             "') has no hash_buckets: its ids are unbounded, so table '" + b.table +
+             "' has no whole form to export";
+    }
+    const ps::SparseTable* table = tables.Find(b.table);
+    bytes += (1 + buckets) * (table == nullptr ? 0 : table->dimension()) *
+             static_cast<int64_t>(sizeof(float));
+  }
+  if (bytes > kMaxTableBytes) {
+    return "the tables over their hash buckets hold " + std::to_string(bytes >> 20) +
+           " MiB, over the " + std::to_string(kMaxTableBytes >> 20) +
+           " MiB one ONNX file can carry beside the model";
+  }
+  return "";
 }
 
 }  // namespace worker

@@ -24,5 +24,11 @@ Tensor DenseTableRows(const ps::SparseTable& table, int64_t n);
 // outlive the result) by DenseTableRows; a table `tables` lacks is an error naming it.
 OnnxTableRows OnnxTableRowsOf(const EmbeddingTables& tables, const FeatureSchema& schema);
 
+// Why an export of these tables cannot be written ("" when it can), known before training: an
+// embedding reading an id feature without hash_buckets (its ids are unbounded, so its table has
+// no whole form), or tables over their buckets too large for one ONNX file (2 GiB).
+std::string OnnxExportBlocker(const EmbeddingTables& tables, const Model& model,
+                              const FeatureSchema& schema);
+
 }  // namespace worker
 }  // namespace pstrain
