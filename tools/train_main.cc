@@ -145,9 +145,7 @@ int main(int argc, char** argv) {
   if (result->test_auc >= 0) {
     std::printf("test AUC %.4f, test log loss %.4f\n", result->test_auc, result->test_log_loss);
   }
-  if (result->checkpointed) {
-    std::printf("checkpoints in %s; TensorBoard: tensorboard --logdir %s\n", o.train_dir.c_str(),
-                o.logdir.c_str());
-  }
+  std::printf("checkpoints in %s; TensorBoard: tensorboard --logdir %s\n", o.train_dir.c_str(),
+              o.logdir.c_str());
   return 0;
 }

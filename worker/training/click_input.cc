@@ -111,10 +111,5 @@ Status ClickInput::WriteFinal(const ConfigNode& model_node, Model* model,
   return Status::OK();
 }
 
-std::string ClickInput::NotCheckpointed() const {
-  return "the sparse tables (" + tables_->Summary() +
-         ") are not in checkpoints yet, so a click model's run neither saves nor resumes one";
-}
-
 }  // namespace worker
 }  // namespace pstrain

@@ -40,7 +40,10 @@ class ClickInput : public TrainingInput {
   bool Holds(const Variable* v) const override { return tables_->Holds(v); }
   Status AfterUpdate(int64_t step) override;
   Result<Evaluation> Evaluate(Model* model, int64_t step) override;
-  std::string NotCheckpointed() const override;
+  void SaveTo(std::map<std::string, Tensor>* tensors) const override { tables_->SaveTo(tensors); }
+  Status RestoreFrom(const std::map<std::string, Tensor>& tensors, int64_t step) override {
+    return tables_->RestoreFrom(tensors, step);
+  }
   std::string Progress() const override { return "tables: " + tables_->Summary(); }
   // <train_dir>/model.onnx with the tables whole over their hash buckets (onnx_table_rows.h),
   // unless the start found it cannot be written (and said why).

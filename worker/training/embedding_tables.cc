@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "ps/table_rows_tensors.h"
+
 namespace pstrain {
 namespace worker {
 
@@ -64,6 +66,27 @@ std::string EmbeddingTables::Summary() const {
   int64_t rows = 0;
   for (const auto& [name, table] : tables_) rows += table->rows();
   return std::to_string(rows) + " rows in " + std::to_string(tables_.size()) + " tables";
+}
+
+namespace {
+ps::TableTensorNames NamesOf(const std::string& table) {
+  return {"tables/" + table + "/ids", "tables/" + table + "/rows"};
+}
+}  // namespace
+
+void EmbeddingTables::SaveTo(std::map<std::string, Tensor>* tensors) const {
+  for (const auto& [name, table] : tables_) ps::PutTableRows(*table, NamesOf(name), tensors);
+}
+
+Status EmbeddingTables::RestoreFrom(const std::map<std::string, Tensor>& tensors, int64_t step) {
+  std::map<std::string, ps::SparseTable::Rows> restored;
+  for (const auto& [name, table] : tables_) {
+    Result<ps::SparseTable::Rows> rows = ps::TableRowsIn(*table, NamesOf(name), tensors);
+    if (!rows.ok()) return rows.status().WithContext("restoring table '" + name + "'");
+    restored[name] = std::move(rows).value();
+  }
+  for (auto& [name, rows] : restored) RETURN_IF_ERROR(tables_.at(name)->Import(rows, step));
+  return Status::OK();
 }
 
 }  // namespace worker

@@ -42,6 +42,12 @@ class EmbeddingTables : public TableRows {
   const ps::SparseTable* Find(const std::string& name) const;
   // "1234 rows in 52 tables", for progress lines.
   std::string Summary() const;
+  // Every table's rows and optimizer slots as checkpoint tensors: "tables/<name>/ids", ".../rows"
+  // and ".../rows/<slot>" (ps/table_rows_tensors.h).
+  void SaveTo(std::map<std::string, Tensor>* tensors) const;
+  // Every table's rows from checkpoint `tensors`, touched at `step`; a table the checkpoint lacks
+  // starts empty. Fails naming the table and the tensor, changing nothing, on any bad one.
+  Status RestoreFrom(const std::map<std::string, Tensor>& tensors, int64_t step);
   // Which table each embedding layer reads, and from which model input.
   const std::vector<EmbeddingBinding>& bindings() const { return bindings_; }
 

@@ -22,7 +22,10 @@ class ImageInput : public TrainingInput {
   bool Holds(const Variable*) const override { return false; }
   Status AfterUpdate(int64_t) override { return Status::OK(); }
   Result<Evaluation> Evaluate(Model* model, int64_t step) override;
-  std::string NotCheckpointed() const override { return ""; }
+  void SaveTo(std::map<std::string, Tensor>*) const override {}
+  Status RestoreFrom(const std::map<std::string, Tensor>&, int64_t) override {
+    return Status::OK();
+  }
   std::string Progress() const override { return ""; }
   // Nothing: pstrain-export writes an image model's ONNX from its checkpoints.
   Status WriteFinal(const ConfigNode&, Model*, const std::string&) override { return Status::OK(); }

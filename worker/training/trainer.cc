@@ -56,9 +56,9 @@ struct Run {
   std::mt19937_64 rng;  // dropout's masks
 };
 
-// Restores the checkpoint --checkpoint_path names, else the train_dir's latest, into run->state
-// and the global step; nothing when there is none.
-Status RestoreDense(const TrainerOptions& o, Run* run) {
+// Restores the checkpoint --checkpoint_path names, else the train_dir's latest, into run->state,
+// the input (a click model's tables) and the global step; nothing when there is none.
+Status Restore(const TrainerOptions& o, Run* run) {
   Result<CheckpointData> restored = FailedPrecondition("nothing to restore");
   if (!o.checkpoint_path.empty()) {
     restored = run->checkpoints->Restore(o.checkpoint_path);
@@ -71,6 +71,10 @@ Status RestoreDense(const TrainerOptions& o, Run* run) {
   RestoreFilter filter;
   filter.exclude = SplitList(o.restore_exclude);
   ASSIGN_OR_RETURN(RestoreReport report, RestoreInto(restored.value(), filter, &run->state));
+  // A click model's tables, checked whole before any row changes. An image model's input is
+  // made after the restore (its shuffle starts from the step) and holds no state.
+  if (run->input)
+    RETURN_IF_ERROR(run->input->RestoreFrom(restored->tensors, restored->global_step));
   run->store->set_global_step(restored->global_step);
   LOG(INFO) << "trainer: restored " << report.restored.size() << " tensors at global step "
             << restored->global_step << " from "
@@ -153,14 +157,11 @@ Result<Run> Prepare(const TrainerOptions& o) {
   }
   for (auto& [name, t] : run.store->StateTensors()) run.state[name] = t;
   run.checkpoints = std::make_unique<CheckpointManager>(o.train_dir, o.max_to_keep);
-  if (clicks) {
-    if (!o.checkpoint_path.empty())
-      return InvalidArgument("--checkpoint_path: " + run.input->NotCheckpointed());
-  } else {
+  if (!clicks) {
     ASSIGN_OR_RETURN(TfLayout tf_layout, TfLayoutOf(run.model_node));
     run.checkpoints->set_tf_layout(std::move(tf_layout));  // a TensorFlow checkpoint's kernels
-    RETURN_IF_ERROR(RestoreDense(o, &run));
   }
+  RETURN_IF_ERROR(Restore(o, &run));
   // After the restore: the device mirrors start from the values training resumes from.
   RETURN_IF_ERROR(run.device->Place(run.model.get()));
   RETURN_IF_ERROR(OpenLogs(o, &run));
@@ -256,6 +257,7 @@ Status Save(Run* run, int64_t step) {
   CheckpointData data;
   data.global_step = step;
   data.tensors = run->state;
+  run->input->SaveTo(&data.tensors);
   data.metadata["model"] = run->model->name();
   ASSIGN_OR_RETURN(std::string path, run->checkpoints->Save(data));
   LOG(INFO) << "trainer: step " << step << ": saved checkpoint " << path;
@@ -271,8 +273,8 @@ Status Export(const TrainerOptions& o, Run* run, int64_t step) {
   }
   const std::string exported = o.train_dir + "/model.safetensors";
   RETURN_IF_ERROR(ExportSafetensors(final_state, exported));
-  LOG(INFO) << "trainer: exported the " << (run->input->NotCheckpointed().empty() ? "" : "dense ")
-            << "variables to " << exported << " (loads with safetensors in numpy or PyTorch)";
+  LOG(INFO) << "trainer: exported the variables to " << exported
+            << " (loads with safetensors in numpy or PyTorch)";
   return run->input->WriteFinal(run->model_node, run->model.get(), o.train_dir);
 }
 
@@ -280,8 +282,6 @@ Status Export(const TrainerOptions& o, Run* run, int64_t step) {
 
 Result<TrainResult> Train(const TrainerOptions& o) {
   ASSIGN_OR_RETURN(Run run, Prepare(o));
-  const std::string not_checkpointed = run.input->NotCheckpointed();
-  if (!not_checkpointed.empty()) LOG(WARNING) << "trainer: " << not_checkpointed;
   LOG(INFO) << "trainer: training " << run.model->name() << " from step "
             << run.store->global_step() << " to " << run.max_steps << " (" << run.steps_per_epoch
             << " steps per epoch, batch " << run.train.batch_size << ", "
@@ -290,11 +290,9 @@ Result<TrainResult> Train(const TrainerOptions& o) {
     LOG(INFO) << "trainer: TensorBoard logs in " << o.logdir
               << "; watch with: tensorboard --logdir " << o.logdir;
   }
-  const bool saves = not_checkpointed.empty();
   SaveTrigger trigger(SavePolicy{o.save_checkpoints_steps, o.save_checkpoints_secs},
                       run.store->global_step(), Clock::now());
   TrainResult result;
-  result.checkpointed = saves;
   const auto start = Clock::now();
   ProgressWindow window;
   const ProgressSchedule schedule{o.log_every_n_steps, o.log_every_n_secs};
@@ -324,7 +322,7 @@ Result<TrainResult> Train(const TrainerOptions& o) {
         break;
       }
     }
-    if (saves && trigger.ShouldSave(step, Clock::now())) {
+    if (trigger.ShouldSave(step, Clock::now())) {
       RETURN_IF_ERROR(Save(&run, step));
       last_saved = step;
     }
@@ -335,7 +333,7 @@ Result<TrainResult> Train(const TrainerOptions& o) {
   // Never saved, exported or "done" over a broken model: the last checkpoint stays the valid one.
   RETURN_IF_ERROR(
       CheckModelFinite(run.model->variables(), result.global_step).WithContext("trainer"));
-  if (saves && result.global_step != last_saved) RETURN_IF_ERROR(Save(&run, result.global_step));
+  if (result.global_step != last_saved) RETURN_IF_ERROR(Save(&run, result.global_step));
   ReportDeviceMemory(*run.device, "trainer: at the end", result.global_step, run.train_log.get());
   if (!evaluated_at_end && !StopRequested()) {
     ASSIGN_OR_RETURN(Evaluation e, EvaluateAndLog(&run, result.global_step, start));

@@ -46,7 +46,6 @@ struct TrainResult {
   double test_auc = -1;  // two-class (click) models only
   double test_log_loss = 0;
   double train_seconds = 0;
-  bool checkpointed = true;  // false for models with sparse tables (click_input.h)
 };
 
 Result<TrainResult> Train(const TrainerOptions& options);

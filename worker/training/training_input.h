@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <random>
 #include <string>
 
@@ -37,9 +38,10 @@ class TrainingInput {
   virtual Status AfterUpdate(int64_t step) = 0;
   // The model in evaluation mode over the whole test set at global step `step`.
   virtual Result<Evaluation> Evaluate(Model* model, int64_t step) = 0;
-  // Whether a checkpoint of the dense state restores the whole run ("" when it does); else why
-  // not, for the log.
-  virtual std::string NotCheckpointed() const = 0;
+  // The input's own state into a checkpoint's tensors (a click model's tables), and back from a
+  // restored one at global step `step`; nothing for an image model.
+  virtual void SaveTo(std::map<std::string, Tensor>* tensors) const = 0;
+  virtual Status RestoreFrom(const std::map<std::string, Tensor>& tensors, int64_t step) = 0;
   // Text for progress lines beyond the loop's own ("" for none), e.g. the tables' rows.
   virtual std::string Progress() const = 0;
   // What the run writes into `train_dir` at its end beyond the dense variables (a click model:
