@@ -82,6 +82,18 @@ std::string SmallConfig(int n, const std::string& data, bool hashed = true) {
   return c.str();
 }
 
+// A click log from pstrain-synth-ctr in <dir>/data (`flags`: its sizes) and the small model over
+// its first `n` features in <dir>/widedeep.yaml.
+::testing::AssertionResult MakeClickRun(const std::string& dir, const std::string& flags, int n,
+                                        bool hashed = true) {
+  int status = 0;
+  const std::string out = RunCommand(
+      std::string(PSTRAIN_SYNTH_CTR_BINARY) + " --out_dir=" + dir + "/data " + flags, &status);
+  if (status != 0) return ::testing::AssertionFailure() << "pstrain-synth-ctr failed: " << out;
+  std::ofstream(dir + "/widedeep.yaml") << SmallConfig(n, dir + "/data", hashed);
+  return ::testing::AssertionSuccess();
+}
+
 TEST(WideDeepTest, TrainsToWithinThreePointsOfTheBestAucOfItsSyntheticLog) {
   const std::string dir = TempDir("small");
   int status = 0;
@@ -167,11 +179,7 @@ std::string ReadAll(const std::string& path) {
 TEST(WideDeepTest, SigtermStopsTheRunAtAStepBoundaryAndItSaysDoneAtThatStep) {
   const std::string dir = TempDir("stop");
   int status = 0;
-  RunCommand(std::string(PSTRAIN_SYNTH_CTR_BINARY) + " --out_dir=" + dir +
-                 "/data --categorical=2 --train_examples=2000 --test_examples=200",
-             &status);
-  ASSERT_EQ(status, 0);
-  std::ofstream(dir + "/widedeep.yaml") << SmallConfig(2, dir + "/data");
+  ASSERT_TRUE(MakeClickRun(dir, "--categorical=2 --train_examples=2000 --test_examples=200", 2));
   const std::string log = dir + "/train.log";
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
@@ -220,11 +228,7 @@ TEST(WideDeepTest, SigtermStopsTheRunAtAStepBoundaryAndItSaysDoneAtThatStep) {
 TEST(WideDeepTest, WithoutHashBucketsTheRunSaysAtStartThatItWritesNoOnnxAndEndsDone) {
   const std::string dir = TempDir("unhashed");
   int status = 0;
-  RunCommand(std::string(PSTRAIN_SYNTH_CTR_BINARY) + " --out_dir=" + dir +
-                 "/data --categorical=2 --vocabulary=50 --train_examples=500 --test_examples=50",
-             &status);
-  ASSERT_EQ(status, 0);
-  std::ofstream(dir + "/widedeep.yaml") << SmallConfig(2, dir + "/data", /*hashed=*/false);
+  ASSERT_TRUE(MakeClickRun(dir, "--categorical=2 --vocabulary=50 --train_examples=500 --test_examples=50", 2, /*hashed=*/false));
   const std::string out = RunCommand(std::string(PSTRAIN_TRAIN_BINARY) + " --config=" + dir +
                                          "/widedeep.yaml --train_dir=" + dir + "/run --max_steps=5",
                                      &status);
@@ -244,11 +248,7 @@ TEST(WideDeepTest, WithoutHashBucketsTheRunSaysAtStartThatItWritesNoOnnxAndEndsD
 TEST(WideDeepTest, ARunResumesWithItsTablesFromItsCheckpoint) {
   const std::string dir = TempDir("resume");
   int status = 0;
-  RunCommand(std::string(PSTRAIN_SYNTH_CTR_BINARY) + " --out_dir=" + dir +
-                 "/data --categorical=3 --vocabulary=50 --train_examples=4000 --test_examples=1000",
-             &status);
-  ASSERT_EQ(status, 0);
-  std::ofstream(dir + "/widedeep.yaml") << SmallConfig(3, dir + "/data");
+  ASSERT_TRUE(MakeClickRun(dir, "--categorical=3 --vocabulary=50 --train_examples=4000 --test_examples=1000", 3));
   const std::string train = std::string(PSTRAIN_TRAIN_BINARY) + " --config=" + dir +
                             "/widedeep.yaml --train_dir=" + dir + "/run --max_steps=150";
   const std::string first = RunCommand(train, &status);
@@ -269,11 +269,7 @@ TEST(WideDeepTest, ARunResumesWithItsTablesFromItsCheckpoint) {
 TEST(WideDeepTest, ATableReachingMaxTableRowsStopsTheRunNamingIt) {
   const std::string dir = TempDir("full");
   int status = 0;
-  RunCommand(std::string(PSTRAIN_SYNTH_CTR_BINARY) + " --out_dir=" + dir +
-                 "/data --categorical=2 --vocabulary=500 --train_examples=500 --test_examples=10",
-             &status);
-  ASSERT_EQ(status, 0);
-  std::ofstream(dir + "/widedeep.yaml") << SmallConfig(2, dir + "/data");
+  ASSERT_TRUE(MakeClickRun(dir, "--categorical=2 --vocabulary=500 --train_examples=500 --test_examples=10", 2));
   const std::string out =
       RunCommand(std::string(PSTRAIN_TRAIN_BINARY) + " --config=" + dir +
                      "/widedeep.yaml --train_dir=" + dir + "/run --max_table_rows=60",
@@ -286,11 +282,7 @@ TEST(WideDeepTest, ATableReachingMaxTableRowsStopsTheRunNamingIt) {
 TEST(WideDeepTest, AFeatureTheLogLacksStopsTheRunNamingItAndTheRecord) {
   const std::string dir = TempDir("missing");
   int status = 0;
-  RunCommand(std::string(PSTRAIN_SYNTH_CTR_BINARY) + " --out_dir=" + dir +
-                 "/data --categorical=2 --train_examples=50 --test_examples=10",
-             &status);
-  ASSERT_EQ(status, 0);
-  std::ofstream(dir + "/widedeep.yaml") << SmallConfig(3, dir + "/data");
+  ASSERT_TRUE(MakeClickRun(dir, "--categorical=2 --train_examples=50 --test_examples=10", 3));
   const std::string out = RunCommand(std::string(PSTRAIN_TRAIN_BINARY) + " --config=" + dir +
                                          "/widedeep.yaml --train_dir=" + dir + "/run",
                                      &status);
