@@ -126,7 +126,9 @@ Status ReadTensors(capnp::List<schema::TensorMeta>::Reader metas, const Received
 Status WriteRows(const std::string& table, const std::vector<int64_t>& ids, MessageType type,
                  schema::RowIds::Builder meta, std::vector<Frame>* frames);
 Status ReadRows(capnp::Text::Reader table, schema::RowIds::Reader meta, Received& r);
-Status CheckRowPush(const Message& m, const Received& r);
+// Both ways: what is written is what a reader takes.
+Status CheckRowPush(const std::string& table, size_t ids, const std::vector<NamedTensor>& tensors,
+                    const std::string& sender);
 
 // The schema's dtype, or an error naming `what`, the value and the known ones; and back.
 Result<TensorDType> DTypeOf(schema::DType dtype, const std::string& what);

@@ -67,19 +67,20 @@ Status ReadRows(capnp::Text::Reader table, schema::RowIds::Reader meta, Received
   return Status::OK();
 }
 
-Status CheckRowPush(const Message& m, const Received& r) {
-  const int64_t n = static_cast<int64_t>(m.ids.size());
-  if (m.tensors.size() != 1) {
-    return InvalidArgument(StrCat("a row push from ", r.sender, " carries ", m.tensors.size(),
+Status CheckRowPush(const std::string& table, size_t ids, const std::vector<NamedTensor>& tensors,
+                    const std::string& sender) {
+  const int64_t n = static_cast<int64_t>(ids);
+  if (tensors.size() != 1) {
+    return InvalidArgument(StrCat("a row push from ", sender, " carries ", tensors.size(),
                                   " tensors; expected one, the gradient rows"));
   }
-  const NamedTensor& g = m.tensors[0];
-  if (g.name != m.text) {
-    return InvalidArgument(StrCat("a row push from ", r.sender, " to table '", m.text,
+  const NamedTensor& g = tensors[0];
+  if (g.name != table) {
+    return InvalidArgument(StrCat("a row push from ", sender, " to table '", table,
                                   "' carries tensor '", g.name, "'; expected the table's name"));
   }
   if (g.tensor.shape().rank() != 2 || g.tensor.dim(0) != n || g.tensor.dim(1) <= 0) {
-    return InvalidArgument(StrCat("a row push from ", r.sender, " to table '", m.text,
+    return InvalidArgument(StrCat("a row push from ", sender, " to table '", table,
                                   "' has gradient ", g.tensor.shape().ToString(), " for ", n,
                                   " ids; expected [", n, ", dimension]"));
   }

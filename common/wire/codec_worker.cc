@@ -70,6 +70,7 @@ Status WriteWorkerRequest(Written& w, schema::WorkerRequest::Builder b,
       p.setStep(w.step());
       p.setSequence(w.sequence());
       RETURN_IF_ERROR(WriteRows(w.text(), w.ids(), type, p.initIds(), frames));
+      RETURN_IF_ERROR(CheckRowPush(w.text(), w.ids().size(), w.tensors(), "this process"));
       return WriteTensors(w.tensors(), type, p.initTensors(w.tensors().size()), frames);
     }
     default:
@@ -151,7 +152,7 @@ Status ReadWorkerRequest(schema::WorkerRequest::Reader b, Received& r) {
       m.sequence = p.getSequence();
       RETURN_IF_ERROR(ReadRows(p.getTable(), p.getIds(), r));
       RETURN_IF_ERROR(ReadTensors(p.getTensors(), r));
-      return CheckRowPush(m, r);
+      return CheckRowPush(m.text, m.ids.size(), m.tensors, r.sender);
     }
   }
   return UnknownType("worker request", b.which(), r, "register", schema::WorkerRequest::ROW_PUSH,
