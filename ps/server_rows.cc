@@ -26,13 +26,16 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandleRows(const std::st
                          StatusCode::kUninitialized)}};
   }
   if (request.type == MessageType::kRowPush) return {{peer, HandleRowPush(request)}};
-  // An evaluator reads rows as they are; a worker's pull creates the rows its batch touches.
-  const bool training = request.role != "evaluator";
+  // An evaluator reads rows as they are, as does an evaluation's read-only pull; a worker's
+  // training pull creates the rows its batch touches.
+  const bool training = request.role != "evaluator" && request.value == 0;
   Result<Tensor> rows = tables_->Pull(request.text, request.ids, global_step_, training);
   if (!rows.ok()) {
     ++stats_.rejected;
     return {{peer, Error(request, rows.status().message(), rows.status().code())}};
   }
+  if (training)
+    tables_->pulls().NotePull(Who(request), request.incarnation, request.text, request.ids);
   Message m = Reply(request, MessageType::kOk);
   m.tensors.push_back({request.text, std::move(rows).value()});
   ++stats_.pulls;
@@ -57,10 +60,24 @@ Message ParameterServer::HandleRowPush(const Message& request) {
     ++stats_.duplicates;
     return Reply(request, MessageType::kOk);  // a retry: applied once already
   }
+  // Whose rows these are comes first (the more telling refusal), then whether a pull of them
+  // came before (one row push per pull).
+  Status paced = tables_->CheckOwned(request.text, request.ids);
+  if (paced.ok()) {
+    paced = tables_->pulls().MayPush(who, request.incarnation, request.text, request.ids);
+  }
+  if (!paced.ok()) {
+    ++stats_.rejected;
+    return Error(request,
+                 who + "'s row push of step " + std::to_string(request.step) +
+                     " refused: " + paced.message(),
+                 paced.code());
+  }
   // As the accumulate and sync policies drop a stale dense push (accumulate_updates.cc).
   if (options_.mode != UpdateMode::kAsync && request.step < global_step_ - options_.max_staleness) {
     ++stats_.dropped_stale;
     tables_->NoteApplied(who, request.incarnation, request.sequence);
+    tables_->pulls().NotePush(who, request.incarnation, request.text, request.ids);
     Message m = Reply(request, MessageType::kOk);
     m.value = -1;  // dropped
     m.text = "stale: computed from step " + std::to_string(request.step) + ", now at " +
@@ -78,6 +95,7 @@ Message ParameterServer::HandleRowPush(const Message& request) {
                  applied.code());
   }
   tables_->NoteApplied(who, request.incarnation, request.sequence);
+  tables_->pulls().NotePush(who, request.incarnation, request.text, request.ids);
   ++stats_.pushes;
   return Reply(request, MessageType::kOk);
 }

@@ -23,6 +23,7 @@
 #include "common/status.h"
 #include "common/tensor.h"
 #include "ps/magnitude_guard.h"
+#include "ps/row_pull_ledger.h"
 #include "ps/sparse_tables_config.h"
 
 namespace pstrain::ps {
@@ -63,6 +64,12 @@ class TableShard {
   bool Applied(const std::string& sender, uint64_t incarnation, uint64_t sequence) const;
   void NoteApplied(const std::string& sender, uint64_t incarnation, uint64_t sequence);
 
+  // InvalidArgument naming the table, the first id this server does not own, its owner and
+  // this server.
+  Status CheckOwned(const std::string& table, const std::vector<int64_t>& ids) const;
+  // Which row pushes follow a pull of their rows (ps/row_pull_ledger.h).
+  RowPullLedger& pulls() { return pulls_; }
+
   // Every table's rows as checkpoint tensors beside the dense variables, as this server's part
   // k of a split variable: "tables/<table>/ids/part_<k>" (the int64 ids' bytes as [rows, 2]
   // float32, copied, never converted), "tables/<table>/rows/part_<k>" [rows, dimension] and
@@ -84,9 +91,6 @@ class TableShard {
  private:
   // The table, or NotFound naming it and the tables there are.
   Result<SparseTable*> Table(const std::string& name);
-  // InvalidArgument naming the table, the first id this server does not own, its owner and
-  // this server.
-  Status CheckOwned(const std::string& table, const std::vector<int64_t>& ids) const;
   std::string Me() const { return "ps " + std::to_string(options_.server); }
   // Table `name`'s rows in checkpoint `tensors`, checked (none when it saved none).
   Result<SparseTable::Rows> RowsIn(const std::string& name,
@@ -100,6 +104,7 @@ class TableShard {
     uint64_t sequence = 0;
   };
   std::map<std::string, LastPush> last_push_;  // by sender
+  RowPullLedger pulls_;
 };
 
 }  // namespace pstrain::ps

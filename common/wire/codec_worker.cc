@@ -62,6 +62,7 @@ Status WriteWorkerRequest(Written& w, schema::WorkerRequest::Builder b,
     case MessageType::kRowPull: {
       auto p = b.initRowPull();
       p.setTable(AsText(w.text()));
+      p.setReadOnly(w.value() != 0);
       return WriteRows(w.text(), w.ids(), type, p.initIds(), frames);
     }
     case MessageType::kRowPush: {
@@ -143,6 +144,7 @@ Status ReadWorkerRequest(schema::WorkerRequest::Reader b, Received& r) {
     case schema::WorkerRequest::ROW_PULL: {
       m.type = MessageType::kRowPull;
       const auto p = b.getRowPull();
+      m.value = p.getReadOnly() ? 1 : 0;
       return ReadRows(p.getTable(), p.getIds(), r);
     }
     case schema::WorkerRequest::ROW_PUSH: {

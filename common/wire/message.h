@@ -136,7 +136,7 @@ struct Message {
   std::string role;                // sender: "worker", "evaluator", "ps", "chief"
   int32_t task_index = -1;         // sender's task index
   int64_t step = 0;                // pull reply: global step; push: version the gradient came from
-  int64_t value = 0;               // barrier: participants; push: parts still to come
+  int64_t value = 0;  // barrier: participants; push: parts still to come; row pull: 1 read-only
   std::string text;                // error message, barrier name, checkpoint directory
   std::vector<std::string> names;  // pull: the variables wanted
   std::vector<int64_t> ids;        // row pull and push: the rows' ids (their own frame)

@@ -172,10 +172,13 @@ struct RowIds {
   count @0 :UInt64;
 }
 
-# Worker or evaluator: the rows of these ids (repeats allowed), in the order asked.
+# Worker or evaluator: the rows of these ids (repeats allowed), in the order asked. A worker's
+# pull creates the rows its batch touches and counts them towards admission; a read-only one (an
+# evaluation's; an evaluator's always) only looks them up.
 struct RowPull {
   table @0 :Text;
   ids @1 :RowIds;
+  readOnly @2 :Bool;
 }
 
 # Worker: one optimizer step on the rows of these ids.

@@ -134,6 +134,7 @@ TEST_F(TwoServers, PushedRowsMoveByAdagradOnTheirOwnerOnly) {
     const Tensor g1 = Gradient(3, 0.5f), g2 = Gradient(3, -1.5f);
     Result<Message> pushed = PushRows(s, ids, g1);
     ASSERT_TRUE(pushed.ok() && pushed->type == MessageType::kOk) << ReplyText(pushed);
+    Rows(s, ids);  // a worker pulls before each push (one row push per pull)
     pushed = PushRows(s, ids, g2);
     ASSERT_TRUE(pushed.ok() && pushed->type == MessageType::kOk) << ReplyText(pushed);
     const Tensor after = Rows(s, ids);
@@ -249,6 +250,34 @@ TEST_F(TwoServers, RemoteTablesTrainRowsOnTheirOwnersThroughTheRouter) {
       for (int64_t j = 0; j < kDim; ++j) EXPECT_EQ(row[j], rows->value[k * kDim + j]);
     }
   }
+}
+
+// A worker's key moves a row only by the round trip a real step makes: one row push per row pull,
+// of the ids that pull named (ps/row_pull_ledger.h). Before, 50 pushes after one pull moved the
+// row 50 Adagrad steps.
+TEST_F(TwoServers, AWorkerKeyMovesRowsOncePerPullAndOnlyTheRowsPulled) {
+  const std::vector<int64_t> ids = Owned(0, 2), other = {Owned(0, 3)[2]};
+  const Tensor before = Rows(0, ids);
+  const Tensor g = Gradient(2, 1.0f);
+  ASSERT_EQ(Refusal(PushRows(0, ids, g)), "");
+  int refused = 0;
+  for (int i = 0; i < 49; ++i) {
+    const std::string why = Refusal(PushRows(0, ids, g));
+    if (why.find("one row push per pull") != std::string::npos) ++refused;
+  }
+  EXPECT_EQ(refused, 49);
+  const Tensor after = Rows(0, ids);  // this pull opens one more push
+  for (int64_t i = 0; i < after.size(); ++i) {
+    const double accumulator = kInitialAccumulator + double{g[i]} * g[i];
+    EXPECT_NEAR(after[i], before[i] - kRate * g[i] / std::sqrt(accumulator), 1e-6)
+        << "element " << i << ": moved by more than one step";
+  }
+  // A row the open pull did not name is refused, and leaves the pull open for its own rows.
+  const std::string unpulled = Refusal(PushRows(0, other, Gradient(1, 1.0f)));
+  EXPECT_NE(unpulled.find("follows no row pull of its ids"), std::string::npos) << unpulled;
+  EXPECT_EQ(Refusal(PushRows(0, ids, g)), "");
+  EXPECT_NE(Refusal(PushRows(0, ids, g)), "");
+  EXPECT_TRUE(Alive(0) && Alive(1));
 }
 
 }  // namespace

@@ -7,9 +7,9 @@
 
 #include "common/summary/summary_writer.h"
 #include "worker/distributed/ps_client.h"
+#include "worker/distributed/role_input.h"
 #include "worker/distributed/role_setup.h"
 #include "worker/distributed/worker_role.h"
-#include "worker/training/evaluation.h"
 
 namespace pstrain {
 namespace worker {
@@ -23,11 +23,18 @@ Status RunEvaluator(const RoleOptions& o) {
   // final barrier does not wait for it, and a run that ends first ends it too.
   const bool counted = o.task_index < o.evaluators;
   ASSIGN_OR_RETURN(RoleSetup s, LoadRoleSetup(o));
-  ASSIGN_OR_RETURN(std::unique_ptr<ComputeDevice> device, ComputeDevice::Open(o.device, who));
+  DeviceOptions device_options = o.device;
+  if (s.clicks) device_options.device = "cpu";  // its named inputs and tables are CPU code
+  ASSIGN_OR_RETURN(std::unique_ptr<ComputeDevice> device, ComputeDevice::Open(device_options, who));
   Model* model = s.model.get();
-  ASSIGN_OR_RETURN(auto client,
-                   PsClient::Connect(o.ps_hosts, "evaluator", o.task_index, model->variables(),
-                                     o.partition_bytes, o.curve, o.replicas));
+  std::unique_ptr<PsClient> client;
+  ASSIGN_OR_RETURN(std::unique_ptr<RoleInput> input,
+                   OpenRoleInput(s, o, 0, 0, [&](std::vector<std::pair<int, wire::Message>> r) {
+                     return client->ExchangeWithTasks(std::move(r));
+                   }));
+  ASSIGN_OR_RETURN(client, PsClient::Connect(o.ps_hosts, "evaluator", o.task_index,
+                                             ServerVariables(model, *input), o.partition_bytes,
+                                             o.curve, o.replicas));
   client->set_unavailable_timeout(std::chrono::seconds(o.unavailable_timeout_secs));
   if (!counted) {
     // Servers gone for this long mean the run is over (or failed): nobody waits for this one.
@@ -68,12 +75,17 @@ Status RunEvaluator(const RoleOptions& o) {
     ASSIGN_OR_RETURN(int64_t step, std::move(pulled));
     if (step != last) {
       model->UploadVariables();
-      ASSIGN_OR_RETURN(Evaluation e, Evaluate(model, s.input, s.train.seed));
+      ASSIGN_OR_RETURN(Evaluation e, input->Evaluate(model, step));
       LOG(INFO) << who << ": step " << step << ": test accuracy " << std::fixed
-                << std::setprecision(4) << e.accuracy << ", test loss " << e.loss;
+                << std::setprecision(4) << e.accuracy << ", test loss " << e.loss
+                << (e.auc >= 0 ? ", test AUC " : "") << (e.auc >= 0 ? std::to_string(e.auc) : "");
       if (log) {
         log->AddScalar("accuracy", step, static_cast<float>(e.accuracy));
         log->AddScalar("loss", step, static_cast<float>(e.loss));
+        if (e.auc >= 0) {
+          log->AddScalar("auc", step, static_cast<float>(e.auc));
+          log->AddScalar("log_loss", step, static_cast<float>(e.log_loss));
+        }
         RETURN_IF_ERROR(log->Flush());
       }
       last = step;

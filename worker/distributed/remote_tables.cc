@@ -62,7 +62,7 @@ Status RemoteTables::CheckReplies(const std::vector<Message>& replies,
   return Status::OK();
 }
 
-Status RemoteTables::Gather(const FeatureBatch& batch, int64_t /*step*/, bool /*training*/) {
+Status RemoteTables::Gather(const FeatureBatch& batch, int64_t /*step*/, bool training) {
   for (const EmbeddingBinding& b : bindings_) {
     RETURN_IF_ERROR(CheckRowsFit(b, batch.ids[b.input].size()));
   }
@@ -73,6 +73,7 @@ Status RemoteTables::Gather(const FeatureBatch& batch, int64_t /*step*/, bool /*
     Message m;
     m.type = MessageType::kRowPull;
     m.text = b.table;
+    m.value = training ? 0 : 1;  // read-only: no row created, nothing counted towards admission
     for (int64_t k : p.positions) m.ids.push_back(batch.ids[b.input][k]);
     requests.emplace_back(p.server, std::move(m));
   }

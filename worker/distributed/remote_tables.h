@@ -37,8 +37,8 @@ class RemoteTables : public TableRows {
                                                       int servers, Exchange exchange);
 
   bool Holds(const Variable* v) const override;
-  // Whether rows are created is the servers' choice by the sender's role: a worker's pull
-  // creates them, an evaluator's only reads (`training` is not sent).
+  // A training gather creates the rows its batch touches; an evaluation's (`training` false) is
+  // read-only, as every evaluator's pull is to the servers.
   Status Gather(const FeatureBatch& batch, int64_t step, bool training) override;
   Status Apply(const FeatureBatch& batch, int64_t step) override;
 

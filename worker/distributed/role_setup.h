@@ -20,6 +20,9 @@ struct RoleSetup {
   ConfigNode config;
   std::unique_ptr<Model> model;  // its variables initialised from the config's seed
   TrainConfig train;
+  // A click model (the config has `tables:`, worker/training/click_data.h) reads its click log
+  // by feature name; an image model the input pipeline's `input` (read into `input`).
+  bool clicks = false;
   InputOptions input;
   int64_t max_steps = 0;
   int64_t steps_per_epoch = 1;
@@ -28,7 +31,9 @@ struct RoleSetup {
   bool until_data_ends = false;
 };
 
-// Reads --config (and --data_dir, --max_steps, --epochs, --elastic_data) as a role does.
+// Reads --config (and --data_dir, --max_steps, --epochs, --elastic_data) as a role does. A click
+// model trains on the CPU only: --device=gpu, --intra_node_sync, --elastic_data and
+// --synthetic_step_ms are refused for it, naming the flag.
 Result<RoleSetup> LoadRoleSetup(const RoleOptions& options);
 
 }  // namespace worker

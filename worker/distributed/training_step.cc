@@ -30,7 +30,7 @@ bool AllOnLoopback(const std::vector<std::string>& hosts) {
   return !hosts.empty();
 }
 
-Result<StepOutcome> TrainingStep::Run(const Batch& batch, int64_t step, std::mt19937_64* rng) {
+Result<StepOutcome> TrainingStep::Run(const Forward& forward, int64_t step) {
   StepOutcome outcome;
   const auto started = std::chrono::steady_clock::now();
   Status diverged = Status::OK();
@@ -42,11 +42,10 @@ Result<StepOutcome> TrainingStep::Run(const Batch& batch, int64_t step, std::mt1
   } else {
     // 1. forward; with per-layer pulls each layer first waits for its own values
     Status pulled = Status::OK();
-    outcome.loss = model_->Forward(batch.images, batch.labels, /*training=*/true, rng,
-                                   PullsByLayer() ? std::function<void(int)>([&](int layer) {
-                                     if (pulled.ok()) pulled = client_->AwaitLayer(layer);
-                                   })
-                                                  : std::function<void(int)>());
+    outcome.loss = forward(PullsByLayer() ? std::function<void(int)>([&](int layer) {
+      if (pulled.ok()) pulled = client_->AwaitLayer(layer);
+    })
+                                          : std::function<void(int)>());
     if (!pulled.ok()) return pulled.WithContext(who_ + ": step " + std::to_string(step));
     if (!std::isfinite(outcome.loss)) {
       diverged =

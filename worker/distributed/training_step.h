@@ -49,6 +49,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -60,7 +61,6 @@
 #include "worker/distributed/ps_client.h"
 #include "worker/network/device_placement.h"
 #include "worker/network/model.h"
-#include "worker/training/input/input_pipeline.h"
 #include "worker/training/train_config.h"
 
 namespace pstrain {
@@ -104,8 +104,11 @@ class TrainingStep {
   // leader pulls, every rank of a host gets its values). Returns the global step.
   Result<int64_t> PullAndPlace(const ComputeDevice& device);
 
+  // The batch's forward in training mode (RoleInput::Forward), its mean loss; `before_layer` as
+  // Model::Forward's.
+  using Forward = std::function<float(const std::function<void(int)>& before_layer)>;
   // Stages 1 to 6 for one batch. `step` is the global step the worker last saw.
-  Result<StepOutcome> Run(const Batch& batch, int64_t step, std::mt19937_64* rng);
+  Result<StepOutcome> Run(const Forward& forward, int64_t step);
 
  private:
   // Stage 2, with per-layer readiness where it pays.

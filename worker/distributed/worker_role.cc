@@ -14,12 +14,11 @@
 #include "worker/distributed/intra_node.h"
 #include "worker/distributed/leave_signal.h"
 #include "worker/distributed/ps_client.h"
+#include "worker/distributed/role_input.h"
 #include "worker/distributed/role_setup.h"
 #include "worker/distributed/training_step.h"
 #include "worker/distributed/worker_metrics.h"
 #include "worker/training/device_memory_report.h"
-#include "worker/training/evaluation.h"
-#include "worker/training/input/input_pipeline.h"
 #include "worker/training/model_graph.h"
 #include "worker/training/model_health.h"
 #include "worker/training/progress_line.h"
@@ -82,11 +81,12 @@ Status InitializeOrWait(const RoleOptions& o, Model& model, PsClient* client,
 // copies by the same cores that run backward: nothing to hide it behind (a 300-step local RefNet
 // job: 27.3 against 26.6 CPU-s with it, wall time within noise), unless the pulls go by layer,
 // which need it.
-Status ChoosePushParts(const RoleOptions& o, const TrainConfig& train, bool alone, Device device,
+Status ChoosePushParts(const RoleOptions& o, const RoleSetup& s, bool alone, Device device,
                        const Model& model, PsClient* client, const std::string& who) {
   const bool by_layer = o.pull_schedule != PullSchedule::kStep;
   std::string whole = o.overlap_push == "false" ? "--overlap_push=false"
-                                                : WhyPushWholeSteps(train, o.async, alone, device);
+                      : s.clicks ? "a click model's rows go to their servers after the step"
+                                 : WhyPushWholeSteps(s.train, o.async, alone, device);
   if (whole.empty() && o.overlap_push == "auto" && !by_layer && AllOnLoopback(o.ps_hosts)) {
     whole =
         "every server is on loopback, where there is no link to overlap with; "
@@ -139,9 +139,17 @@ Result<std::unique_ptr<SummaryWriter>> OpenChiefLog(const RoleOptions& o, const 
   return log;
 }
 
+// A click model's AUC and log loss for the "done" line ("" for an image model).
+std::string ClickFigures(const Evaluation& e) {
+  if (e.auc < 0) return "";
+  char text[96];
+  std::snprintf(text, sizeof(text), ", test AUC %.4f, test log loss %.4f", e.auc, e.log_loss);
+  return text;
+}
+
 // The chief, once every worker and evaluator reached the final barrier: the model checked
 // finite, saved, evaluated, exported; the servers told to exit; "done".
-Status FinishAsChief(const RoleOptions& o, RoleSetup& s, Model* model, ComputeDevice* device,
+Status FinishAsChief(const RoleOptions& o, Model* model, RoleInput* input, ComputeDevice* device,
                      PsClient* client, std::unique_ptr<SummaryWriter> log, bool synthetic,
                      const std::string& who) {
   ASSIGN_OR_RETURN(int64_t step, client->Pull());
@@ -158,15 +166,16 @@ Status FinishAsChief(const RoleOptions& o, RoleSetup& s, Model* model, ComputeDe
     std::fflush(stdout);
     return Status::OK();
   }
-  ASSIGN_OR_RETURN(Evaluation e, Evaluate(model, s.input, s.train.seed));
+  ASSIGN_OR_RETURN(Evaluation e, input->Evaluate(model, step));
+  // The servers' variables; a click model's tables stay whole in the servers' checkpoints.
   CheckpointData exported;
   exported.global_step = step;
-  for (Variable* v : model->variables()) exported.tensors[v->name] = v->value;
+  for (Variable* v : ServerVariables(model, *input)) exported.tensors[v->name] = v->value;
   RETURN_IF_ERROR(ExportSafetensors(exported, o.train_dir + "/model.safetensors"));
   RETURN_IF_ERROR(client->Shutdown());
   if (log) RETURN_IF_ERROR(log->Close());
-  std::printf("done: global step %ld, test accuracy %.4f, test loss %.4f\n",
-              static_cast<long>(step), e.accuracy, e.loss);
+  std::printf("done: global step %ld, test accuracy %.4f, test loss %.4f%s\n",
+              static_cast<long>(step), e.accuracy, e.loss, ClickFigures(e).c_str());
   std::fflush(stdout);
   return Status::OK();
 }
@@ -197,7 +206,7 @@ class WorkerRun {
 
  private:
   // Train's parts: one batch's step; the progress line and its summaries; the histograms.
-  Status Step(const Batch& batch, WorkerMetrics::Clock::duration input_wait);
+  Status Step(int64_t examples, WorkerMetrics::Clock::duration input_wait);
   void ReportProgress();
   void WriteHistograms();
 
@@ -208,6 +217,7 @@ class WorkerRun {
   // 1
   std::optional<RoleSetup> s_;
   Model* model_ = nullptr;
+  std::unique_ptr<RoleInput> input_;  // training data, read from step 3 on
   std::unique_ptr<ComputeDevice> device_;
   bool synthetic_ = false;
   std::unique_ptr<IntraNodeGroup> group_;
@@ -218,8 +228,7 @@ class WorkerRun {
   // 3
   int64_t step_ = 0;
   std::string mode_;  // said on every progress line: its loss and examples/s are not a model's
-  std::unique_ptr<DataLeaseClient> leases_;  // outlives the pipeline, which leases through it
-  std::unique_ptr<InputPipeline> pipeline_;
+  std::unique_ptr<DataLeaseClient> leases_;  // outlives the input, which leases through it
   std::unique_ptr<SummaryWriter> log_;      // the chief's train/ run
   std::unique_ptr<SummaryWriter> own_log_;  // every worker's, beside train/ and the servers' ps-<k>
   std::optional<SaveTrigger> trigger_;
@@ -237,7 +246,13 @@ Status WorkerRun::Prepare() {
   ASSIGN_OR_RETURN(RoleSetup setup, LoadRoleSetup(o_));
   s_.emplace(std::move(setup));
   model_ = s_->model.get();
-  ASSIGN_OR_RETURN(device_, ComputeDevice::Open(o_.device, who_));
+  DeviceOptions device = o_.device;
+  if (s_->clicks) device.device = "cpu";  // its named inputs and tables are CPU code
+  ASSIGN_OR_RETURN(device_, ComputeDevice::Open(device, who_));
+  ASSIGN_OR_RETURN(input_, OpenRoleInput(*s_, o_, o_.task_index, num_workers_,
+                                         [this](std::vector<std::pair<int, wire::Message>> r) {
+                                           return client_->ExchangeWithTasks(std::move(r));
+                                         }));
   synthetic_ = o_.synthetic_step_ms > 0;
   if (synthetic_ && device_->device() != Device::kCpu) {
     return InvalidArgument(who_ +
@@ -268,9 +283,9 @@ Status WorkerRun::Prepare() {
 }
 
 Status WorkerRun::Connect() {
-  ASSIGN_OR_RETURN(
-      client_, PsClient::Connect(o_.ps_hosts, chief_ ? "chief" : "worker", o_.task_index,
-                                 model_->variables(), o_.partition_bytes, o_.curve, o_.replicas));
+  ASSIGN_OR_RETURN(client_, PsClient::Connect(o_.ps_hosts, chief_ ? "chief" : "worker",
+                                              o_.task_index, ServerVariables(model_, *input_),
+                                              o_.partition_bytes, o_.curve, o_.replicas));
   client_->set_unavailable_timeout(std::chrono::seconds(o_.unavailable_timeout_secs));
   client_->set_push_dtype(o_.push_dtype);
   if (o_.push_dtype == wire::TensorDType::kBfloat16) {
@@ -279,8 +294,8 @@ Status WorkerRun::Connect() {
               << "keep float32 weights and slots";
   }
   RETURN_IF_ERROR(InitializeOrWait(o_, *model_, client_.get(), who_));
-  RETURN_IF_ERROR(ChoosePushParts(o_, s_->train, group_ == nullptr, device_->device(), *model_,
-                                  client_.get(), who_));
+  RETURN_IF_ERROR(
+      ChoosePushParts(o_, *s_, group_ == nullptr, device_->device(), *model_, client_.get(), who_));
   training_step_ =
       std::make_unique<TrainingStep>(model_, s_->train, client_.get(), group_.get(), who_,
                                      std::chrono::milliseconds(o_.synthetic_step_ms));
@@ -298,12 +313,10 @@ Status WorkerRun::Begin() {
     s_->input.lease = leases_->AsCallback();
     s_->input.lease_seed = s_->train.seed;
   }
-  ASSIGN_OR_RETURN(
-      pipeline_, InputPipeline::Create(s_->input, s_->train.batch_size, o_.task_index, num_workers_,
-                                       s_->train.seed + 1000 * o_.task_index + step_));
   if (chief_ && !o_.logdir.empty()) {
     ASSIGN_OR_RETURN(log_, OpenChiefLog(o_, *s_, num_workers_, step_, who_));
   }
+  RETURN_IF_ERROR(input_->Start(step_, client_.get(), log_.get()));
   trigger_.emplace(SavePolicy{o_.save_checkpoints_steps, o_.save_checkpoints_secs}, step_,
                    Clock::now());
   LOG(INFO) << who_ << ": " << mode_ << "training " << model_->name() << " from global step "
@@ -322,14 +335,17 @@ Status WorkerRun::Begin() {
 Status WorkerRun::Train() {
   while ((s_->until_data_ends || step_ < s_->max_steps) && !LeaveRequested()) {
     const auto waited = WorkerMetrics::Clock::now();
-    Result<Batch> batch = pipeline_->Next();
+    Result<int64_t> examples = input_->Next(step_);
     const auto input_wait = WorkerMetrics::Clock::now() - waited;
-    if (o_.elastic_data && batch.status().code() == StatusCode::kOutOfRange) {
-      LOG(INFO) << who_ << ": the data ledger's epochs are used: " << batch.status().message();
+    if (o_.elastic_data && examples.status().code() == StatusCode::kOutOfRange) {
+      LOG(INFO) << who_ << ": the data ledger's epochs are used: " << examples.status().message();
       break;
     }
-    if (!batch.ok()) return batch.status().WithContext(who_ + ": training input");
-    RETURN_IF_ERROR(Step(*batch, input_wait));
+    if (!examples.ok()) {
+      return examples.status().WithContext(who_ + ": step " + std::to_string(step_) +
+                                           ": training input");
+    }
+    RETURN_IF_ERROR(Step(*examples, input_wait));
     if (progress_.Due(local_steps_, window_.Elapsed()) || step_ >= s_->max_steps) ReportProgress();
     if (log_ && o_.histogram_every_n_steps > 0 && local_steps_ % o_.histogram_every_n_steps == 0) {
       WriteHistograms();
@@ -342,17 +358,20 @@ Status WorkerRun::Train() {
   return Status::OK();
 }
 
-Status WorkerRun::Step(const Batch& batch, WorkerMetrics::Clock::duration input_wait) {
-  if (o_.elastic_data) client_->set_data_uses(batch.uses);
-  if (log_ && local_steps_ == 0) log_->AddImages("input", step_, batch.images, 3);
-  ASSIGN_OR_RETURN(StepOutcome outcome, training_step_->Run(batch, step_, &rng_));
+Status WorkerRun::Step(int64_t examples, WorkerMetrics::Clock::duration input_wait) {
+  ASSIGN_OR_RETURN(StepOutcome outcome, training_step_->Run(
+                                            [&](const std::function<void(int)>& before_layer) {
+                                              return input_->Forward(model_, &rng_, before_layer);
+                                            },
+                                            step_));
+  RETURN_IF_ERROR(input_->AfterStep(step_).WithContext(who_ + ": step " + std::to_string(step_)));
   const int64_t stale = std::max<int64_t>(0, outcome.exchange.global_step - step_ - 1);
   staleness_ += stale;
-  metrics_.AddStep(input_wait, outcome.compute, outcome.exchange_wait, batch.images.dim(0), stale);
+  metrics_.AddStep(input_wait, outcome.compute, outcome.exchange_wait, examples, stale);
   dropped_ += outcome.exchange.dropped;
   step_ = outcome.exchange.global_step;
   ++local_steps_;
-  window_.Add(outcome.loss, batch.images.dim(0));
+  window_.Add(outcome.loss, examples);
   return Status::OK();
 }
 
@@ -397,8 +416,8 @@ Status WorkerRun::End() {
             << " local steps; waiting for the others";
   RETURN_IF_ERROR(client_->Barrier("done", num_workers_ + o_.evaluators));
   if (!chief_) return Status::OK();
-  return FinishAsChief(o_, *s_, model_, device_.get(), client_.get(), std::move(log_), synthetic_,
-                       who_);
+  return FinishAsChief(o_, model_, input_.get(), device_.get(), client_.get(), std::move(log_),
+                       synthetic_, who_);
 }
 
 }  // namespace

@@ -1,23 +1,17 @@
 // Click models' data for one-process training (training_input.h), such as Wide & Deep
-// (configs/widedeep.yaml): click-log TFRecord files read by feature name
-// (common/data/feature_example.h), a full reshuffle every epoch, and the embedding layers' rows in
+// (configs/widedeep.yaml): the whole click log (click_data.h), and the embedding layers' rows in
 // sparse tables (embedding_tables.h) gathered before each step and updated after the dense
 // variables; evaluation reports accuracy, loss, ROC AUC and log loss on the test file.
 //
-//   input:
-//     train_tfrecord: data/ctr/train.tfrecord
-//     test_tfrecord: data/ctr/test.tfrecord
-//     label: label
-//     features: [...]       # common/data/feature_example.h
+//   input: {...}            # click_data.h
 //   tables: {...}           # embedding_tables.h
 #pragma once
 
 #include <memory>
-#include <vector>
 
 #include "common/config.h"
+#include "worker/training/click_data.h"
 #include "worker/training/embedding_tables.h"
-#include "worker/training/feature_batch.h"
 #include "worker/training/training_input.h"
 
 namespace pstrain {
@@ -33,9 +27,7 @@ class ClickInput : public TrainingInput {
                                                     const std::string& data_dir,
                                                     int64_t max_table_rows);
 
-  int64_t examples_per_epoch() const override {
-    return static_cast<int64_t>(train_examples_.size());
-  }
+  int64_t examples_per_epoch() const override { return data_.train_examples(); }
   Result<Pass> ForwardBackward(Model* model, int64_t step, std::mt19937_64* rng) override;
   bool Holds(const Variable* v) const override { return tables_->Holds(v); }
   Status AfterUpdate(int64_t step) override;
@@ -51,17 +43,13 @@ class ClickInput : public TrainingInput {
                     const std::string& train_dir) override;
 
  private:
-  ClickInput() = default;
+  ClickInput(ClickData data, int64_t batch_size)
+      : data_(std::move(data)), batch_size_(batch_size) {}
 
-  int64_t batch_size_ = 0;
-  FeatureSchema schema_;
+  ClickData data_;
+  int64_t batch_size_;
   std::string onnx_blocker_;  // why no model.onnx will be written ("" when it will)
   std::unique_ptr<EmbeddingTables> tables_;
-  FeatureBatcher batcher_;
-  std::vector<FeatureExample> train_examples_, test_examples_;
-  std::vector<size_t> order_;  // this epoch's order of the training examples
-  int64_t next_ = 0;           // the next batch's first place in order_
-  std::mt19937_64 shuffle_;
   FeatureBatch batch_;  // the step's batch, until AfterUpdate applied its rows
 };
 

@@ -1,0 +1,61 @@
+#include "ps/row_pull_ledger.h"
+
+#include <algorithm>
+
+namespace pstrain::ps {
+namespace {
+
+std::vector<int64_t> SortedUnique(std::vector<int64_t> ids) {
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
+}  // namespace
+
+void RowPullLedger::NotePull(const std::string& sender, uint64_t incarnation,
+                             const std::string& table, const std::vector<int64_t>& ids) {
+  Sender& s = senders_[sender];
+  if (s.incarnation != incarnation) s = Sender{incarnation};
+  std::deque<std::vector<int64_t>>& open = s.open[table];
+  if (open.size() == kMaxOpenPulls) open.pop_front();
+  open.push_back(SortedUnique(ids));
+}
+
+int RowPullLedger::Covering(const Sender& s, const std::string& table,
+                            const std::vector<int64_t>& ids) {
+  auto it = s.open.find(table);
+  if (it == s.open.end()) return -1;
+  for (size_t i = 0; i < it->second.size(); ++i) {
+    const std::vector<int64_t>& pulled = it->second[i];
+    if (std::includes(pulled.begin(), pulled.end(), ids.begin(), ids.end())) {
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
+Status RowPullLedger::MayPush(const std::string& sender, uint64_t incarnation,
+                              const std::string& table, const std::vector<int64_t>& ids) const {
+  auto it = senders_.find(sender);
+  // A process this server never saw pull: its first push, once.
+  if (it == senders_.end() || it->second.incarnation != incarnation) return Status::OK();
+  if (!it->second.pushed && it->second.open.empty()) return Status::OK();
+  if (Covering(it->second, table, SortedUnique(ids)) >= 0) return Status::OK();
+  return PermissionDenied(sender + "'s row push to table '" + table +
+                          "' follows no row pull of its ids from this server since its last "
+                          "row push there: one row push per pull, of the rows pulled");
+}
+
+void RowPullLedger::NotePush(const std::string& sender, uint64_t incarnation,
+                             const std::string& table, const std::vector<int64_t>& ids) {
+  Sender& s = senders_[sender];
+  if (s.incarnation != incarnation) s = Sender{incarnation};
+  s.pushed = true;
+  const int i = Covering(s, table, SortedUnique(ids));
+  if (i < 0) return;  // the first push, let in without a pull
+  std::deque<std::vector<int64_t>>& open = s.open[table];
+  open.erase(open.begin() + i);
+}
+
+}  // namespace pstrain::ps

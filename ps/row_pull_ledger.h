@@ -1,0 +1,51 @@
+// One row push per row pull, the rows' form of the dense path's one step per pull
+// (ps/peer_state.h). A worker's row push to a table is let in only if that worker's process
+// pulled rows of that table for training from this server since, and only if every id it pushes
+// was named by one such pull; the push uses that pull up. So a worker's key moves a row only by
+// the round trip a real step makes, and only the rows a pull of its named, never spinning a
+// table's rows at will. A sender's first row push to this server is let in once (a server that
+// restarted has not seen the pull it follows), as for dense pushes.
+//
+// Memory per sender is bounded: at most kMaxOpenPulls pulls per table are kept open, the oldest
+// forgotten first, and a pull holds no more ids than the wire let it carry.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace pstrain::ps {
+
+class RowPullLedger {
+ public:
+  static constexpr size_t kMaxOpenPulls = 4;
+
+  // `sender` ("worker 1") of process `incarnation` pulled `ids` of `table` for training. Another
+  // incarnation than the one noted before starts the sender afresh.
+  void NotePull(const std::string& sender, uint64_t incarnation, const std::string& table,
+                const std::vector<int64_t>& ids);
+  // Whether `sender`'s push of `ids` to `table` may go on: PermissionDenied naming the sender
+  // and the table (and the first id no open pull named) when not. Changes nothing.
+  Status MayPush(const std::string& sender, uint64_t incarnation, const std::string& table,
+                 const std::vector<int64_t>& ids) const;
+  // A push MayPush let in was taken (applied, or dropped as stale): its pull is used up.
+  void NotePush(const std::string& sender, uint64_t incarnation, const std::string& table,
+                const std::vector<int64_t>& ids);
+
+ private:
+  struct Sender {
+    uint64_t incarnation = 0;
+    bool pushed = false;  // its first push was taken
+    // Per table, the open pulls' ids, each sorted without repeats, oldest first.
+    std::map<std::string, std::deque<std::vector<int64_t>>> open;
+  };
+  // The first open pull of `table` naming every id of `ids` (sorted), or -1.
+  static int Covering(const Sender& s, const std::string& table, const std::vector<int64_t>& ids);
+  std::map<std::string, Sender> senders_;
+};
+
+}  // namespace pstrain::ps

@@ -1,0 +1,131 @@
+"""A click model trained by a cluster (issue 30): the shipped configs/widedeep.yaml on a synthetic
+click log (pstrain-synth-ctr) under pstrain-launch with 2 servers, 2 workers and an evaluator. The
+embedding rows live on the servers, sharded by id; each worker reads its shard of the log, pulls
+its batch's rows and pushes their gradients back. Asserted afterwards:
+  - the run ends "done" (launcher exit 0) with a test AUC within 0.03 of what pstrain-train
+    reaches in one process on the same config, data and epochs, and above 0.6 (it learned);
+  - every server took row pushes (far more pushes than updates) and refused none: an honest
+    worker's row pushes each follow its pull (ps/row_pull_ledger.h);
+  - the evaluator reported the AUC while training ran;
+  - model.safetensors holds the dense variables only (the tables stay in the servers'
+    checkpoints), and no embedding layer's gathered rows.
+
+  click_cluster_test.py --pstrain BUILD/pstrain --train BUILD/pstrain-train
+                        --synth BUILD/pstrain-synth-ctr
+Environment: PSTRAIN_CLICK_KEEP=1 keeps the directories.
+"""
+
+import argparse
+import json
+import os
+import re
+import struct
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+from launched_run import REPO, LocalRun, read  # noqa: E402
+
+EPOCHS = 4
+
+
+def auc_of(text, what, problems):
+    m = re.search(r"test AUC ([0-9.]+)", text)
+    if not m:
+        problems.append(f"{what} reported no test AUC")
+        return None
+    return float(m.group(1))
+
+
+def safetensors_names(path):
+    with open(path, "rb") as f:
+        (size,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(size))
+    return [name for name in header if name != "__metadata__"]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--pstrain", required=True)
+    parser.add_argument("--train", required=True)
+    parser.add_argument("--synth", required=True)
+    args = parser.parse_args()
+    data = tempfile.mkdtemp(prefix="pstrain-click-data-")
+    subprocess.run([args.synth, f"--out_dir={data}", "--train_examples=20000",
+                    "--test_examples=4000", "--seed=3"], check=True, stdout=subprocess.DEVNULL)
+    config = os.path.join(data, "widedeep.yaml")
+    with open(os.path.join(REPO, "configs", "widedeep.yaml")) as f:
+        text = f.read().replace("data/ctr/", data + "/")
+    with open(config, "w") as f:
+        f.write(text)
+    problems = []
+
+    local = subprocess.run([args.train, f"--config={config}", f"--epochs={EPOCHS}",
+                            f"--train_dir={data}/local"], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, timeout=600)
+    if local.returncode != 0:
+        raise SystemExit(f"FAIL: pstrain-train exited {local.returncode}:\n{local.stdout}")
+    local_auc = auc_of(local.stdout, "pstrain-train", problems)
+
+    run = LocalRun("pstrain-click-", args.pstrain, num_ps=2, num_workers=2,
+                   flags=f"epochs: {EPOCHS}, log_every_n_steps: 50",
+                   restart="policy: never",
+                   extra="evaluator:\n  - {host: 127.0.0.1}\n", config=config)
+    launcher = run.start()
+    code = launcher.proc.wait(timeout=900)
+    out = launcher.output()
+    if code != 0:
+        problems.append(f"the launcher exited {code}, expected 0:\n{out[-3000:]}")
+    chief = read(os.path.join(run.log_dir, "worker-0.log"))
+    done = re.search(r"done: global step (\d+).*", chief)
+    if not done:
+        problems.append("the chief printed no 'done:' line")
+    else:
+        print(f"chief: {done.group(0)}", flush=True)
+    auc = auc_of(done.group(0) if done else "", "the chief", problems)
+    if auc is not None and local_auc is not None:
+        print(f"test AUC: cluster {auc:.4f}, one process {local_auc:.4f}", flush=True)
+        if auc < local_auc - 0.03 or auc < 0.6:
+            problems.append(f"the cluster's AUC {auc} is below the one process's {local_auc} "
+                            "by more than 0.03, or below 0.6")
+
+    for k in range(2):
+        ps = read(os.path.join(run.log_dir, f"ps-{k}.log"))
+        stop = re.search(r"stopped at global step \d+ \((\d+) pushes, \d+ pulls, (\d+) updates, "
+                         r"\d+ stale dropped, (\d+) rejected", ps)
+        if not stop:
+            problems.append(f"ps {k} logged no stop line")
+            continue
+        pushes, updates, rejected = (int(g) for g in stop.groups())
+        print(f"ps {k}: {pushes} pushes, {updates} updates, {rejected} rejected", flush=True)
+        if pushes < 10 * updates:
+            problems.append(f"ps {k} took {pushes} pushes for {updates} updates: no row pushes?")
+        if rejected != 0:
+            problems.append(f"ps {k} rejected {rejected} pushes of honest workers")
+
+    evaluator = read(os.path.join(run.log_dir, "evaluator-0.log"))
+    if "test AUC" not in evaluator:
+        problems.append("the evaluator reported no test AUC")
+
+    model = os.path.join(run.train_dir, "model.safetensors")
+    names = safetensors_names(model) if os.path.exists(model) else []
+    if not names:
+        problems.append("no model.safetensors, or an empty one")
+    if any(n.endswith("/rows") for n in names):
+        problems.append(f"model.safetensors holds gathered rows: {names}")
+    if not any(n.startswith("deep1/") for n in names):
+        problems.append(f"model.safetensors lacks the dense layers: {names}")
+
+    if problems:
+        print(f"FAIL (kept {run.tmp} and {data}):\n  " + "\n  ".join(problems), flush=True)
+        return 1
+    print("PASS: the cluster trained the click model with its rows on the servers", flush=True)
+    run.remove(keep_env="PSTRAIN_CLICK_KEEP")
+    if os.environ.get("PSTRAIN_CLICK_KEEP") != "1":
+        subprocess.run(["rm", "-rf", data], check=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

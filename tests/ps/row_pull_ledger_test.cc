@@ -1,0 +1,58 @@
+// One row push per row pull (ps/row_pull_ledger.h): which pushes a ledger lets in, by sender,
+// process, table and ids.
+#include "ps/row_pull_ledger.h"
+
+#include <gtest/gtest.h>
+
+namespace pstrain::ps {
+namespace {
+
+constexpr uint64_t kProcess = 7;
+
+TEST(RowPullLedgerTest, APushUsesUpThePullThatNamedItsIds) {
+  RowPullLedger ledger;
+  ledger.NotePull("worker 1", kProcess, "C1", {5, 3, 5});
+  EXPECT_TRUE(ledger.MayPush("worker 1", kProcess, "C1", {3}).ok());
+  EXPECT_TRUE(ledger.MayPush("worker 1", kProcess, "C1", {5, 3}).ok());
+  ledger.NotePush("worker 1", kProcess, "C1", {5, 3});
+  const Status again = ledger.MayPush("worker 1", kProcess, "C1", {5, 3});
+  EXPECT_EQ(again.code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(again.message().find("worker 1's row push to table 'C1'"), std::string::npos)
+      << again.message();
+}
+
+TEST(RowPullLedgerTest, IdsNoOpenPullNamedAreRefused) {
+  RowPullLedger ledger;
+  ledger.NotePull("worker 1", kProcess, "C1", {1, 2});
+  EXPECT_FALSE(ledger.MayPush("worker 1", kProcess, "C1", {1, 9}).ok());
+  EXPECT_FALSE(ledger.MayPush("worker 1", kProcess, "C2", {1}).ok());  // another table
+  EXPECT_TRUE(ledger.MayPush("worker 2", kProcess, "C1", {9}).ok());   // its first push
+}
+
+TEST(RowPullLedgerTest, TwoPullsOfOneTableOpenTwoPushesInEitherOrder) {
+  RowPullLedger ledger;  // two embedding layers sharing one table pull it twice a step
+  ledger.NotePull("worker 0", kProcess, "shared", {1, 2});
+  ledger.NotePull("worker 0", kProcess, "shared", {3});
+  ASSERT_TRUE(ledger.MayPush("worker 0", kProcess, "shared", {3}).ok());
+  ledger.NotePush("worker 0", kProcess, "shared", {3});
+  ASSERT_TRUE(ledger.MayPush("worker 0", kProcess, "shared", {2, 1}).ok());
+  ledger.NotePush("worker 0", kProcess, "shared", {2, 1});
+  EXPECT_FALSE(ledger.MayPush("worker 0", kProcess, "shared", {1}).ok());
+  EXPECT_FALSE(ledger.MayPush("worker 0", kProcess, "shared", {3}).ok());
+}
+
+TEST(RowPullLedgerTest, AtMostFourPullsStayOpenAndANewProcessStartsAfresh) {
+  RowPullLedger ledger;
+  for (int64_t id = 0; id < 6; ++id) ledger.NotePull("worker 0", kProcess, "C1", {id});
+  EXPECT_FALSE(ledger.MayPush("worker 0", kProcess, "C1", {0}).ok());  // forgotten
+  EXPECT_FALSE(ledger.MayPush("worker 0", kProcess, "C1", {1}).ok());
+  for (int64_t id = 2; id < 6; ++id)
+    EXPECT_TRUE(ledger.MayPush("worker 0", kProcess, "C1", {id}).ok());
+  // A restarted process has pulled nothing here yet: its first push, once.
+  EXPECT_TRUE(ledger.MayPush("worker 0", kProcess + 1, "C1", {0}).ok());
+  ledger.NotePush("worker 0", kProcess + 1, "C1", {0});
+  EXPECT_FALSE(ledger.MayPush("worker 0", kProcess + 1, "C1", {0}).ok());
+}
+
+}  // namespace
+}  // namespace pstrain::ps
