@@ -34,6 +34,7 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandleRows(const std::st
     ++stats_.rejected;
     return {{peer, Error(request, rows.status().message(), rows.status().code())}};
   }
+  stats_.table_rows = tables_->rows();
   if (training)
     tables_->pulls().NotePull(Who(request), request.incarnation, request.text, request.ids);
   Message m = Reply(request, MessageType::kOk);

@@ -22,6 +22,8 @@ struct ServerStats {
   int64_t records_replicated = 0, copies_sent = 0, bytes_replicated = 0;
   // Updates between the step a taken push was computed from and its arrival, summed.
   int64_t staleness_sum = 0, staleness_samples = 0;
+  // Embedding-table rows held now, over every table (a gauge, not a total).
+  int64_t table_rows = 0;
 };
 
 // The highest values since the summary last took them (ParameterServer::TakeHighs).

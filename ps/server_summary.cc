@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/process_memory.h"
+
 namespace pstrain {
 namespace ps {
 
@@ -55,6 +57,8 @@ void ServerSummary::Write(const ServerStats& now_stats, const ServerHighs& highs
   add("ps/refused", static_cast<double>(b.refused - a.refused));
   add("ps/rejected", static_cast<double>(b.rejected - a.rejected));
   add("ps/scaled_outliers", static_cast<double>(b.scaled_outliers - a.scaled_outliers));
+  add("ps/table_rows", static_cast<double>(b.table_rows));
+  add("ps/memory_mb", static_cast<double>(ResidentBytes()) / (1 << 20));
   add("ps/pushes_total", static_cast<double>(b.pushes));
   add("ps/pulls_total", static_cast<double>(b.pulls));
   add("ps/bytes_in_total", static_cast<double>(b.bytes_in));

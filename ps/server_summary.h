@@ -12,6 +12,8 @@
 //   ps/dropped_stale  ps/refused  ps/rejected    in the interval (counts, not rates)
 //   ps/scaled_outliers                           pushes scaled down as outliers, in the interval
 //   ps/pushes_total  ps/pulls_total  ps/bytes_in_total  ps/bytes_out_total
+//   ps/table_rows  ps/memory_mb                  embedding rows held now (every table) and the
+//                                                process's resident memory, MiB
 //
 // The step is the server's global step, as the workers' scalars use it. The server counts on
 // its own thread (ps/server_stats.h); this only takes differences, every few seconds.

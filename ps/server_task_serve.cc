@@ -33,6 +33,7 @@ void Add(ServerStats* total, const ServerStats& s) {
   total->apply_nanos += s.apply_nanos;
   total->staleness_sum += s.staleness_sum;
   total->staleness_samples += s.staleness_samples;
+  total->table_rows += s.table_rows;
 }
 
 }  // namespace

@@ -5,7 +5,8 @@ its batch's rows and pushes their gradients back. Asserted afterwards:
   - the run ends "done" (launcher exit 0) with a test AUC within 0.03 of what pstrain-train
     reaches in one process on the same config, data and epochs, and above 0.6 (it learned);
   - every server took row pushes (far more pushes than updates) and refused none: an honest
-    worker's row pushes each follow its pull (ps/row_pull_ledger.h);
+    worker's row pushes each follow its pull (ps/row_pull_ledger.h); its TensorBoard run shows
+    the rows it holds (within 10% of the other's: rows spread by id) and its resident memory;
   - the evaluator reported the AUC while training ran;
   - model.safetensors holds the dense variables only (the tables stay in the servers'
     checkpoints), and no embedding layer's gathered rows.
@@ -24,7 +25,10 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+HERE = os.path.dirname(os.path.realpath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "summary"))
+from decode_events import decode_event, read_records  # noqa: E402
 from launched_run import REPO, LocalRun, read  # noqa: E402
 
 EPOCHS = 4
@@ -36,6 +40,18 @@ def auc_of(text, what, problems):
         problems.append(f"{what} reported no test AUC")
         return None
     return float(m.group(1))
+
+
+def last_scalars(run_dir):
+    """Each tag's last scalar in the event files of `run_dir`."""
+    last = {}
+    for name in sorted(os.listdir(run_dir)) if os.path.isdir(run_dir) else []:
+        with open(os.path.join(run_dir, name), "rb") as f:
+            for record in read_records(f.read()):
+                for v in decode_event(record).get("values", []):
+                    if v["kind"] == "scalar":
+                        last[v["tag"]] = v["value"]
+    return last
 
 
 def safetensors_names(path):
@@ -90,6 +106,7 @@ def main():
             problems.append(f"the cluster's AUC {auc} is below the one process's {local_auc} "
                             "by more than 0.03, or below 0.6")
 
+    held = []
     for k in range(2):
         ps = read(os.path.join(run.log_dir, f"ps-{k}.log"))
         stop = re.search(r"stopped at global step \d+ \((\d+) pushes, \d+ pulls, (\d+) updates, "
@@ -103,6 +120,15 @@ def main():
             problems.append(f"ps {k} took {pushes} pushes for {updates} updates: no row pushes?")
         if rejected != 0:
             problems.append(f"ps {k} rejected {rejected} pushes of honest workers")
+        scalars = last_scalars(os.path.join(run.train_dir, "logs", f"ps-{k}"))
+        rows, memory = scalars.get("ps/table_rows", 0), scalars.get("ps/memory_mb", 0)
+        print(f"ps {k}'s TensorBoard run: {rows:.0f} table rows, {memory:.1f} MiB resident",
+              flush=True)
+        if rows <= 0 or memory <= 0:
+            problems.append(f"ps {k}'s TensorBoard run lacks its table rows or memory: {scalars}")
+        held.append(rows)
+    if len(held) == 2 and abs(held[0] - held[1]) > 0.1 * max(held):
+        problems.append(f"rows are not spread by id over the servers: {held}")
 
     evaluator = read(os.path.join(run.log_dir, "evaluator-0.log"))
     if "test AUC" not in evaluator:
