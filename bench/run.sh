@@ -11,6 +11,10 @@
 #   bench/run.sh ps       wire transport push+pull of a 64 MiB variable vs a raw TCP socket pair
 #   bench/run.sh gpu      RefNet (batch 128) and ResNet-50 (batch 64, 224x224x3 synthetic) training
 #                         on the GPU vs the same nets in PyTorch (bench/torch_gpu_ref.py); no build
+#   bench/run.sh tables   an embedding table of 1M, 10M and 50M rows x 16 floats over 4 real servers:
+#                         fill time, memory per server, bytes and server CPU per step of a Zipf
+#                         batch's row pulls and pushes against pushing the table densely (the
+#                         factor saved; no reference program, the dense path is the reference)
 #   bench/run.sh checks   a server with the role's hostile-peer checks (one push per pull, the
 #                         outlier guard) vs one without: pull+push rate of a small variable (the
 #                         ratio, with over without) and 64 MiB push+pull
@@ -90,6 +94,16 @@ case "$name" in
     echo "== as pstrain-launch runs roles: GLIBC_TUNABLES=glibc.malloc.hugetlb=1 OMP_WAIT_POLICY=PASSIVE"
     GLIBC_TUNABLES=glibc.malloc.hugetlb=1 OMP_WAIT_POLICY=PASSIVE \
       "$bdir"/bench/pstrain-bench-ps-transport --curve "$@"
+    ;;
+  tables)
+    # Real servers (build/pstrain); sizes from PSTRAIN_TABLE_ROWS, "1000000 10000000 50000000"
+    # by default (the largest needs about 9 GB of memory over the 4 servers).
+    build
+    echo "== load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+    for rows in ${PSTRAIN_TABLE_ROWS:-1000000 10000000 50000000}; do
+      echo "== a table of $rows rows"
+      "$bdir"/bench/pstrain-bench-tables --pstrain="$bdir"/pstrain --rows="$rows" "$@"
+    done
     ;;
   checks)
     build
