@@ -16,6 +16,8 @@ _STEP = re.compile(
 # `done: global step 1872, test accuracy 0.9102, ...` (chief) and `test accuracy 0.9012` (evaluator)
 _DONE = re.compile(r"\bdone: global step (\d+)")
 _ACCURACY = re.compile(r"\btest accuracy ([0-9.]+)")
+# A click model's `..., test AUC 0.7503, test log loss 0.5296` (chief and evaluator).
+_AUC = re.compile(r"\btest AUC ([0-9.]+)")
 
 _MAX_READ = 1 << 20  # a poll reads at most this much; only the last progress line matters
 
@@ -53,6 +55,7 @@ class RoleProgress:
         self.step: Optional[str] = None
         self.loss: Optional[str] = None
         self.accuracy: Optional[str] = None
+        self.auc: Optional[str] = None  # a click model's test AUC
         self.examples_per_sec: Optional[float] = None
         self.best_accuracy: Optional[float] = None  # the highest test accuracy it logged
         self.done = False  # the chief's "done:" line came
@@ -81,6 +84,9 @@ class RoleProgress:
                         self.loss = step.group(3)
                     if step.group(4):
                         self.examples_per_sec = float(step.group(4))
+            auc = _AUC.search(line)
+            if auc:
+                self.auc = auc.group(1)
             accuracy = _ACCURACY.search(line)
             if accuracy:
                 self.accuracy = accuracy.group(1)

@@ -255,6 +255,7 @@ class Supervisor:
                  or (evaluators[-1] if evaluators else "-")),
                 ("throughput", f"{sum(rates):.0f} examples/s (last, all workers)" if rates
                  else "-"),
+                *([("test AUC", chief.auc)] if chief and chief.auc else []),
                 ("restarts", ", ".join(f"{p.role.name} {p.restarts}" for p in self.procs
                                        if p.restarts) or "none"),
                 ("role logs", self.log_dir)]

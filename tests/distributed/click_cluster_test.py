@@ -2,7 +2,7 @@
 click log (pstrain-synth-ctr) under pstrain-launch with 2 servers, 2 workers and an evaluator. The
 embedding rows live on the servers, sharded by id; each worker reads its shard of the log, pulls
 its batch's rows and pushes their gradients back. Asserted afterwards:
-  - the run ends "done" (launcher exit 0) with a test AUC within 0.03 of what pstrain-train
+  - the run ends "done" (launcher exit 0; its summary shows the AUC) with a test AUC within 0.03 of what pstrain-train
     reaches in one process on the same config, data and epochs, and above 0.6 (it learned);
   - every server took row pushes (far more pushes than updates) and refused none: an honest
     worker's row pushes each follow its pull (ps/row_pull_ledger.h); its TensorBoard run shows
@@ -93,6 +93,9 @@ def main():
     out = launcher.output()
     if code != 0:
         problems.append(f"the launcher exited {code}, expected 0:\n{out[-3000:]}")
+    summary_auc = re.search(r"\n  test AUC +([0-9.]+)", out)
+    if not summary_auc:
+        problems.append("the launcher's summary shows no test AUC")
     chief = read(os.path.join(run.log_dir, "worker-0.log"))
     done = re.search(r"done: global step (\d+).*", chief)
     if not done:
