@@ -6,7 +6,6 @@
 #include <utility>
 
 #include "common/checkpoint/cluster_checkpoint.h"
-#include "common/wire/refusal_log.h"
 #include "ps/membership.h"
 #include "ps/permissions.h"
 
@@ -27,13 +26,16 @@ ServerOptions WithShard(ServerOptions o) {
 ParameterServer::ParameterServer(ServerOptions options, std::unique_ptr<VariableStore> store)
     : options_(WithShard(std::move(options))),
       store_(std::move(store)),
+      policy_(UpdatePolicy::For(options_.mode, this, options_.max_staleness,
+                                "ps " + std::to_string(options_.task_index))),
       barriers_(options_.cluster, options_.min_workers > 0),
       checkpoints_(std::make_unique<ShardCheckpoints>(ShardDir(), options_.max_to_keep,
                                                       "ps " + std::to_string(options_.task_index),
                                                       options_.before_checkpoint_write)),
-      magnitude_(options_.outlier_binades) {
-  policy_ = UpdatePolicy::For(options_.mode, this, options_.max_staleness,
-                              "ps " + std::to_string(options_.task_index));
+      admission_(PushAdmissionOptions{"ps " + std::to_string(options_.task_index),
+                                      options_.one_push_per_pull, options_.outlier_binades,
+                                      policy_->TakesParts(), policy_->name()},
+                 peers_) {
   membership_ = std::make_unique<Membership>(MembershipOptions{
       options_.mode, options_.num_workers, options_.backup_workers, options_.accumulate_n,
       options_.min_workers, options_.cluster.evaluators,
@@ -60,35 +62,26 @@ int ParameterServer::required_pushes() const {
   return membership_->RequiredPushes(peers_, pushed);
 }
 
+ReplySource ParameterServer::Source() const {
+  return {options_.task_index, chain_.epoch(), reply_step()};
+}
+
 Message ParameterServer::FromThisServer(MessageType type) const {
-  Message m;
-  m.type = type;
-  m.role = "ps";
-  m.task_index = options_.task_index;
-  m.incarnation = wire::ProcessIncarnation();
-  return m;
+  return FromServerTask(options_.task_index, type);
 }
 
 Message ParameterServer::Reply(const Message& request, MessageType type) const {
-  Message m = FromThisServer(type);
-  m.request_id = request.request_id;
-  m.map_epoch = chain_.epoch();
-  m.step = reply_step();
-  if (request.shard >= 0) m.shard = request.shard;  // which shard answers (ps/server_task.h)
-  return m;
+  return ReplyTo(request, type, Source());
 }
 
 Message ParameterServer::Error(const Message& request, const std::string& what, StatusCode code) {
-  Message m = Reply(request, MessageType::kError);
-  m.text = "ps " + std::to_string(options_.task_index) + ": " + what;
-  m.error_code = code;
-  // A peer that sends the same bad request again and again is logged once per 10 s, not per
-  // request (the log would otherwise be the cheapest way to fill a server's disk).
-  PSTRAIN_REFUSAL_WARNING(
-      "ps-error:" + std::to_string(static_cast<int>(code)) + Who(request) +
-          wire::MessageTypeName(request.type),
-      m.text + " (request " + wire::MessageTypeName(request.type) + " from " + Who(request) + ")");
-  return m;
+  return ErrorTo(request, what, code, Source(), "ps-error");
+}
+
+Message ParameterServer::Refuse(const Message& request, const Status& why,
+                                const std::string& identity) {
+  ++stats_.refused;
+  return RefusalTo(request, why, identity, Source());
 }
 
 Status ParameterServer::NotePeer(const std::string& who, const Message& request,
@@ -106,32 +99,12 @@ int ParameterServer::CheckPeers(std::chrono::steady_clock::time_point now) {
   return static_cast<int>(silent.size());
 }
 
-Message ParameterServer::Refuse(const Message& request, const Status& why,
-                                const std::string& identity) {
-  ++stats_.refused;
-  Message m = Reply(request, MessageType::kError);
-  m.text = "ps " + std::to_string(options_.task_index) + ": refused " +
-           wire::MessageTypeName(request.type) + ": " + why.message();
-  m.error_code = why.code();
-  PSTRAIN_REFUSAL_WARNING(
-      "ps-refused:" + identity + request.role + std::to_string(request.task_index) +
-          wire::MessageTypeName(request.type),
-      m.text + (identity.empty() ? " (plaintext connection)" : " (key of " + identity + ")"));
-  return m;
-}
-
 std::vector<ParameterServer::Outgoing> ParameterServer::Handle(const std::string& peer,
                                                                const Message& request,
                                                                const std::string& identity) {
-  // Bytes as they travelled: a bfloat16 tensor counts 2 an element, though it is float32 here.
-  for (const auto& t : request.tensors) stats_.bytes_in += static_cast<int64_t>(wire::WireBytes(t));
+  stats_.bytes_in += WireTensorBytes(request);
   std::vector<Outgoing> out = Dispatch(peer, request, identity);
-  for (const Outgoing& o : out) {
-    if (o.task >= 0) continue;  // a record or a copy: counted as replicated
-    for (const auto& t : o.message.tensors) {
-      stats_.bytes_out += static_cast<int64_t>(wire::WireBytes(t));
-    }
-  }
+  stats_.bytes_out += ReplyBytes(out);
   highs_.pending = std::max(highs_.pending, pending_requests());
   return out;
 }
@@ -143,18 +116,15 @@ std::vector<ParameterServer::Outgoing> ParameterServer::Dispatch(const std::stri
                                                                  const std::string& identity) {
   Result<Sender> sender = IdentifySender(identity, request, options_.cluster);
   Status allowed = sender.ok() ? Authorize(*sender, request) : sender.status();
-  const bool data_lease = request.type == MessageType::kDataLease && ledger_ != nullptr;
-  const bool beside_shard = request.type == MessageType::kReplicate ||
-                            request.type == MessageType::kReplicaCopy ||
-                            request.type == MessageType::kShardMap ||
-                            (request.type == MessageType::kDataLease && !data_lease);
+  const bool chain =
+      request.type == MessageType::kReplicate || request.type == MessageType::kReplicaCopy;
+  const bool beside_shard = chain || request.type == MessageType::kShardMap ||
+                            (request.type == MessageType::kDataLease && ledger_ == nullptr);
   // A request carries only its type's fields: its struct on the wire has no place for others
   // (common/wire/codec.h), and every request comes off the wire.
   if (allowed.ok() && beside_shard) {
     // Server to server (ps/server_replication.cc), never through the peer table; the shard map
     // is the owning ServerTask's, data leases shard 0's with its ledger on.
-    const bool chain =
-        request.type == MessageType::kReplicate || request.type == MessageType::kReplicaCopy;
     if (chain && options_.replicas > 0) {
       return request.type == MessageType::kReplicate ? HandleReplicate(peer, request)
                                                      : HandleReplicaCopy(peer, request);
@@ -171,10 +141,7 @@ std::vector<ParameterServer::Outgoing> ParameterServer::Dispatch(const std::stri
     case MessageType::kPull:
       return HandlePull(peer, request);
     case MessageType::kPush:
-      if (Status paced = PacePush(request); !paced.ok()) {
-        return {{peer, Refuse(request, paced, identity)}};
-      }
-      return TakePush(peer, request);
+      return TakePush(peer, request, identity);
     case MessageType::kBarrier:
       return HandleBarrier(peer, request);
     case MessageType::kHeartbeat: {
@@ -288,36 +255,29 @@ Message ParameterServer::PullReply(const Message& request) {
   return m;
 }
 
-// A push's life on the server: not before initialisation; its fields; a retry is answered,
-// not applied; its contents checked whole (PushKinds); its data uses; the outlier guard; the
-// values it assigns; then the update policy's part: applied now (async) or added to the window.
+// A push's life on the server: not before initialisation; its fields, a retry answered from the
+// cache, its contents (ps/push_admission.h); its data uses; the outlier guard; the values it
+// assigns; then the update policy's part: applied now (async) or added to the window.
 std::vector<ParameterServer::Outgoing> ParameterServer::HandlePush(const std::string& peer,
                                                                    const Message& request) {
   if (!initialized_) {
     return {{peer, Error(request, "variables are not initialised yet (waiting for the chief)",
                          StatusCode::kUninitialized)}};
   }
-  if (Status s = CheckPushFields(request); !s.ok()) {
+  PushVerdict push = admission_.Check(*store_, request);
+  if (push.kind == PushVerdict::Kind::kRetry) return AnswerRetry(peer, request, push);
+  if (push.kind == PushVerdict::Kind::kRefuse) {
     ++stats_.rejected;
-    return {{peer, Error(request, s.message())}};
-  }
-  std::vector<Outgoing> out;
-  if (IsRetriedPush(peer, request, &out)) return out;
-  Result<PushContents> push = push_kinds_.Check(*store_, request);
-  if (!push.ok()) {
-    ++stats_.rejected;
-    // Who sent it and from which step (Error logs it too): a worker whose GPU produced a wild
-    // gradient, or a key in the wrong hands, shows in the reply and the server's log.
-    return {{peer, Error(request, Who(request) + "'s push of step " + std::to_string(request.step) +
-                                      " refused: " + push.status().message())}};
+    return {{peer, Error(request, push.why.message())}};
   }
   if (Status s = RecordDataUses(request); !s.ok()) {
     return {{peer, Error(request, s.message(), s.code())}};  // a revoked lease: kAborted
   }
   ++stats_.pushes;
-  ScaleOutlier(request, push->largest_exponent, &push->gradients);
-  for (const auto& [name, value] : push->assigns) store_->Assign(name, value);
-  policy_->Take(peer, request, *push, &out);
+  if (admission_.ScaleOutlier(request, &push.contents)) ++stats_.scaled_outliers;
+  for (const auto& [name, value] : push.contents.assigns) store_->Assign(name, value);
+  std::vector<Outgoing> out;
+  policy_->Take(peer, request, push.contents, &out);
   return out;
 }
 
@@ -363,14 +323,12 @@ void ParameterServer::NoteStaleness(int64_t computed_at) {
   highs_.staleness = std::max(highs_.staleness, staleness);
 }
 
-Status ParameterServer::CheckPushFields(const Message& request) const {
-  auto it = peers_.find(Who(request));
-  return CheckPushHeader(request, it == peers_.end() ? 0 : it->second.last_push_sequence,
-                         policy_->TakesParts(), policy_->name(), Who(request));
-}
-
 std::vector<ParameterServer::Outgoing> ParameterServer::TakePush(const std::string& peer,
-                                                                 const Message& request) {
+                                                                 const Message& request,
+                                                                 const std::string& identity) {
+  if (Status paced = admission_.Pace(request, IsHeld(request)); !paced.ok()) {
+    return {{peer, Refuse(request, paced, identity)}};
+  }
   const size_t held = held_pushes_.size();
   const int64_t taken = stats_.pushes;
   std::vector<Outgoing> out;
@@ -383,57 +341,23 @@ std::vector<ParameterServer::Outgoing> ParameterServer::TakePush(const std::stri
   return out;
 }
 
-void ParameterServer::ScaleOutlier(const Message& request, uint32_t exponent,
-                                   std::vector<std::pair<std::string, Tensor>>* grads) {
-  const std::string why = magnitude_.ScaleDown(Who(request), exponent, grads);
-  if (why.empty()) return;
-  ++stats_.scaled_outliers;
-  PSTRAIN_REFUSAL_WARNING("ps-outlier:" + Who(request),
-                          "ps " + std::to_string(options_.task_index) + ": " + Who(request) +
-                              "'s push of step " + std::to_string(request.step) + " " + why);
-}
-
-Status ParameterServer::PacePush(const Message& request) {
-  auto it = peers_.find(Who(request));
-  // A push refused for its fields changes nothing and is refused as such, later.
-  if (!options_.one_push_per_pull || it == peers_.end() || !CheckPushFields(request).ok()) {
-    return Status::OK();
-  }
-  const PeerState& p = it->second;
-  bool retry = p.incarnation == request.incarnation && request.sequence != 0 &&
-               request.sequence <= p.last_push_sequence;
-  for (const Waiting& w : held_pushes_) {
-    retry |= Who(w.request) == Who(request) && w.request.incarnation == request.incarnation &&
-             w.request.sequence == request.sequence;
-  }
-  return MayPush(p, Who(request), request, retry);
-}
-
-bool ParameterServer::IsRetriedPush(const std::string& peer, const Message& request,
-                                    std::vector<Outgoing>* out) {
-  auto it = peers_.find(Who(request));
-  if (it == peers_.end()) return false;
-  const PeerState& p = it->second;
-  if (p.incarnation != request.incarnation || request.sequence > p.last_push_sequence) {
-    return false;
-  }
+std::vector<ParameterServer::Outgoing> ParameterServer::AnswerRetry(const std::string& peer,
+                                                                    const Message& request,
+                                                                    const PushVerdict& retry) {
   ++stats_.duplicates;
-  LOG(WARNING) << "ps " << options_.task_index << ": push " << request.sequence << " from "
-               << Who(request) << " (step " << request.step
-               << ") is a retry of one already applied; not applied again";
-  if (policy_->HoldRetry(peer, request)) return true;  // sync: answered with the original
-  Message m = p.last_push_reply;
-  m.request_id = request.request_id;
+  std::vector<Outgoing> out;
+  if (policy_->HoldRetry(peer, request)) return out;  // sync: answered with the original
+  Message m = retry.reply;
   m.step = reply_step();
   m.map_epoch = chain_.epoch();
-  if (chain_.active() && p.last_push_record == -1) {  // in the open accumulate window
+  if (chain_.active() && retry.record == -1) {  // in the open accumulate window
     policy_->AnswerWithWindow(peer, m);
-  } else if (chain_.active() && p.last_push_record > chain_.committed()) {
-    HoldUntil(p.last_push_record, peer, m, out);  // answered once its record is acknowledged
+  } else if (chain_.active() && retry.record > chain_.committed()) {
+    HoldUntil(retry.record, peer, m, &out);  // answered once its record is acknowledged
   } else {
-    out->push_back({peer, m});
+    out.push_back({peer, m});
   }
-  return true;
+  return out;
 }
 
 void ParameterServer::RememberPush(const Message& request, const Message& reply, bool in_window) {

@@ -36,13 +36,13 @@
 #include "common/wire/transport.h"
 #include "ps/barriers.h"
 #include "ps/data_ledger.h"
-#include "ps/magnitude_guard.h"
 #include "ps/outgoing.h"
 #include "ps/peer_state.h"
 #include "ps/permissions.h"
-#include "ps/push_contents.h"
+#include "ps/push_admission.h"
 #include "ps/record_checks.h"
 #include "ps/replica_chain.h"
+#include "ps/server_reply.h"
 #include "ps/server_stats.h"
 #include "ps/server_summary.h"
 #include "ps/shard_checkpoints.h"
@@ -202,6 +202,8 @@ class ParameterServer : private UpdateShard {
                     bool in_window) override;
   void Commit(Update update, std::vector<HeldReply> replies,
               const std::vector<std::string>& pushers, std::vector<Outgoing>* out) override;
+  // Replies and errors through ps/server_reply.h, reporting this shard's epoch and reply_step.
+  ReplySource Source() const;
   wire::Message Reply(const wire::Message& request, wire::MessageType type) const;
   // A message of `type` from this process: role, task and incarnation set, nothing else.
   wire::Message FromThisServer(wire::MessageType type) const;
@@ -217,19 +219,16 @@ class ParameterServer : private UpdateShard {
   // its return or restart.
   Status NotePeer(const std::string& sender, const wire::Message& request,
                   std::chrono::steady_clock::time_point now);
-  // Scales `grads` down when their largest element (`exponent`) is an outlier
-  // (ps/magnitude_guard.h); counts and logs it.
-  void ScaleOutlier(const wire::Message& request, uint32_t exponent,
-                    std::vector<std::pair<std::string, Tensor>>* grads);
-  // One step per pull (ps/peer_state.h), with ServerOptions::one_push_per_pull: whether a push
-  // may be taken, and taking it (held below --min_workers, or handled), which uses the pull.
-  Status PacePush(const wire::Message& request);
-  std::vector<Outgoing> TakePush(const std::string& peer, const wire::Message& request);
-  // What a push must carry before anything is looked at: a numbered sender, gradients, a step.
-  Status CheckPushFields(const wire::Message& request) const;
-  // A push already applied (a retry of the sender's last push): the reply to send, if any.
-  bool IsRetriedPush(const std::string& peer, const wire::Message& request,
-                     std::vector<Outgoing>* out);
+  // A push paced (ps/push_admission.h), then taken: held below --min_workers, or handled; either
+  // uses the sender's pull.
+  std::vector<Outgoing> TakePush(const std::string& peer, const wire::Message& request,
+                                 const std::string& identity);
+  // Whether a push of the same process and sequence as `request` is held below --min_workers.
+  bool IsHeld(const wire::Message& request) const;
+  // A retry of a push already taken: answered with the cached reply (`retry`'s), now, with the
+  // open window's record, or once the record that answered it is acknowledged.
+  std::vector<Outgoing> AnswerRetry(const std::string& peer, const wire::Message& request,
+                                    const PushVerdict& retry);
   std::vector<Outgoing> HandleInit(const std::string& peer, const wire::Message& request);
   std::vector<Outgoing> HandlePull(const std::string& peer, const wire::Message& request);
   wire::Message PullReply(const wire::Message& request) override;
@@ -321,8 +320,7 @@ class ParameterServer : private UpdateShard {
   // Replication: this shard's chain (inactive before a map: an unreplicated server).
   ReplicaChain chain_;
   std::vector<Waiting> future_;  // replication requests of an epoch this task has not yet seen
-  PushKinds push_kinds_;      // checks a push's contents; each variable's kind (value or gradient)
-  MagnitudeGuard magnitude_;  // the pushes' largest elements, for outliers
+  PushAdmission admission_;      // a push's checks before the policy: pace, fields, retry, contents
   std::unique_ptr<TableShard> tables_;  // embedding-table rows this server owns, or null
 };
 

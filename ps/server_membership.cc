@@ -21,11 +21,7 @@ bool ParameterServer::HoldPush(const std::string& peer, const Message& request,
     return false;
   }
   // A retry of a push already applied is answered from the retry cache, never applied again.
-  auto it = peers_.find(Who(request));
-  if (it != peers_.end() && it->second.incarnation == request.incarnation &&
-      request.sequence != 0 && request.sequence <= it->second.last_push_sequence) {
-    return false;
-  }
+  if (admission_.IsRetry(request)) return false;
   // An earlier process of the sender is gone: its held pushes were never acknowledged.
   held_pushes_.erase(std::remove_if(held_pushes_.begin(), held_pushes_.end(),
                                     [&](const Waiting& w) {
@@ -45,7 +41,7 @@ bool ParameterServer::HoldPush(const std::string& peer, const Message& request,
     ++held_here;
   }
   // The sender's next push is checked now; the parts after it when they are applied.
-  Status s = held_here == 0 ? CheckPushFields(request) : Status::OK();
+  Status s = held_here == 0 ? admission_.CheckFields(request) : Status::OK();
   if (s.ok() && held_here > 0 && request.sequence != last_held + 1) {
     s = InvalidArgument("push " + std::to_string(request.sequence) + " from " + Who(request) +
                         " does not follow push " + std::to_string(last_held) +
@@ -62,6 +58,13 @@ bool ParameterServer::HoldPush(const std::string& peer, const Message& request,
   }
   held_pushes_.push_back({peer, request});
   return true;
+}
+
+bool ParameterServer::IsHeld(const Message& request) const {
+  return std::any_of(held_pushes_.begin(), held_pushes_.end(), [&](const Waiting& w) {
+    return Who(w.request) == Who(request) && w.request.incarnation == request.incarnation &&
+           w.request.sequence == request.sequence;
+  });
 }
 
 std::vector<ParameterServer::Outgoing> ParameterServer::CheckMembership(
@@ -85,11 +88,7 @@ std::vector<ParameterServer::Outgoing> ParameterServer::CheckMembership(
   AnswerReleased(barriers_.ReleaseComplete(
                      [this](const std::vector<Barriers::Wait>& w) { return BarrierComplete(w); }),
                  &out);
-  for (const Outgoing& o : out) {
-    for (const auto& t : o.message.tensors) {
-      stats_.bytes_out += static_cast<int64_t>(wire::WireBytes(t));
-    }
-  }
+  stats_.bytes_out += ReplyBytes(out);
   return out;
 }
 

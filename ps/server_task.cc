@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <utility>
 
-#include "common/wire/refusal_log.h"
 #include "common/wire/shard_map_message.h"
 #include "ps/permissions.h"
 
@@ -83,29 +82,17 @@ bool ServerTask::IsHead(int s) const {
 }
 
 Message ServerTask::Reply(const Message& request, MessageType type) const {
-  Message m;
-  m.type = type;
-  m.request_id = request.request_id;
-  m.role = "ps";
-  m.task_index = self();
-  if (ParameterServer* own = shard(self())) m.step = own->global_step();
-  m.incarnation = wire::ProcessIncarnation();
-  if (request.shard >= 0) m.shard = request.shard;
-  m.map_epoch = map_.epoch;
-  return m;
+  return ReplyTo(request, type, Source());
 }
 
 Message ServerTask::Error(const Message& request, const Status& why) {
-  Message m = Reply(request, MessageType::kError);
-  m.text = "ps " + std::to_string(self()) + ": " + why.message();
-  m.error_code = why.code();
   // Clients that have not heard of a new map yet come by the dozen during a failover.
-  PSTRAIN_REFUSAL_WARNING("ps-task:" + std::to_string(static_cast<int>(why.code())) + request.role +
-                              std::to_string(request.task_index) +
-                              wire::MessageTypeName(request.type),
-                          m.text + " (request " + wire::MessageTypeName(request.type) + " from " +
-                              request.role + " " + std::to_string(request.task_index) + ")");
-  return m;
+  return ErrorTo(request, why.message(), why.code(), Source(), "ps-task");
+}
+
+ReplySource ServerTask::Source() const {
+  ParameterServer* own = shard(self());
+  return {self(), map_.epoch, own != nullptr ? own->global_step() : 0};
 }
 
 Status ServerTask::Admit(const Message& request, const std::string& identity) const {

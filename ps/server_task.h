@@ -114,6 +114,9 @@ class ServerTask {
   // Whether the sender may make `request` at all (ps/permissions.h); its fields fit its type,
   // as decoded (common/wire/codec.h).
   Status Admit(const wire::Message& request, const std::string& identity) const;
+  // Replies and errors through ps/server_reply.h, reporting this task's epoch and its own
+  // shard's step.
+  ReplySource Source() const;
   wire::Message Reply(const wire::Message& request, wire::MessageType type) const;
   wire::Message Error(const wire::Message& request, const Status& why);
   // Replies carry the map epoch; requests to other tasks this task's name.

@@ -28,6 +28,7 @@ struct Elastic {
   int max_workers = 4;
   int evaluators = 0;
   std::chrono::milliseconds peer_timeout{5000};
+  bool one_push_per_pull = false;
 };
 
 // A server initialised by the chief (which is then live as worker 0).
@@ -38,6 +39,7 @@ std::unique_ptr<ParameterServer> MakeServer(const Elastic& e) {
   o.min_workers = e.min_workers;
   o.cluster = {e.min_workers > 0 ? e.max_workers : e.workers, e.evaluators};
   o.peer_timeout = e.peer_timeout;
+  o.one_push_per_pull = e.one_push_per_pull;
   return InitializedSgdServer(o, {{"w", Tensor::Filled(Shape{3}, 10.0f)}});
 }
 
@@ -200,6 +202,44 @@ TEST(MembershipTest, AHeldPushIsAppliedOnceHoweverOftenItIsRetried) {
   Message pull = wire::Request(MessageType::kPull, "worker", 1, 1);
   out = server->Handle("w1", pull);
   EXPECT_FLOAT_EQ(out[0].message.tensors[0].tensor[0], 9.0f);  // applied once: 10 - 1
+}
+
+// A worker's client that times out resends its push while the server still holds the first copy
+// below --min_workers: the retry races its original through one step per pull, which lets it in
+// as the retry it is (not a second step on one pull); the push is applied once, answered on the
+// retry's connection, and a new step on the same pull is still refused.
+TEST(MembershipTest, ARetryRacingItsHeldPushPassesOneStepPerPullAndIsAppliedOnce) {
+  Elastic e;
+  e.mode = UpdateMode::kAsync;
+  e.min_workers = 2;
+  e.one_push_per_pull = true;
+  auto server = MakeServer(e);
+  auto out = server->Handle("first", wire::Request(MessageType::kPull, "worker", 0, 1));
+  ASSERT_EQ(out.size(), 1u);
+  ASSERT_EQ(out[0].message.type, MessageType::kOk) << out[0].message.text;
+  Message push = wire::Request(MessageType::kPush, "worker", 0, 1);
+  push.sequence = 1;
+  push.tensors.push_back({"w", Tensor::Filled(Shape{3}, 1.0f)});
+  EXPECT_TRUE(server->Handle("first", push).empty()) << "held: one live worker of 2";
+  out = server->Handle("retry", push);
+  EXPECT_TRUE(out.empty()) << "the retry was refused: " << out[0].message.text;
+  Message next = push;
+  next.sequence = 2;
+  out = server->Handle("next", next);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].message.error_code, StatusCode::kPermissionDenied);
+  EXPECT_NE(out[0].message.text.find("one step per pull"), std::string::npos)
+      << out[0].message.text;
+  EXPECT_EQ(server->pending_requests(), 1u);
+  Senders(server.get()).Heartbeat(1);
+  out = server->CheckMembership(Clock::now());
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].peer, "retry");
+  EXPECT_EQ(out[0].message.type, MessageType::kOk);
+  EXPECT_EQ(server->global_step(), 1);
+  out = server->Handle("w1", wire::Request(MessageType::kPull, "worker", 1, 1));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_FLOAT_EQ(out[0].message.tensors.at(0).tensor[0], 9.0f) << "applied once: 10 - 1";
 }
 
 TEST(MembershipTest, BelowMinWorkersASyncWindowStaysOpen) {

@@ -7,21 +7,13 @@
 
 #include <cmath>
 
-#include "common/config.h"
+#include "tests/ps/sgd_store.h"
 
 namespace pstrain {
 namespace ps {
 namespace {
 
 using wire::Message;
-
-std::unique_ptr<VariableStore> Store() {
-  auto config = ConfigNode::Parse("{optimizer: {type: sgd}, learning_rate: {initial: 1.0}}", "t");
-  auto store = VariableStore::FromConfig(*config).value();
-  EXPECT_TRUE(store->AddVariable("w", Tensor::Filled(Shape{4}, 0.0f)).ok());
-  EXPECT_TRUE(store->AddVariable("bn/mean", Tensor::Filled(Shape{2}, 0.0f)).ok());
-  return store;
-}
 
 Message Push(float w, bool with_mean, bool mean_assigned = true) {
   Message m;
@@ -35,7 +27,7 @@ Message Push(float w, bool with_mean, bool mean_assigned = true) {
 }
 
 TEST(PushContentsTest, SplitsGradientsFromValuesAndReadsTheLargestExponent) {
-  auto store = Store();
+  auto store = SgdStoreWithWAndMean();
   PushKinds kinds;
   Message push = Push(0.0f, true);
   push.tensors[0].tensor[2] = -3.0f;  // 2^1 <= 3 < 2^2: biased exponent 128
@@ -50,7 +42,7 @@ TEST(PushContentsTest, SplitsGradientsFromValuesAndReadsTheLargestExponent) {
 }
 
 TEST(PushContentsTest, AVariableNamedTwiceOrOfAnotherKindIsRefusedAndNotedNothing) {
-  auto store = Store();
+  auto store = SgdStoreWithWAndMean();
   PushKinds kinds;
   Message twice = Push(1.0f, false);
   twice.tensors.push_back({"w", Tensor::Filled(Shape{4}, 1.0f)});
