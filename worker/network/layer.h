@@ -119,8 +119,9 @@ class Layer {
   virtual void BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& out,
                            const Tensor& out_grad, const std::vector<Tensor*>& in_grads,
                            const LayerContext& ctx) = 0;
-  // Implemented in <name>_cuda.cc|.cu by the layers that declare PSTRAIN_DECLARE_GPU_KERNELS; the
-  // defaults stop naming the layer (Model::SetDevice refuses such layers before they run).
+  // Implemented in <name>_cuda.cc|.cu by every layer (PSTRAIN_DECLARE_LAYER declares them); the
+  // defaults, left in builds without the GPU backend, stop naming the layer (Model::SetDevice
+  // refuses such layers before they run).
   virtual void ForwardGpu(const std::vector<const Tensor*>& in, Tensor* out,
                           const LayerContext& ctx);
   virtual void BackwardGpu(const std::vector<const Tensor*>& in, const Tensor& out,
