@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "ps/denormals.h"
+#include "ps/optimizers/optimizers.h"
 
 namespace pstrain::ps {
 namespace {
@@ -147,6 +148,25 @@ Status CheckNonNegative(const char* field, double value) {
 Status CheckPositive(const char* field, double value) {
   if (value > 0.0 && std::isfinite(value)) return Status::OK();
   return InvalidArgument(std::string("field '") + field + "' must be > 0, got " + Number(value));
+}
+
+Status CheckNonPositive(const char* field, double value) {
+  if (value <= 0.0) return Status::OK();
+  return InvalidArgument(std::string("field '") + field + "' must be <= 0, got " + Number(value));
+}
+
+Status CheckBound(const char* field, double value, Bound bound) {
+  switch (bound) {
+    case Bound::kUnitInterval:
+      return CheckInUnitInterval(field, value);
+    case Bound::kNonNegative:
+      return CheckNonNegative(field, value);
+    case Bound::kPositive:
+      return CheckPositive(field, value);
+    case Bound::kNonPositive:
+      return CheckNonPositive(field, value);
+  }
+  return Internal(std::string("field '") + field + "': unknown bound");
 }
 
 Result<float> GetFloat(const ConfigNode& node, const std::string& key, float fallback) {

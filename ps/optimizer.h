@@ -135,7 +135,7 @@ Result<std::unique_ptr<Optimizer>> NewAdagradOptimizer(const AdagradOptions& opt
 Result<std::unique_ptr<Optimizer>> NewRMSPropOptimizer(const RMSPropOptions& options);
 Result<std::unique_ptr<Optimizer>> NewFtrlOptimizer(const FtrlOptions& options);
 
-// In optimizers/<name>.cc: PSTRAIN_REGISTER_OPTIMIZER("adam", internal::AdamFromConfig);
+// In optimizers/<name>.cc: PSTRAIN_REGISTER_OPTIMIZER("adam", <its reader of a config node>);
 #define PSTRAIN_REGISTER_OPTIMIZER(type_name, from_config)            \
   static const bool PSTRAIN_CONCAT(kRegisteredOptimizer_, __LINE__) = \
       ::pstrain::ps::Optimizer::Register(type_name, from_config)

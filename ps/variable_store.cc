@@ -6,21 +6,15 @@
 #include <sstream>
 
 #include "ps/largest_exponent.h"
+#include "ps/update_rule.h"
 
 namespace pstrain {
 namespace ps {
 
 Result<std::unique_ptr<VariableStore>> VariableStore::FromConfig(const ConfigNode& train) {
-  ASSIGN_OR_RETURN(ConfigNode opt_node, train.Child("optimizer"));
-  ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer, Optimizer::FromConfig(opt_node));
-  ASSIGN_OR_RETURN(ConfigNode lr_node, train.Child("learning_rate"));
-  ASSIGN_OR_RETURN(LearningRateSchedule schedule, LearningRateSchedule::FromConfig(lr_node));
-  ClippingOptions clipping;
-  if (train.Has("clipping")) {
-    ASSIGN_OR_RETURN(ConfigNode clip_node, train.Child("clipping"));
-    ASSIGN_OR_RETURN(clipping, ClippingOptions::FromConfig(clip_node));
-  }
-  auto store = std::make_unique<VariableStore>(std::move(optimizer), std::move(schedule), clipping);
+  ASSIGN_OR_RETURN(UpdateRule rule, ReadUpdateRule(train));
+  auto store = std::make_unique<VariableStore>(std::move(rule.optimizer),
+                                               std::move(rule.learning_rate), rule.clipping);
   store->fingerprint_ = "train: " + train.ToYaml();
   return store;
 }

@@ -32,29 +32,19 @@ class AdagradOptimizer : public internal::OptimizerWith<AdagradOptions> {
   }
 };
 
-Status Validate(const AdagradOptions& options) {
-  // TF requires a positive start too: a zero accumulator divides by zero on a zero gradient.
-  return internal::CheckPositive("initial_accumulator_value", options.initial_accumulator_value);
-}
+// The options as the config names them, with their bounds.
+constexpr internal::OptionField<AdagradOptions> kFields[] = {
+    // TF requires a positive start too: a zero accumulator divides by zero on a zero gradient.
+    {"initial_accumulator_value", &AdagradOptions::initial_accumulator_value,
+     internal::Bound::kPositive},
+};
 
 }  // namespace
 
 Result<std::unique_ptr<Optimizer>> NewAdagradOptimizer(const AdagradOptions& options) {
-  return internal::MakeIfValid<AdagradOptimizer>("adagrad", options, Validate(options));
+  return internal::MakeIfValid<AdagradOptimizer>("adagrad", options, kFields);
 }
 
-namespace internal {
-
-Result<std::unique_ptr<Optimizer>> AdagradFromConfig(const ConfigNode& node) {
-  RETURN_IF_ERROR(node.CheckKeys({"type", "initial_accumulator_value"}));
-  AdagradOptions options;
-  ASSIGN_OR_RETURN(options.initial_accumulator_value,
-                   GetFloat(node, "initial_accumulator_value", options.initial_accumulator_value));
-  RETURN_IF_ERROR(AtNode(node, Validate(options)));
-  return NewAdagradOptimizer(options);
-}
-
-}  // namespace internal
-PSTRAIN_REGISTER_OPTIMIZER("adagrad", internal::AdagradFromConfig);
+PSTRAIN_REGISTER_OPTIMIZER("adagrad", (internal::ReaderOf<kFields, NewAdagradOptimizer>));
 
 }  // namespace pstrain::ps

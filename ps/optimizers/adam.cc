@@ -40,31 +40,19 @@ class AdamOptimizer : public internal::OptimizerWith<AdamOptions> {
   }
 };
 
-Status Validate(const AdamOptions& options) {
-  RETURN_IF_ERROR(internal::CheckInUnitInterval("beta1", options.beta1));
-  RETURN_IF_ERROR(internal::CheckInUnitInterval("beta2", options.beta2));
-  return internal::CheckNonNegative("epsilon", options.epsilon);
-}
+// The options as the config names them, with their bounds.
+constexpr internal::OptionField<AdamOptions> kFields[] = {
+    {"beta1", &AdamOptions::beta1, internal::Bound::kUnitInterval},
+    {"beta2", &AdamOptions::beta2, internal::Bound::kUnitInterval},
+    {"epsilon", &AdamOptions::epsilon, internal::Bound::kNonNegative},
+};
 
 }  // namespace
 
 Result<std::unique_ptr<Optimizer>> NewAdamOptimizer(const AdamOptions& options) {
-  return internal::MakeIfValid<AdamOptimizer>("adam", options, Validate(options));
+  return internal::MakeIfValid<AdamOptimizer>("adam", options, kFields);
 }
 
-namespace internal {
-
-Result<std::unique_ptr<Optimizer>> AdamFromConfig(const ConfigNode& node) {
-  RETURN_IF_ERROR(node.CheckKeys({"type", "beta1", "beta2", "epsilon"}));
-  AdamOptions options;
-  ASSIGN_OR_RETURN(options.beta1, GetFloat(node, "beta1", options.beta1));
-  ASSIGN_OR_RETURN(options.beta2, GetFloat(node, "beta2", options.beta2));
-  ASSIGN_OR_RETURN(options.epsilon, GetFloat(node, "epsilon", options.epsilon));
-  RETURN_IF_ERROR(AtNode(node, Validate(options)));
-  return NewAdamOptimizer(options);
-}
-
-}  // namespace internal
-PSTRAIN_REGISTER_OPTIMIZER("adam", internal::AdamFromConfig);
+PSTRAIN_REGISTER_OPTIMIZER("adam", (internal::ReaderOf<kFields, NewAdamOptimizer>));
 
 }  // namespace pstrain::ps

@@ -47,45 +47,23 @@ class FtrlOptimizer : public internal::OptimizerWith<FtrlOptions> {
   }
 };
 
-Status Validate(const FtrlOptions& options) {
-  RETURN_IF_ERROR(
-      internal::CheckPositive("initial_accumulator_value", options.initial_accumulator_value));
-  RETURN_IF_ERROR(
-      internal::CheckNonNegative("l1_regularization_strength", options.l1_regularization_strength));
-  RETURN_IF_ERROR(
-      internal::CheckNonNegative("l2_regularization_strength", options.l2_regularization_strength));
-  if (!(options.learning_rate_power <= 0.0f)) {
-    return InvalidArgument("field 'learning_rate_power' must be <= 0, got " +
-                           std::to_string(options.learning_rate_power));
-  }
-  return Status::OK();
-}
+// The options as the config names them, with their bounds.
+constexpr internal::OptionField<FtrlOptions> kFields[] = {
+    {"initial_accumulator_value", &FtrlOptions::initial_accumulator_value,
+     internal::Bound::kPositive},
+    {"l1_regularization_strength", &FtrlOptions::l1_regularization_strength,
+     internal::Bound::kNonNegative},
+    {"l2_regularization_strength", &FtrlOptions::l2_regularization_strength,
+     internal::Bound::kNonNegative},
+    {"learning_rate_power", &FtrlOptions::learning_rate_power, internal::Bound::kNonPositive},
+};
 
 }  // namespace
 
 Result<std::unique_ptr<Optimizer>> NewFtrlOptimizer(const FtrlOptions& options) {
-  return internal::MakeIfValid<FtrlOptimizer>("ftrl", options, Validate(options));
+  return internal::MakeIfValid<FtrlOptimizer>("ftrl", options, kFields);
 }
 
-namespace internal {
-
-Result<std::unique_ptr<Optimizer>> FtrlFromConfig(const ConfigNode& node) {
-  RETURN_IF_ERROR(node.CheckKeys({"type", "learning_rate_power", "initial_accumulator_value",
-                                  "l1_regularization_strength", "l2_regularization_strength"}));
-  FtrlOptions o;
-  ASSIGN_OR_RETURN(o.learning_rate_power,
-                   GetFloat(node, "learning_rate_power", o.learning_rate_power));
-  ASSIGN_OR_RETURN(o.initial_accumulator_value,
-                   GetFloat(node, "initial_accumulator_value", o.initial_accumulator_value));
-  ASSIGN_OR_RETURN(o.l1_regularization_strength,
-                   GetFloat(node, "l1_regularization_strength", o.l1_regularization_strength));
-  ASSIGN_OR_RETURN(o.l2_regularization_strength,
-                   GetFloat(node, "l2_regularization_strength", o.l2_regularization_strength));
-  RETURN_IF_ERROR(AtNode(node, Validate(o)));
-  return NewFtrlOptimizer(o);
-}
-
-}  // namespace internal
-PSTRAIN_REGISTER_OPTIMIZER("ftrl", internal::FtrlFromConfig);
+PSTRAIN_REGISTER_OPTIMIZER("ftrl", (internal::ReaderOf<kFields, NewFtrlOptimizer>));
 
 }  // namespace pstrain::ps

@@ -34,28 +34,18 @@ class MomentumOptimizer : public internal::OptimizerWith<MomentumOptions> {
   }
 };
 
-Status Validate(const MomentumOptions& options) {
-  return internal::CheckInUnitInterval("momentum", options.momentum);
-}
+// The options as the config names them, with their bounds.
+constexpr internal::OptionField<MomentumOptions> kFields[] = {
+    {"momentum", &MomentumOptions::momentum, internal::Bound::kUnitInterval},
+    {"nesterov", &MomentumOptions::nesterov},
+};
 
 }  // namespace
 
 Result<std::unique_ptr<Optimizer>> NewMomentumOptimizer(const MomentumOptions& options) {
-  return internal::MakeIfValid<MomentumOptimizer>("momentum", options, Validate(options));
+  return internal::MakeIfValid<MomentumOptimizer>("momentum", options, kFields);
 }
 
-namespace internal {
-
-Result<std::unique_ptr<Optimizer>> MomentumFromConfig(const ConfigNode& node) {
-  RETURN_IF_ERROR(node.CheckKeys({"type", "momentum", "nesterov"}));
-  MomentumOptions options;
-  ASSIGN_OR_RETURN(options.momentum, GetFloat(node, "momentum", options.momentum));
-  ASSIGN_OR_RETURN(options.nesterov, node.GetBool("nesterov", options.nesterov));
-  RETURN_IF_ERROR(AtNode(node, Validate(options)));
-  return NewMomentumOptimizer(options);
-}
-
-}  // namespace internal
-PSTRAIN_REGISTER_OPTIMIZER("momentum", internal::MomentumFromConfig);
+PSTRAIN_REGISTER_OPTIMIZER("momentum", (internal::ReaderOf<kFields, NewMomentumOptimizer>));
 
 }  // namespace pstrain::ps

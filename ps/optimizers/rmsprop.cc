@@ -58,32 +58,20 @@ class RMSPropOptimizer : public internal::OptimizerWith<RMSPropOptions> {
   }
 };
 
-Status Validate(const RMSPropOptions& options) {
-  RETURN_IF_ERROR(internal::CheckInUnitInterval("decay", options.decay));
-  RETURN_IF_ERROR(internal::CheckInUnitInterval("momentum", options.momentum));
-  return internal::CheckNonNegative("epsilon", options.epsilon);
-}
+// The options as the config names them, with their bounds.
+constexpr internal::OptionField<RMSPropOptions> kFields[] = {
+    {"decay", &RMSPropOptions::decay, internal::Bound::kUnitInterval},
+    {"momentum", &RMSPropOptions::momentum, internal::Bound::kUnitInterval},
+    {"epsilon", &RMSPropOptions::epsilon, internal::Bound::kNonNegative},
+    {"centered", &RMSPropOptions::centered},
+};
 
 }  // namespace
 
 Result<std::unique_ptr<Optimizer>> NewRMSPropOptimizer(const RMSPropOptions& options) {
-  return internal::MakeIfValid<RMSPropOptimizer>("rmsprop", options, Validate(options));
+  return internal::MakeIfValid<RMSPropOptimizer>("rmsprop", options, kFields);
 }
 
-namespace internal {
-
-Result<std::unique_ptr<Optimizer>> RMSPropFromConfig(const ConfigNode& node) {
-  RETURN_IF_ERROR(node.CheckKeys({"type", "decay", "momentum", "epsilon", "centered"}));
-  RMSPropOptions options;
-  ASSIGN_OR_RETURN(options.decay, GetFloat(node, "decay", options.decay));
-  ASSIGN_OR_RETURN(options.momentum, GetFloat(node, "momentum", options.momentum));
-  ASSIGN_OR_RETURN(options.epsilon, GetFloat(node, "epsilon", options.epsilon));
-  ASSIGN_OR_RETURN(options.centered, node.GetBool("centered", options.centered));
-  RETURN_IF_ERROR(AtNode(node, Validate(options)));
-  return NewRMSPropOptimizer(options);
-}
-
-}  // namespace internal
-PSTRAIN_REGISTER_OPTIMIZER("rmsprop", internal::RMSPropFromConfig);
+PSTRAIN_REGISTER_OPTIMIZER("rmsprop", (internal::ReaderOf<kFields, NewRMSPropOptimizer>));
 
 }  // namespace pstrain::ps

@@ -23,14 +23,9 @@ class SgdOptimizer : public Optimizer {
 
 std::unique_ptr<Optimizer> NewSgdOptimizer() { return std::make_unique<SgdOptimizer>(); }
 
-namespace internal {
-
-Result<std::unique_ptr<Optimizer>> SgdFromConfig(const ConfigNode& node) {
+PSTRAIN_REGISTER_OPTIMIZER("sgd", [](const ConfigNode& node) -> Result<std::unique_ptr<Optimizer>> {
   RETURN_IF_ERROR(node.CheckKeys({"type"}));
   return NewSgdOptimizer();
-}
-
-}  // namespace internal
-PSTRAIN_REGISTER_OPTIMIZER("sgd", internal::SgdFromConfig);
+});
 
 }  // namespace pstrain::ps

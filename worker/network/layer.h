@@ -119,8 +119,9 @@ class Layer {
   virtual void BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& out,
                            const Tensor& out_grad, const std::vector<Tensor*>& in_grads,
                            const LayerContext& ctx) = 0;
-  // Implemented in <name>_cuda.cc|.cu by the layers that declare PSTRAIN_DECLARE_GPU_KERNELS; the
-  // defaults stop naming the layer (Model::SetDevice refuses such layers before they run).
+  // Implemented in <name>_cuda.cc|.cu by every layer (PSTRAIN_DECLARE_LAYER declares them); the
+  // defaults, left in builds without the GPU backend, stop naming the layer (Model::SetDevice
+  // refuses such layers before they run).
   virtual void ForwardGpu(const std::vector<const Tensor*>& in, Tensor* out,
                           const LayerContext& ctx);
   virtual void BackwardGpu(const std::vector<const Tensor*>& in, const Tensor& out,
@@ -143,6 +144,13 @@ class Layer {
   Device device_ = Device::kCpu;
 };
 
+// A layer whose output has its one input's shape (activations, dropout).
+class ElementwiseLayer : public Layer {
+ public:
+  using Layer::Layer;
+  Result<Shape> Setup(const std::vector<Shape>& inputs) override { return inputs[0]; }
+};
+
 class LayerRegistry {
  public:
   using Factory = std::function<std::unique_ptr<Layer>(const std::string& name)>;
@@ -156,8 +164,9 @@ class LayerRegistry {
   std::map<std::string, Factory> factories_;
 };
 
-// Declares what every layer defines in layers/<name>.cc and <name>_cpu.cc: its config, its
-// TensorFlow and ONNX ops, and its CPU kernels. Leaves the class in `protected:`.
+// Declares what every layer defines in layers/<name>.cc, <name>_cpu.cc and <name>_cuda.cc|.cu:
+// its config, its TensorFlow and ONNX ops, its CPU kernels and its GPU kernels (every layer has
+// them: the build compiles each layer's CUDA file). Leaves the class in `protected:`.
 #define PSTRAIN_DECLARE_LAYER()                                                               \
  public:                                                                                      \
   Status Configure(const ConfigNode& node) override;                                          \
@@ -169,10 +178,12 @@ class LayerRegistry {
       override;                                                                               \
   void BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& out,                   \
                    const Tensor& out_grad, const std::vector<Tensor*>& in_grads,              \
-                   const LayerContext& ctx) override;
+                   const LayerContext& ctx) override;                                         \
+  PSTRAIN_DECLARE_GPU_KERNELS()
 
 // Declares a layer's GPU kernels (defined in layers/<name>_cuda.cc|.cu) in builds with the GPU
-// backend; in other builds the layer keeps the base class's refusing defaults.
+// backend; in other builds the layer keeps the base class's refusing defaults. Part of
+// PSTRAIN_DECLARE_LAYER; alone where a base class declared the rest (conv_base.h).
 #if PSTRAIN_HAVE_GPU_BACKEND
 #define PSTRAIN_DECLARE_GPU_KERNELS()                                                         \
  public:                                                                                      \

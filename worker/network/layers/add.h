@@ -16,7 +16,6 @@ class Add : public Layer {
   int num_inputs() const override { return 2; }
 
   PSTRAIN_DECLARE_LAYER()
-  PSTRAIN_DECLARE_GPU_KERNELS()
 };
 
 }  // namespace worker

@@ -19,7 +19,6 @@ class BatchNorm : public Layer {
   void InitVariables(std::mt19937_64* rng) override;
 
   PSTRAIN_DECLARE_LAYER()
-  PSTRAIN_DECLARE_GPU_KERNELS()
 
  private:
   struct GpuPlan;  // cuDNN descriptors and the saved statistics

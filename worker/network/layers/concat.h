@@ -20,7 +20,6 @@ class Concat : public Layer {
   int num_inputs() const override { return num_inputs_; }
 
   PSTRAIN_DECLARE_LAYER()
-  PSTRAIN_DECLARE_GPU_KERNELS()
 
  private:
   int num_inputs_ = 2;

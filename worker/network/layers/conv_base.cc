@@ -17,9 +17,7 @@ Status ConvBase::ConfigureConv(const ConfigNode& node, const std::vector<std::st
   ASSIGN_OR_RETURN(kernel_, ReadPair(node, "kernel", 1));
   ASSIGN_OR_RETURN(stride_, ReadPair(node, "stride", 1));
   ASSIGN_OR_RETURN(padding_, ReadPadding(node, "padding", Padding::kSame));
-  ASSIGN_OR_RETURN(use_bias_, node.GetBool("use_bias", true));
-  ASSIGN_OR_RETURN(init_, ReadInit(node));
-  return Status::OK();
+  return ReadWeightFields(node, &use_bias_, &init_);
 }
 
 Result<Shape> ConvBase::Setup(const std::vector<Shape>& inputs) {

@@ -11,14 +11,12 @@ namespace worker {
 
 // Inverted dropout: in training keeps each value with probability keep_prob and scales it by
 // 1/keep_prob; in evaluation it is the identity.
-class Dropout : public Layer {
+class Dropout : public ElementwiseLayer {
  public:
-  explicit Dropout(const std::string& name) : Layer(name, "dropout") {}
-  Result<Shape> Setup(const std::vector<Shape>& inputs) override { return inputs[0]; }
+  explicit Dropout(const std::string& name) : ElementwiseLayer(name, "dropout") {}
   float keep_prob() const { return keep_prob_; }
 
   PSTRAIN_DECLARE_LAYER()
-  PSTRAIN_DECLARE_GPU_KERNELS()
 
  private:
   struct GpuPlan;  // the mask in device memory (worker/network/layers/simple_cuda.cc)

@@ -41,7 +41,6 @@ class Embedding : public Layer {
   const std::string& table() const { return table_; }
 
   PSTRAIN_DECLARE_LAYER()
-  PSTRAIN_DECLARE_GPU_KERNELS()
 
  private:
   // The row index of slot value `x` (rounded), -1 for padding; CHECKs that it is in range.

@@ -16,7 +16,6 @@ class Flatten : public Layer {
   }
 
   PSTRAIN_DECLARE_LAYER()
-  PSTRAIN_DECLARE_GPU_KERNELS()
 };
 
 }  // namespace worker

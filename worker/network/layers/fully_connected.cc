@@ -7,9 +7,7 @@ Status FullyConnected::Configure(const ConfigNode& node) {
   RETURN_IF_ERROR(node.CheckKeys({"name", "type", "inputs", "units", "use_bias", "init"}));
   ASSIGN_OR_RETURN(units_, node.GetInt("units"));
   if (units_ < 1) return node.Error("field 'units' must be >= 1");
-  ASSIGN_OR_RETURN(use_bias_, node.GetBool("use_bias", true));
-  ASSIGN_OR_RETURN(init_, ReadInit(node));
-  return Status::OK();
+  return ReadWeightFields(node, &use_bias_, &init_);
 }
 
 Result<Shape> FullyConnected::Setup(const std::vector<Shape>& inputs) {

@@ -15,7 +15,6 @@ class FullyConnected : public Layer {
   void InitVariables(std::mt19937_64* rng) override;
 
   PSTRAIN_DECLARE_LAYER()
-  PSTRAIN_DECLARE_GPU_KERNELS()
 
  private:
   int64_t units_ = 0, features_ = 0;

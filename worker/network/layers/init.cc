@@ -5,11 +5,17 @@
 namespace pstrain {
 namespace worker {
 
-Result<Init> ReadInit(const ConfigNode& node) {
+Status ReadWeightFields(const ConfigNode& node, bool* use_bias, Init* init) {
+  ASSIGN_OR_RETURN(*use_bias, node.GetBool("use_bias", true));
   ASSIGN_OR_RETURN(std::string name, node.GetString("init", "glorot_uniform"));
-  if (name == "glorot_uniform") return Init::kGlorotUniform;
-  if (name == "he_normal") return Init::kHeNormal;
-  return node.Error("field 'init' must be glorot_uniform or he_normal, got '" + name + "'");
+  if (name == "glorot_uniform") {
+    *init = Init::kGlorotUniform;
+  } else if (name == "he_normal") {
+    *init = Init::kHeNormal;
+  } else {
+    return node.Error("field 'init' must be glorot_uniform or he_normal, got '" + name + "'");
+  }
+  return Status::OK();
 }
 
 void InitWeights(Init init, int64_t fan_in, int64_t fan_out, std::mt19937_64* rng, Tensor* w) {

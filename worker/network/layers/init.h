@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/config.h"
+#include "common/status.h"
 #include "common/tensor.h"
 
 namespace pstrain {
@@ -13,7 +14,9 @@ namespace worker {
 
 enum class Init { kGlorotUniform, kHeNormal };
 
-Result<Init> ReadInit(const ConfigNode& node);
+// The fields of every layer with weights and an optional bias (fully_connected and the
+// convolutions): `use_bias` (true unless given) and `init` (glorot_uniform unless given).
+Status ReadWeightFields(const ConfigNode& node, bool* use_bias, Init* init);
 void InitWeights(Init init, int64_t fan_in, int64_t fan_out, std::mt19937_64* rng, Tensor* w);
 
 }  // namespace worker

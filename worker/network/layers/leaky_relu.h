@@ -10,13 +10,11 @@
 namespace pstrain {
 namespace worker {
 
-class LeakyRelu : public Layer {
+class LeakyRelu : public ElementwiseLayer {
  public:
-  explicit LeakyRelu(const std::string& name) : Layer(name, "leaky_relu") {}
-  Result<Shape> Setup(const std::vector<Shape>& inputs) override { return inputs[0]; }
+  explicit LeakyRelu(const std::string& name) : ElementwiseLayer(name, "leaky_relu") {}
 
   PSTRAIN_DECLARE_LAYER()
-  PSTRAIN_DECLARE_GPU_KERNELS()
 
  private:
   float alpha_ = 0.2f;

@@ -19,7 +19,6 @@ class Pool2D : public Layer {
   Result<Shape> Setup(const std::vector<Shape>& inputs) override;
 
   PSTRAIN_DECLARE_LAYER()
-  PSTRAIN_DECLARE_GPU_KERNELS()
 
  private:
   struct CpuPlan;

@@ -8,13 +8,11 @@
 namespace pstrain {
 namespace worker {
 
-class Relu : public Layer {
+class Relu : public ElementwiseLayer {
  public:
-  explicit Relu(const std::string& name) : Layer(name, "relu") {}
-  Result<Shape> Setup(const std::vector<Shape>& inputs) override { return inputs[0]; }
+  explicit Relu(const std::string& name) : ElementwiseLayer(name, "relu") {}
 
   PSTRAIN_DECLARE_LAYER()
-  PSTRAIN_DECLARE_GPU_KERNELS()
 };
 
 }  // namespace worker

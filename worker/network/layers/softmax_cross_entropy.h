@@ -19,7 +19,6 @@ class SoftmaxCrossEntropy : public Layer {
   const std::vector<float>& probabilities() const { return probs_; }
 
   PSTRAIN_DECLARE_LAYER()
-  PSTRAIN_DECLARE_GPU_KERNELS()
 
  private:
   struct GpuPlan;  // probabilities in device memory (worker/network/layers/batch_norm_cuda.cc)
