@@ -13,6 +13,26 @@
 namespace pstrain {
 namespace worker {
 
+Result<std::vector<std::string>> LayerInputNames(const ConfigNode& spec,
+                                                 const std::string& previous) {
+  if (!spec.Has("inputs")) return std::vector<std::string>{previous};
+  ASSIGN_OR_RETURN(ConfigNode in, spec.Child("inputs"));
+  if (!in.IsSequence()) {
+    ASSIGN_OR_RETURN(std::string name, spec.GetString("inputs"));
+    return std::vector<std::string>{name};
+  }
+  std::vector<std::string> names;
+  for (size_t k = 0; k < in.size(); ++k) {
+    // Read through a one-field map; its errors would name that map, not this entry.
+    const ConfigNode item = in.At(k);
+    auto wrapper = ConfigNode::Parse("v: " + item.ToYaml(), item.Where());
+    auto name = wrapper.ok() ? wrapper->GetString("v") : Result<std::string>(wrapper.status());
+    if (!name.ok()) return item.Error("must be the name of an earlier layer or 'input'");
+    names.push_back(*name);
+  }
+  return names;
+}
+
 Result<std::unique_ptr<Model>> Model::FromConfig(const ConfigNode& node) {
   RETURN_IF_ERROR(node.CheckKeys({"name", "input", "inputs", "layers"}));
   auto model = std::unique_ptr<Model>(new Model());
@@ -40,25 +60,9 @@ Result<std::unique_ptr<Model>> Model::FromConfig(const ConfigNode& node) {
     if (!configured.ok()) return configured.WithContext(layer->Describe());
 
     Node n;
-    std::vector<std::string> input_names;
-    if (spec.Has("inputs")) {
-      ASSIGN_OR_RETURN(ConfigNode in, spec.Child("inputs"));
-      if (in.IsSequence()) {
-        for (size_t k = 0; k < in.size(); ++k) {
-          // Read through a one-field map; its errors would name that map, not this entry.
-          const ConfigNode item = in.At(k);
-          auto wrapper = ConfigNode::Parse("v: " + item.ToYaml(), item.Where());
-          auto s = wrapper.ok() ? wrapper->GetString("v") : Result<std::string>(wrapper.status());
-          if (!s.ok()) return item.Error("must be the name of an earlier layer or 'input'");
-          input_names.push_back(*s);
-        }
-      } else {
-        ASSIGN_OR_RETURN(std::string s, spec.GetString("inputs"));
-        input_names.push_back(s);
-      }
-    } else {
-      input_names.push_back(i == 0 ? model->input_names_[0] : model->layers_.back()->name());
-    }
+    ASSIGN_OR_RETURN(
+        std::vector<std::string> input_names,
+        LayerInputNames(spec, i == 0 ? model->input_names_[0] : model->layers_.back()->name()));
     if (static_cast<int>(input_names.size()) != layer->num_inputs()) {
       return spec.Error(layer->Describe() + " takes " + std::to_string(layer->num_inputs()) +
                         " input(s), got " + std::to_string(input_names.size()));

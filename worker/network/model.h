@@ -29,6 +29,12 @@
 namespace pstrain {
 namespace worker {
 
+// The names a layer's config `spec` reads from: its `inputs` (one name or a list), else
+// `previous` (the layer before it, or the model's first input). An entry that is not a name is
+// an error naming it. Model::FromConfig and the graph writers read a model alike through this.
+Result<std::vector<std::string>> LayerInputNames(const ConfigNode& spec,
+                                                 const std::string& previous);
+
 class Model {
  public:
   static Result<std::unique_ptr<Model>> FromConfig(const ConfigNode& model_node);

@@ -7,29 +7,10 @@
 
 #include "common/replication/sharding.h"
 #include "worker/network/layer.h"
+#include "worker/network/model.h"
 
 namespace pstrain {
 namespace {
-
-// A layer's inputs as Model::FromConfig reads them: `inputs:` (a name or a list of names), else
-// the previous layer, or "input" for the first.
-Result<std::vector<std::string>> LayerInputs(const ConfigNode& spec, const std::string& previous) {
-  if (!spec.Has("inputs")) return std::vector<std::string>{previous};
-  ASSIGN_OR_RETURN(ConfigNode in, spec.Child("inputs"));
-  if (!in.IsSequence()) {
-    ASSIGN_OR_RETURN(std::string name, spec.GetString("inputs"));
-    return std::vector<std::string>{name};
-  }
-  std::vector<std::string> names;
-  for (size_t k = 0; k < in.size(); ++k) {
-    const ConfigNode item = in.At(k);
-    auto wrapper = ConfigNode::Parse("v: " + item.ToYaml(), item.Where());
-    auto name = wrapper.ok() ? wrapper->GetString("v") : Result<std::string>(wrapper.status());
-    if (!name.ok()) return item.Error("must be the name of an earlier layer or 'input'");
-    names.push_back(*name);
-  }
-  return names;
-}
 
 // The model's inputs as Model::FromConfig reads them: `input: [C, H, W]`, or `inputs:` a list
 // of {name, shape}; all float until a layer reads one as ids.
@@ -99,7 +80,7 @@ Result<GraphModel> DescribeModel(const ConfigNode& model_node, const ModelGraphO
     std::unique_ptr<worker::Layer> l = std::move(created).value();
     RETURN_IF_ERROR(l->Configure(spec).WithContext(l->Describe()));
     ASSIGN_OR_RETURN(layer.inputs,
-                     LayerInputs(spec, i == 0 ? graph.inputs[0].name : graph.layers.back().name));
+                     worker::LayerInputNames(spec, i == 0 ? graph.inputs[0].name : graph.layers.back().name));
     std::vector<Shape> in_shapes;
     for (const std::string& in : layer.inputs) {
       auto it = shapes.find(in);
