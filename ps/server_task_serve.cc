@@ -183,6 +183,19 @@ void ServerTask::WriteSummary(ServerSummary* summary, std::chrono::steady_clock:
   summary->Write(TotalStats(), highs, own ? own->global_step() : 0, pending, now);
 }
 
+void ServerTask::LogCut(const wire::CutConnection& cut) const {
+  const size_t dash = cut.identity.rfind('-');
+  const std::string who = dash == std::string::npos
+                              ? "a peer that finished no message"
+                              : cut.identity.substr(0, dash) + " " + cut.identity.substr(dash + 1);
+  PSTRAIN_REFUSAL_WARNING(
+      "ps-cut:" + cut.peer.substr(0, cut.peer.rfind(':')),
+      "ps " + std::to_string(self()) + ": cut the connection of " + who + " from " + cut.peer +
+          " on " + cut.endpoint + ": ZeroMQ held " + std::to_string(cut.held_bytes >> 20) +
+          " MiB of its unfinished message, more than the " + std::to_string(cut.bound_bytes >> 20) +
+          " MiB a peer may make it hold (--max_message_mb)");
+}
+
 Status ServerTask::Step(std::chrono::milliseconds timeout, ServerSummary* summary) {
   for (auto& [s, server] : shards_) Send(server->TakeFinishedCheckpoints(false));
   const auto now = std::chrono::steady_clock::now();
@@ -192,6 +205,11 @@ Status ServerTask::Step(std::chrono::milliseconds timeout, ServerSummary* summar
     next_peer_check_ = now + std::chrono::milliseconds(500);
   }
   if (summary != nullptr && summary->Due(now)) WriteSummary(summary, now);
+  // A peer's unfinished message wakes nothing here: look at the connections on a clock.
+  for (const wire::CutConnection& cut : socket_->GuardConnections()) LogCut(cut);
+  const auto until_guard = std::chrono::ceil<std::chrono::milliseconds>(
+      socket_->next_guard() - std::chrono::steady_clock::now());
+  timeout = std::clamp(until_guard, std::chrono::milliseconds(0), timeout);
   // While requests wait for room, look again soon (room is not something zmq_poll reports here).
   if (FlushBacklogs()) timeout = std::min(timeout, std::chrono::milliseconds(10));
   std::vector<int> tasks;

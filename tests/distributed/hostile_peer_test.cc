@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -420,11 +421,34 @@ class RawPeer {
     set(ZMQ_CURVE_PUBLICKEY, keys.own.public_key);
     set(ZMQ_CURVE_SECRETKEY, keys.own.secret_key);
     set(ZMQ_CURVE_SERVERKEY, keys.ps_keys[0]);
+    static int next = 0;
+    const std::string monitor = "inproc://raw-peer-" + std::to_string(next++);
+    zmq_socket_monitor(socket_, monitor.c_str(), ZMQ_EVENT_DISCONNECTED);
+    events_ = zmq_socket(wire::ZmqContext(), ZMQ_PAIR);
+    zmq_setsockopt(events_, ZMQ_LINGER, &linger, sizeof(linger));
+    zmq_connect(events_, monitor.c_str());
     zmq_connect(socket_, endpoint.c_str());
   }
-  ~RawPeer() { zmq_close(socket_); }
+  ~RawPeer() {
+    zmq_socket_monitor(socket_, nullptr, 0);
+    zmq_close(events_);
+    zmq_close(socket_);
+  }
+  // Whether the server has dropped this peer's connection since it was made.
+  bool Disconnected() {
+    zmq_msg_t event;
+    zmq_msg_init(&event);
+    const bool any = zmq_msg_recv(&event, events_, ZMQ_DONTWAIT) >= 0;
+    zmq_msg_close(&event);
+    disconnected_ = disconnected_ || any;
+    return disconnected_;
+  }
   void Send(const std::string& frame, bool more) {
     zmq_send(socket_, frame.data(), frame.size(), more ? ZMQ_SNDMORE : 0);
+  }
+  // As Send, without a copy: `frame` must outlive the socket.
+  void SendConst(const std::string& frame, bool more) {
+    zmq_send_const(socket_, frame.data(), frame.size(), more ? ZMQ_SNDMORE : 0);
   }
   // The next reply's header, or "" after `timeout`.
   Result<Message> Receive(milliseconds timeout) {
@@ -444,6 +468,8 @@ class RawPeer {
 
  private:
   void* socket_ = nullptr;
+  void* events_ = nullptr;
+  bool disconnected_ = false;
 };
 
 TEST_F(HostilePeerTest, FloodsUnfinishedMessagesSilentReadersAndIdleConnectionsStallNothing) {
@@ -463,12 +489,45 @@ TEST_F(HostilePeerTest, FloodsUnfinishedMessagesSilentReadersAndIdleConnectionsS
   }
   ExpectServingAndUnchanged("a 10,000-frame message");
 
-  // A message begun and never finished: the server serves everyone else meanwhile.
-  RawPeer unfinished(worker_keys, ps_->endpoint());
-  unfinished.Send(pull_header, true);
-  for (int i = 0; i < 100; ++i) unfinished.Send(std::string(1000, 'x'), true);
-  std::this_thread::sleep_for(milliseconds(300));
+  // A message not finished: ZeroMQ keeps its frames out of the server's sight until the last
+  // one, so the server cuts the connection once it holds more of it than a message may be
+  // (16 MiB, --max_message_mb), logs whose it was, and serves everyone else meanwhile. ZeroMQ
+  // sends a message only once it has its last frame, so this one has an end, 256 MiB away: the
+  // server sees it unfinished while it arrives, as it would see one never finished.
+  {
+    RawPeer unfinished(worker_keys, ps_->endpoint());
+    static const std::string frame(64 << 10, 'x');
+    unfinished.Send(pull_header, true);
+    for (int i = 1; i < 4096; ++i) unfinished.SendConst(frame, i + 1 < 4096);
+    double highest_mb = 0;
+    for (int i = 0; i < 2000 && !unfinished.Disconnected(); ++i) {
+      highest_mb = std::max(highest_mb, ResidentMb(ps_->pid()));
+      std::this_thread::sleep_for(milliseconds(5));
+    }
+    highest_mb = std::max(highest_mb, ResidentMb(ps_->pid()));
+    std::cout << "256 MiB of an unfinished message: the server held at most " << highest_mb
+              << " MB (baseline " << baseline_mb_ << " MB)\n";
+    EXPECT_TRUE(unfinished.Disconnected()) << "the server kept the connection";
+    EXPECT_LT(highest_mb, baseline_mb_ + 64) << "the unfinished message grew the server";
+  }
+  EXPECT_TRUE(ps_->LogHas("ps 0: cut the connection of "));
+  EXPECT_TRUE(ps_->LogHas(" from 127.0.0.1:")) << ReadFile(ps_->log_path());
   ExpectServingAndUnchanged("a message never finished");
+  // A worker trains on: its pushes after the cut move the weights (SGD at rate 1: -0.5, +0.5).
+  {
+    auto worker = Connect("worker-1");
+    Message pull = FromThisProcess(MessageType::kPull, "worker", 1);
+    pull.names = {"fc/weights"};
+    for (uint64_t sequence = 1; sequence <= 2; ++sequence) {
+      ASSERT_TRUE(worker->Call(pull, milliseconds(5000)).ok());
+      Message push = Push("worker", 1, sequence);
+      push.tensors.at(0).tensor = Tensor::Filled(Shape{2, 4}, sequence == 1 ? 0.5f : -0.5f);
+      ASSERT_TRUE(worker->Call(push, milliseconds(5000)).ok());
+      auto pulled = worker->Call(pull, milliseconds(5000));
+      ASSERT_TRUE(pulled.ok()) << pulled.status().ToString();
+      EXPECT_FLOAT_EQ(pulled->tensors.at(0).tensor[0], sequence == 1 ? 0.5f : 1.0f);
+    }
+  }
 
   // A peer that asks for 4 MiB again and again and never reads a reply: the server's replies
   // to it are dropped once its queue is full instead of blocking the server for 60 s.
