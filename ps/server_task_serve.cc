@@ -183,13 +183,28 @@ void ServerTask::WriteSummary(ServerSummary* summary, std::chrono::steady_clock:
   summary->Write(TotalStats(), highs, own ? own->global_step() : 0, pending, now);
 }
 
+namespace {
+
+// "worker 1" for the key name "worker-1", as the server's other lines name roles.
+std::string RoleAndTask(const std::string& name) {
+  const size_t dash = name.rfind('-');
+  return dash == std::string::npos ? name : name.substr(0, dash) + " " + name.substr(dash + 1);
+}
+
+}  // namespace
+
 void ServerTask::LogCut(const wire::CutConnection& cut) const {
-  const size_t dash = cut.identity.rfind('-');
-  const std::string who = dash == std::string::npos
-                              ? "a peer that finished no message"
-                              : cut.identity.substr(0, dash) + " " + cut.identity.substr(dash + 1);
+  const std::string host = cut.peer.substr(0, cut.peer.rfind(':'));
+  std::string who = RoleAndTask(cut.identity);
+  if (cut.identity.empty() && cut.keys_from_host.empty()) {
+    who = "a peer that finished no message";
+  } else if (cut.identity.empty()) {
+    who = "a peer that finished no message (keys let in from " + host + ":";
+    for (const std::string& name : cut.keys_from_host) who += " " + RoleAndTask(name) + ",";
+    who.back() = ')';
+  }
   PSTRAIN_REFUSAL_WARNING(
-      "ps-cut:" + cut.peer.substr(0, cut.peer.rfind(':')),
+      "ps-cut:" + host,
       "ps " + std::to_string(self()) + ": cut the connection of " + who + " from " + cut.peer +
           " on " + cut.endpoint + ": ZeroMQ held " + std::to_string(cut.held_bytes >> 20) +
           " MiB of its unfinished message, more than the " + std::to_string(cut.bound_bytes >> 20) +

@@ -454,8 +454,16 @@ std::vector<CutConnection> ServerSocket::GuardConnections() {
              (events & ZMQ_POLLIN) == 0;
     };
     for (const OverfullConnection& o : l->guard->Check(drained)) {
-      cut.push_back(
-          {l->endpoint, ConnectionGuard::Cut(o.fd), o.identity, o.held_bytes, o.bound_bytes});
+      CutConnection c;
+      c.endpoint = l->endpoint;
+      c.peer = ConnectionGuard::Cut(o.fd);
+      c.identity = o.identity;
+      c.held_bytes = o.held_bytes;
+      c.bound_bytes = o.bound_bytes;
+      if (c.identity.empty() && l->zap) {
+        c.keys_from_host = l->zap->AdmittedFrom(c.peer.substr(0, c.peer.rfind(':')));
+      }
+      cut.push_back(std::move(c));
     }
   }
   const auto cost = std::chrono::steady_clock::now() - start;

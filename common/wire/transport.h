@@ -51,6 +51,8 @@ struct CutConnection {
   std::string endpoint;  // the server's listener it came in on
   std::string peer;      // its address, "10.0.0.7:51234"
   std::string identity;  // its key's name as its messages carried it; "" if none came whole
+  // Without an identity: the keys let in from its host, one of which it holds (CURVE only).
+  std::vector<std::string> keys_from_host;
   uint64_t held_bytes = 0;
   uint64_t bound_bytes = 0;
 };
