@@ -85,7 +85,7 @@ void ConnectionGuard::Delivered(int fd, uint64_t wire_bytes, const std::string& 
   auto it = connections_.find(fd);
   if (it == connections_.end()) return;
   it->second.delivered += wire_bytes;
-  if (!identity.empty()) it->second.identity = identity;
+  if (!identity.empty() && it->second.identity != identity) it->second.identity = identity;
 }
 
 std::vector<OverfullConnection> ConnectionGuard::Check(const std::function<bool()>& drained) {
