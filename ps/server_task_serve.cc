@@ -207,7 +207,8 @@ void ServerTask::LogCut(const wire::CutConnection& cut) const {
       "ps-cut:" + host,
       "ps " + std::to_string(self()) + ": cut the connection of " + who + " from " + cut.peer +
           " on " + cut.endpoint + ": ZeroMQ held " + std::to_string(cut.held_bytes >> 20) +
-          " MiB of its unfinished message, more than the " + std::to_string(cut.bound_bytes >> 20) +
+          " MiB from it not yet delivered (a message left unfinished), more than the " +
+          std::to_string(cut.bound_bytes >> 20) +
           " MiB a peer may make it hold (--max_message_mb)");
 }
 

@@ -76,9 +76,13 @@ ConnectionGuard::ConnectionGuard(const MessageLimits& limits, int queued_message
 
 void ConnectionGuard::Opened(int fd) { connections_[fd] = Entry{}; }
 
-void ConnectionGuard::Closed(int fd) { connections_.erase(fd); }
+void ConnectionGuard::Closed(int fd) {
+  connections_.erase(fd);
+  ++closed_;
+}
 
 void ConnectionGuard::Delivered(int fd, uint64_t wire_bytes, const std::string& identity) {
+  ++messages_;
   // A message whose connection's opening is not read yet: the opening comes first on the
   // monitor, which the socket reads before taking messages, so this is a connection already
   // closed whose last messages are being taken. Nothing to guard.
@@ -102,12 +106,35 @@ std::vector<OverfullConnection> ConnectionGuard::Check(const std::function<bool(
   // Only once the counters are read: a message finished after them is then still waiting.
   const uint64_t bound = drained() ? unfinished_bound_ : queued_bound_;
   for (const auto& [fd, bytes] : held) {
-    if (bytes <= bound) continue;
     Entry& entry = connections_[fd];
-    entry.reported = true;
-    overfull.push_back({fd, entry.identity, bytes, bound});
+    if (bytes > bound || Stuck(&entry, bytes)) {
+      entry.reported = true;
+      overfull.push_back({fd, entry.identity, bytes, bytes > bound ? bound : unfinished_bound_});
+    }
   }
   return overfull;
+}
+
+// While finished messages wait, a connection over one message is watched from that look on.
+// ZeroMQ serves its peers' connections in turn, one whole message each, and the socket's
+// readiness check before every read makes a connection with a finished message take its turn:
+// so once the socket has delivered two rounds of messages and none came from this connection,
+// what it held at the first look was one message it had not finished.
+bool ConnectionGuard::Stuck(Entry* entry, uint64_t held) {
+  if (held <= unfinished_bound_) {
+    entry->watched = false;
+    return false;
+  }
+  if (!entry->watched || entry->delivered != entry->delivered_when_watched) {
+    entry->watched = true;
+    entry->delivered_when_watched = entry->delivered;
+    entry->messages_when_watched = messages_;
+    entry->closed_when_watched = closed_;
+    return false;
+  }
+  // Connections closed meanwhile may still have had finished messages waiting: more turns.
+  const uint64_t turns = connections_.size() + (closed_ - entry->closed_when_watched);
+  return messages_ - entry->messages_when_watched >= 2 * turns + 2;
 }
 
 }  // namespace wire

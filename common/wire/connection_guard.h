@@ -8,10 +8,11 @@
 // socket has no finished message waiting, that is at most one unfinished message: a connection
 // holding more than the largest message allowed is cut (shutdown(2) of its descriptor, after
 // which ZeroMQ drops the connection and frees its frames), and so is one holding more than a
-// full receive queue of them at any time. Unix (ipc://) sockets count no bytes and are not
-// guarded: only processes of the server's own user can reach them (same_host.h), and those
-// can stop the server anyway. Inside the wire library; socket-free apart from the kernel
-// counters it is given, so that tests drive it directly.
+// full receive queue of them at any time, or more than one message while two rounds of the
+// others' messages are delivered and none of its own. Unix (ipc://) sockets count no bytes and are
+// not guarded: only processes of the server's own user can reach them (same_host.h), and those can
+// stop the server anyway. Inside the wire library; socket-free apart from the kernel counters it is
+// given, so that tests drive it directly.
 #pragma once
 
 #include <cstdint>
@@ -73,8 +74,18 @@ class ConnectionGuard {
     uint64_t delivered = 0;
     std::string identity;
     bool reported = false;
+    // Over one message at a look while finished messages waited: what was delivered from it and
+    // from every connection then.
+    bool watched = false;
+    uint64_t delivered_when_watched = 0;
+    uint64_t messages_when_watched = 0;
+    uint64_t closed_when_watched = 0;
   };
+  bool Stuck(Entry* entry, uint64_t held);
+
   std::unordered_map<int, Entry> connections_;
+  uint64_t messages_ = 0;  // delivered from every connection
+  uint64_t closed_ = 0;
   BytesRead bytes_read_;
   uint64_t unfinished_bound_;
   uint64_t queued_bound_;

@@ -161,6 +161,30 @@ TEST(ConnectionGuardTest, WhileFinishedMessagesWaitAFullQueueOfThemIsTheBound) {
   EXPECT_GE(guard.queued_bound(), uint64_t{9} << 20);
 }
 
+TEST(ConnectionGuardTest, OverOneMessageWhileTwoRoundsOfOthersAreDeliveredIsReported) {
+  FakeKernel kernel;
+  ConnectionGuard guard(OneMiB(), 8, /*curve=*/true, kernel.Reader());
+  const auto busy = [] { return false; };  // finished messages always wait
+  for (int fd : {3, 4, 5}) guard.Opened(fd);
+  kernel.read[3] = 2 * guard.unfinished_bound();  // a finished message may wait behind it
+  kernel.read[4] = kernel.read[5] = 1000;
+  EXPECT_TRUE(guard.Check(busy).empty());
+  // Two rounds of the others' messages (2 x 3 connections + 2), but one came from 3 itself:
+  // its finished one was taken, so it is watched from here.
+  for (int i = 0; i < 7; ++i) guard.Delivered(4 + i % 2, 100, "");
+  guard.Delivered(3, 100, "worker-2");
+  kernel.read[3] += 100;
+  EXPECT_TRUE(guard.Check(busy).empty());
+  for (int i = 0; i < 7; ++i) guard.Delivered(4 + i % 2, 100, "");
+  EXPECT_TRUE(guard.Check(busy).empty()) << "one delivery short of two rounds";
+  guard.Delivered(5, 100, "");
+  const std::vector<OverfullConnection> over = guard.Check(busy);
+  ASSERT_EQ(over.size(), 1u);
+  EXPECT_EQ(over[0].fd, 3);
+  EXPECT_EQ(over[0].identity, "worker-2");
+  EXPECT_EQ(over[0].bound_bytes, guard.unfinished_bound());
+}
+
 TEST(ConnectionGuardTest, AClosedDescriptorIsForgottenAndAReusedOneStartsAfresh) {
   FakeKernel kernel;
   ConnectionGuard guard(OneMiB(), 8, /*curve=*/true, kernel.Reader());
