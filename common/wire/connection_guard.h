@@ -11,8 +11,8 @@
 // full receive queue of them at any time, or more than one message while two rounds of the
 // others' messages are delivered and none of its own. Unix (ipc://) sockets count no bytes and are
 // not guarded: only processes of the server's own user can reach them (same_host.h), and those can
-// stop the server anyway. Inside the wire library; socket-free apart from the kernel counters it is
-// given, so that tests drive it directly.
+// stop the server anyway. Inside the wire library; what it judges comes from the
+// counters it is given, so that tests drive it directly.
 #pragma once
 
 #include <cstdint>
