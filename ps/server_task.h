@@ -130,6 +130,8 @@ class ServerTask {
   void ForgetTasksOutside(const replication::ShardMap& map);
   wire::Connection* ConnectionTo(int task);
   void ReceiveServerReplies(int task);
+  // Logs a peer's connection that the socket cut for holding too much of an unfinished message.
+  void LogCut(const wire::CutConnection& cut) const;
   ServerStats TotalStats() const;
   // Every shard's counts summed, their highs the highest; the step is this task's own shard's.
   void WriteSummary(ServerSummary* summary, std::chrono::steady_clock::time_point now);

@@ -183,6 +183,35 @@ void ServerTask::WriteSummary(ServerSummary* summary, std::chrono::steady_clock:
   summary->Write(TotalStats(), highs, own ? own->global_step() : 0, pending, now);
 }
 
+namespace {
+
+// "worker 1" for the key name "worker-1", as the server's other lines name roles.
+std::string RoleAndTask(const std::string& name) {
+  const size_t dash = name.rfind('-');
+  return dash == std::string::npos ? name : name.substr(0, dash) + " " + name.substr(dash + 1);
+}
+
+}  // namespace
+
+void ServerTask::LogCut(const wire::CutConnection& cut) const {
+  const std::string host = cut.peer.substr(0, cut.peer.rfind(':'));
+  std::string who = RoleAndTask(cut.identity);
+  if (cut.identity.empty() && cut.keys_from_host.empty()) {
+    who = "a peer that finished no message";
+  } else if (cut.identity.empty()) {
+    who = "a peer that finished no message (keys let in from " + host + ":";
+    for (const std::string& name : cut.keys_from_host) who += " " + RoleAndTask(name) + ",";
+    who.back() = ')';
+  }
+  PSTRAIN_REFUSAL_WARNING(
+      "ps-cut:" + host,
+      "ps " + std::to_string(self()) + ": cut the connection of " + who + " from " + cut.peer +
+          " on " + cut.endpoint + ": ZeroMQ held " + std::to_string(cut.held_bytes >> 20) +
+          " MiB from it not yet delivered (a message left unfinished), more than the " +
+          std::to_string(cut.bound_bytes >> 20) +
+          " MiB a peer may make it hold (--max_message_mb)");
+}
+
 Status ServerTask::Step(std::chrono::milliseconds timeout, ServerSummary* summary) {
   for (auto& [s, server] : shards_) Send(server->TakeFinishedCheckpoints(false));
   const auto now = std::chrono::steady_clock::now();
@@ -192,6 +221,11 @@ Status ServerTask::Step(std::chrono::milliseconds timeout, ServerSummary* summar
     next_peer_check_ = now + std::chrono::milliseconds(500);
   }
   if (summary != nullptr && summary->Due(now)) WriteSummary(summary, now);
+  // A peer's unfinished message wakes nothing here: look at the connections on a clock.
+  for (const wire::CutConnection& cut : socket_->GuardConnections()) LogCut(cut);
+  const auto until_guard = std::chrono::ceil<std::chrono::milliseconds>(
+      socket_->next_guard() - std::chrono::steady_clock::now());
+  timeout = std::clamp(until_guard, std::chrono::milliseconds(0), timeout);
   // While requests wait for room, look again soon (room is not something zmq_poll reports here).
   if (FlushBacklogs()) timeout = std::min(timeout, std::chrono::milliseconds(10));
   std::vector<int> tasks;

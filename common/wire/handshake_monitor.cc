@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "common/wire/refusal_log.h"
 #include "common/wire/zmq_context.h"
@@ -20,6 +21,10 @@ constexpr int kHangUpsBeforeGivingUp = 10;
 
 constexpr int kEvents = ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
                         ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
+constexpr int kConnectionEvents = ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_CLOSED;
+// Events waiting unread before ZeroMQ drops new ones: a lost opening would leave a connection
+// unguarded, so far more than the thousands a burst of connections brings (about 100 bytes each).
+constexpr int kQueuedEvents = 100000;
 
 std::string Hex(int value) {
   char text[16];
@@ -57,26 +62,35 @@ bool ReadEvent(void* socket, int* event, int* value, std::string* endpoint) {
 }  // namespace
 
 Result<std::unique_ptr<HandshakeMonitor>> HandshakeMonitor::Start(void* socket, Side side,
-                                                                  bool curve) {
+                                                                  bool curve,
+                                                                  ConnectionEvent on_connection) {
   static std::atomic<int64_t> next{0};
   const std::string address = "inproc://pstrain-handshakes-" + std::to_string(next++);
-  if (zmq_socket_monitor(socket, address.c_str(), kEvents) != 0) {
+  const int watched = kEvents | (on_connection ? kConnectionEvents : 0);
+  if (zmq_socket_monitor(socket, address.c_str(), watched) != 0) {
     return Unavailable("zmq_socket_monitor: " + std::string(zmq_strerror(zmq_errno())));
   }
   void* events = zmq_socket(ZmqContext(), ZMQ_PAIR);
-  const int linger = 0;
+  const int linger = 0, queued = kQueuedEvents;
   if (events == nullptr || zmq_setsockopt(events, ZMQ_LINGER, &linger, sizeof(linger)) != 0 ||
+      zmq_setsockopt(events, ZMQ_RCVHWM, &queued, sizeof(queued)) != 0 ||
       zmq_connect(events, address.c_str()) != 0) {
     Status error = Unavailable("handshake monitor: " + std::string(zmq_strerror(zmq_errno())));
     if (events != nullptr) zmq_close(events);
     zmq_socket_monitor(socket, nullptr, 0);
     return error;
   }
-  return std::unique_ptr<HandshakeMonitor>(new HandshakeMonitor(socket, events, side, curve));
+  return std::unique_ptr<HandshakeMonitor>(
+      new HandshakeMonitor(socket, events, side, curve, std::move(on_connection)));
 }
 
-HandshakeMonitor::HandshakeMonitor(void* socket, void* events, Side side, bool curve)
-    : socket_(socket), events_(events), side_(side), curve_(curve) {}
+HandshakeMonitor::HandshakeMonitor(void* socket, void* events, Side side, bool curve,
+                                   ConnectionEvent on_connection)
+    : socket_(socket),
+      events_(events),
+      side_(side),
+      curve_(curve),
+      on_connection_(std::move(on_connection)) {}
 
 HandshakeMonitor::~HandshakeMonitor() {
   zmq_socket_monitor(socket_, nullptr, 0);
@@ -106,6 +120,13 @@ Status HandshakeMonitor::ReadEvents() {
         break;
       case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL:
         OnProtocolError(value, event_endpoint);
+        break;
+      case ZMQ_EVENT_ACCEPTED:  // the value is the connection's descriptor
+        if (on_connection_) on_connection_(value, true);
+        break;
+      case ZMQ_EVENT_DISCONNECTED:
+      case ZMQ_EVENT_CLOSED:
+        if (on_connection_) on_connection_(value, false);
         break;
       default:
         break;

@@ -3,11 +3,13 @@
 // mechanism (plaintext against CURVE, CURVE against plaintext, a client trusting another server
 // key); the ZAP handler logs the ones with unknown keys. A client turns the server's refusal into
 // an error naming the endpoint. Events are read by the socket's own thread, while it waits for
-// messages (transport.cc). Inside the wire library.
+// messages (transport.cc). A server's monitor also reports each TCP connection opened and closed
+// (its descriptor), for the connection guard (connection_guard.h). Inside the wire library.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -19,10 +21,14 @@ namespace wire {
 class HandshakeMonitor {
  public:
   enum class Side { kServer, kClient };
+  // A connection's descriptor, opened (accepted) or closed.
+  using ConnectionEvent = std::function<void(int fd, bool opened)>;
 
   // Starts watching `socket`; call before it binds or connects so that no event is missed.
-  // `curve`: whether the socket uses CURVE (for the messages).
-  static Result<std::unique_ptr<HandshakeMonitor>> Start(void* socket, Side side, bool curve);
+  // `curve`: whether the socket uses CURVE (for the messages). With `on_connection`, each
+  // connection opened and closed is passed to it too, as ReadEvents reads them.
+  static Result<std::unique_ptr<HandshakeMonitor>> Start(void* socket, Side side, bool curve,
+                                                         ConnectionEvent on_connection = nullptr);
   ~HandshakeMonitor();  // stops watching: `socket` must still be open
 
   void set_endpoint(const std::string& endpoint) { endpoint_ = endpoint; }
@@ -38,7 +44,8 @@ class HandshakeMonitor {
   int64_t refused() const { return refused_.load(); }
 
  private:
-  HandshakeMonitor(void* socket, void* events, Side side, bool curve);
+  HandshakeMonitor(void* socket, void* events, Side side, bool curve,
+                   ConnectionEvent on_connection);
   void OnHangUp(int error, const std::string& event_endpoint);
   void OnProtocolError(int error, const std::string& event_endpoint);
 
@@ -47,6 +54,7 @@ class HandshakeMonitor {
   Side side_;
   bool curve_;
   std::string endpoint_;
+  ConnectionEvent on_connection_;
   Status refusal_;                   // client: why the server refused us
   int failed_without_reason_ = 0;    // client: since the last successful handshake
   std::atomic<int64_t> refused_{0};  // server

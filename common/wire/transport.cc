@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/wire/codec.h"
+#include "common/wire/connection_guard.h"
 #include "common/wire/handshake_monitor.h"
 #include "common/wire/same_host_proof.h"
 #include "common/wire/zap_handler.h"
@@ -237,14 +238,16 @@ struct ReceivedFrames {
   std::string peer;      // the routing id a ROUTER socket puts first
   std::string identity;  // the connection's authenticated name (ZAP User-Id); empty: plaintext
   std::vector<std::shared_ptr<zmq_msg_t>> msgs;
-  Status status;  // why the frames were dropped, if they were
+  Status status;            // why the frames were dropped, if they were
+  int fd = -1;              // the descriptor the message came in on (ZMQ_SRCFD)
+  uint64_t wire_bytes = 0;  // its size on the wire: every frame, kept or dropped, as framed
 };
 
 // Reads all parts of the next message (ZeroMQ delivers them together); with `routed`, the first
 // part is the sender's routing id. Parts beyond the frame count or total size limits are read
-// and dropped at once instead of being kept.
+// and dropped at once instead of being kept. `curve`: how the frames were framed on the wire.
 Result<ReceivedFrames> ReadParts(void* socket, bool routed, const MessageLimits& limits,
-                                 const std::string& endpoint) {
+                                 const std::string& endpoint, bool curve = false) {
   ReceivedFrames r;
   size_t count = 0;
   size_t total_bytes = 0;
@@ -267,10 +270,12 @@ Result<ReceivedFrames> ReadParts(void* socket, bool routed, const MessageLimits&
       // Set by the ZAP handler for this connection's key; a peer cannot write it.
       const char* user_id = zmq_msg_gets(msg.get(), "User-Id");
       if (user_id != nullptr) r.identity = user_id;
+      r.fd = zmq_msg_get(msg.get(), ZMQ_SRCFD);
     }
     first = false;
     ++count;
     total_bytes += zmq_msg_size(msg.get());
+    r.wire_bytes += ConnectionGuard::WireBytes(zmq_msg_size(msg.get()), curve);
     if (count > limits.max_frames || total_bytes > limits.max_total_bytes) {
       // Over a limit: keep nothing but the header (for the request id of the error reply), and
       // read on to the end of the message.
@@ -321,8 +326,10 @@ namespace {
 struct Listener {
   std::unique_ptr<ZapDomain> zap;  // with keys; outlives the socket, so no client slips in
   void* socket = nullptr;
+  std::unique_ptr<ConnectionGuard> guard;  // TCP only; fed by the monitor, so it outlives it
   std::unique_ptr<HandshakeMonitor> monitor;
   std::string endpoint;
+  bool curve = false;
   ~Listener() {
     monitor.reset();  // stops monitoring, which needs the socket
     CloseSocket(socket);
@@ -344,8 +351,16 @@ Result<std::unique_ptr<Listener>> Listen(const std::string& endpoint, const Mess
   }
   ASSIGN_OR_RETURN(l->socket, NewSocket(ZMQ_ROUTER, limits, endpoint));
   RETURN_IF_ERROR(ApplySecurity(l->socket, security, l->zap ? l->zap->name() : "", endpoint));
+  l->curve = security.curve() && !IsSameHost(endpoint);
+  HandshakeMonitor::ConnectionEvent on_connection;
+  if (!IsSameHost(endpoint)) {
+    l->guard = std::make_unique<ConnectionGuard>(limits, kServerReceiveQueue, l->curve);
+    on_connection = [guard = l->guard.get()](int fd, bool opened) {
+      opened ? guard->Opened(fd) : guard->Closed(fd);
+    };
+  }
   ASSIGN_OR_RETURN(l->monitor, HandshakeMonitor::Start(l->socket, HandshakeMonitor::Side::kServer,
-                                                       security.curve()));
+                                                       security.curve(), on_connection));
   // A reply to a peer that has gone fails instead of vanishing silently.
   const int mandatory = 1, queue = kServerReceiveQueue, handshake = kHandshakeMs;
   if (zmq_setsockopt(l->socket, ZMQ_ROUTER_MANDATORY, &mandatory, sizeof(mandatory)) != 0 ||
@@ -376,6 +391,7 @@ struct ServerSocket::Impl {
   MessageLimits limits;
   Security security;
   size_t next = 0;  // the listener read first next time: turns, so none starves the others
+  std::chrono::steady_clock::time_point next_guard;
 };
 
 ServerSocket::ServerSocket(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -418,6 +434,44 @@ std::vector<void*> ServerSocket::PollHandles() const {
   return handles;
 }
 
+std::chrono::steady_clock::time_point ServerSocket::next_guard() const { return impl_->next_guard; }
+
+std::vector<CutConnection> ServerSocket::GuardConnections() {
+  // Between looks a peer at loopback speed sends about 10 MB; the looks themselves (two
+  // system calls per connection) take at most 2 % of the serving thread.
+  constexpr auto kGuardInterval = std::chrono::milliseconds(10);
+  constexpr int kIntervalPerCost = 50;
+  std::vector<CutConnection> cut;
+  const auto start = std::chrono::steady_clock::now();
+  if (start < impl_->next_guard) return cut;
+  for (const auto& l : impl_->listeners) {
+    if (!l->guard) continue;
+    (void)l->monitor->ReadEvents();  // a server's returns OK; it learns of new connections
+    const auto drained = [&l] {
+      int events = 0;
+      size_t size = sizeof(events);
+      return zmq_getsockopt(l->socket, ZMQ_EVENTS, &events, &size) == 0 &&
+             (events & ZMQ_POLLIN) == 0;
+    };
+    for (const OverfullConnection& o : l->guard->Check(drained)) {
+      CutConnection c;
+      c.endpoint = l->endpoint;
+      c.peer = ConnectionGuard::Cut(o.fd);
+      c.identity = o.identity;
+      c.held_bytes = o.held_bytes;
+      c.bound_bytes = o.bound_bytes;
+      if (c.identity.empty() && l->zap) {
+        c.keys_from_host = l->zap->AdmittedFrom(c.peer.substr(0, c.peer.rfind(':')));
+      }
+      cut.push_back(std::move(c));
+    }
+  }
+  const auto cost = std::chrono::steady_clock::now() - start;
+  impl_->next_guard = start + std::max<std::chrono::steady_clock::duration>(
+                                  kGuardInterval, cost * kIntervalPerCost);
+  return cut;
+}
+
 Result<Incoming> ServerSocket::Receive(std::chrono::milliseconds timeout) {
   const auto deadline = DeadlineAfter(timeout);
   std::vector<std::unique_ptr<Listener>>& listeners = impl_->listeners;
@@ -455,7 +509,8 @@ Result<Incoming> ServerSocket::Receive(std::chrono::milliseconds timeout) {
   impl_->next = (ready + 1) % n;
   Listener& l = *listeners[ready];
   ASSIGN_OR_RETURN(ReceivedFrames parts,
-                   ReadParts(l.socket, /*routed=*/true, impl_->limits, l.endpoint));
+                   ReadParts(l.socket, /*routed=*/true, impl_->limits, l.endpoint, l.curve));
+  if (l.guard && parts.fd >= 0) l.guard->Delivered(parts.fd, parts.wire_bytes, parts.identity);
   Incoming in;
   in.peer = std::string(1, static_cast<char>(ready)) + parts.peer;
   in.identity = std::move(parts.identity);

@@ -45,6 +45,18 @@ struct Incoming {
   uint64_t request_id = 0;
 };
 
+// A peer's TCP connection that a server cut because ZeroMQ held more of its messages than a
+// peer may make it hold (connection_guard.h): for the server's log.
+struct CutConnection {
+  std::string endpoint;  // the server's listener it came in on
+  std::string peer;      // its address, "10.0.0.7:51234"
+  std::string identity;  // its key's name as its messages carried it; "" if none came whole
+  // Without an identity: the keys let in from its host, one of which it holds (CURVE only).
+  std::vector<std::string> keys_from_host;
+  uint64_t held_bytes = 0;
+  uint64_t bound_bytes = 0;
+};
+
 class ServerSocket {
  public:
   // Binds to `endpoint` (e.g. "tcp://*:2222" or "tcp://127.0.0.1:0" for any free port).
@@ -70,6 +82,13 @@ class ServerSocket {
   // The raw ZeroMQ sockets to wait on (poller.h): each listener and its handshake monitor. One
   // readable means Receive has something to take (a message, or handshake events it logs).
   std::vector<void*> PollHandles() const;
+  // When due (see next_guard), cuts every TCP connection holding more than a peer may of a
+  // message it has not finished (connection_guard.h) and returns them; otherwise nothing. Call
+  // on every turn of the serving loop, from the socket's thread.
+  std::vector<CutConnection> GuardConnections();
+  // When GuardConnections next looks: often enough that a peer sending at loopback speed is
+  // cut near its bound, rarer the more connections there are to look at.
+  std::chrono::steady_clock::time_point next_guard() const;
 
  private:
   struct Impl;

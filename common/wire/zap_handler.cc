@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cerrno>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -24,10 +25,15 @@ struct ZapDomainState {
   std::string server_secret;                   // Z85; kSameHostProof only
   std::mutex mu;
   std::string endpoint;  // guarded by mu
+  // Peer address -> the key names let in from it (guarded by mu). Only keys of the cluster get
+  // here; addresses beyond kMaxAddresses clear it, as RefusalLog does.
+  std::map<std::string, std::set<std::string>> admitted;
   std::atomic<int64_t> refused{0};
 };
 
 namespace {
+
+constexpr size_t kMaxAddresses = 4096;
 
 // ZeroMQ's fixed address for the handler (RFC 27).
 constexpr const char* kZapEndpoint = "inproc://zeromq.zap.01";
@@ -129,6 +135,13 @@ std::vector<std::string> Answer(const std::vector<std::string>& request) {
             " this server lets in; a stray process, or keys from another cluster?)");
     return reply("400", "unknown key");
   }
+  {
+    std::lock_guard<std::mutex> lock(state->mu);
+    if (state->admitted.size() >= kMaxAddresses && state->admitted.count(address) == 0) {
+      state->admitted.clear();
+    }
+    state->admitted[address].insert(client->second);
+  }
   // As sshd logs each accepted login: which key came in, from where, and on which socket.
   LOG(INFO) << "accepted " << client->second << " from "
             << (address.empty() ? "this host" : address) << " on " << endpoint
@@ -213,6 +226,13 @@ void ZapDomain::set_endpoint(const std::string& endpoint) {
 }
 
 int64_t ZapDomain::refused() const { return state_->refused.load(); }
+
+std::vector<std::string> ZapDomain::AdmittedFrom(const std::string& address) const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  auto it = state_->admitted.find(address);
+  if (it == state_->admitted.end()) return {};
+  return {it->second.begin(), it->second.end()};
+}
 
 }  // namespace wire
 }  // namespace pstrain

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 
@@ -43,6 +44,9 @@ class ZapDomain {
   void set_endpoint(const std::string& endpoint);
   // Clients refused so far.
   int64_t refused() const;
+  // The names of the keys let in from `address` (a peer's IP address as ZeroMQ gives it, no
+  // port), sorted: which keys a connection from there may hold, when none of its messages came.
+  std::vector<std::string> AdmittedFrom(const std::string& address) const;
 
  private:
   explicit ZapDomain(std::shared_ptr<ZapDomainState> state);

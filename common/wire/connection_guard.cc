@@ -1,0 +1,141 @@
+#include "common/wire/connection_guard.h"
+
+#include <arpa/inet.h>
+#include <linux/sockios.h>
+#include <linux/tcp.h>
+#include <netinet/in.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+
+#include <utility>
+
+namespace pstrain {
+namespace wire {
+namespace {
+
+// ZMTP 3: a flags byte, then the body's size in one byte (up to 255) or eight.
+uint64_t Framed(uint64_t body) { return body + (body > 255 ? 9 : 2); }
+// A CURVE MESSAGE command around each frame: "\x07MESSAGE", an 8-byte nonce, the 16-byte
+// authenticator and the encrypted flags byte.
+constexpr uint64_t kCurveMessageBytes = 8 + 8 + 16 + 1;
+// The greeting and handshake before the first message, and what ZeroMQ has read from the kernel
+// ahead of its decoder (8 KiB batches): counted by the kernel, never delivered.
+constexpr uint64_t kConnectionSlack = 64 << 10;
+
+}  // namespace
+
+uint64_t ConnectionGuard::WireBytes(size_t frame_size, bool curve) {
+  return Framed(frame_size + (curve ? kCurveMessageBytes : 0));
+}
+
+std::optional<uint64_t> ConnectionGuard::KernelBytesRead(int fd) {
+  tcp_info info{};
+  socklen_t size = sizeof(info);
+  int unread = 0;
+  if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &size) != 0 ||
+      size < offsetof(tcp_info, tcpi_bytes_received) + sizeof(info.tcpi_bytes_received) ||
+      ioctl(fd, SIOCINQ, &unread) != 0 || unread < 0 ||
+      info.tcpi_bytes_received < static_cast<uint64_t>(unread)) {
+    return std::nullopt;
+  }
+  return info.tcpi_bytes_received - static_cast<uint64_t>(unread);
+}
+
+std::string ConnectionGuard::Cut(int fd) {
+  sockaddr_storage addr{};
+  socklen_t size = sizeof(addr);
+  char host[INET6_ADDRSTRLEN] = "?";
+  int port = 0;
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &size) == 0) {
+    if (addr.ss_family == AF_INET) {
+      const auto* in = reinterpret_cast<const sockaddr_in*>(&addr);
+      inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+      port = ntohs(in->sin_port);
+    } else if (addr.ss_family == AF_INET6) {
+      const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&addr);
+      inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+      port = ntohs(in6->sin6_port);
+    }
+  }
+  shutdown(fd, SHUT_RDWR);
+  return std::string(host) + ":" + std::to_string(port);
+}
+
+ConnectionGuard::ConnectionGuard(const MessageLimits& limits, int queued_messages, bool curve,
+                                 BytesRead bytes_read)
+    : bytes_read_(std::move(bytes_read)) {
+  // The largest message a peer may send, as the kernel counts it: every byte the limits allow
+  // plus the framing of every frame they allow.
+  const uint64_t message = limits.max_total_bytes + limits.max_frames * WireBytes(0, curve) +
+                           limits.max_frames * 7;  // each frame's size in eight bytes
+  unfinished_bound_ = message + kConnectionSlack;
+  // A full queue of finished messages and the first frame of the next (which ZeroMQ decodes
+  // before it finds the queue full).
+  queued_bound_ = static_cast<uint64_t>(queued_messages + 1) * message + kConnectionSlack;
+}
+
+void ConnectionGuard::Opened(int fd) { connections_[fd] = Entry{}; }
+
+void ConnectionGuard::Closed(int fd) {
+  connections_.erase(fd);
+  ++closed_;
+}
+
+void ConnectionGuard::Delivered(int fd, uint64_t wire_bytes, const std::string& identity) {
+  ++messages_;
+  // A message whose connection's opening is not read yet: the opening comes first on the
+  // monitor, which the socket reads before taking messages, so this is a connection already
+  // closed whose last messages are being taken. Nothing to guard.
+  auto it = connections_.find(fd);
+  if (it == connections_.end()) return;
+  it->second.delivered += wire_bytes;
+  if (!identity.empty() && it->second.identity != identity) it->second.identity = identity;
+}
+
+std::vector<OverfullConnection> ConnectionGuard::Check(const std::function<bool()>& drained) {
+  std::vector<std::pair<int, uint64_t>> held;
+  held.reserve(connections_.size());
+  for (auto& [fd, entry] : connections_) {
+    if (entry.reported) continue;
+    const std::optional<uint64_t> read = bytes_read_(fd);
+    if (!read.has_value() || *read <= entry.delivered) continue;
+    held.emplace_back(fd, *read - entry.delivered);
+  }
+  std::vector<OverfullConnection> overfull;
+  if (held.empty()) return overfull;
+  // Only once the counters are read: a message finished after them is then still waiting.
+  const uint64_t bound = drained() ? unfinished_bound_ : queued_bound_;
+  for (const auto& [fd, bytes] : held) {
+    Entry& entry = connections_[fd];
+    if (bytes > bound || Stuck(&entry, bytes)) {
+      entry.reported = true;
+      overfull.push_back({fd, entry.identity, bytes, bytes > bound ? bound : unfinished_bound_});
+    }
+  }
+  return overfull;
+}
+
+// While finished messages wait, a connection over one message is watched from that look on.
+// ZeroMQ serves its peers' connections in turn, one whole message each, and the socket's
+// readiness check before every read makes a connection with a finished message take its turn:
+// so once the socket has delivered two rounds of messages and none came from this connection,
+// what it held at the first look was one message it had not finished.
+bool ConnectionGuard::Stuck(Entry* entry, uint64_t held) {
+  if (held <= unfinished_bound_) {
+    entry->watched = false;
+    return false;
+  }
+  if (!entry->watched || entry->delivered != entry->delivered_when_watched) {
+    entry->watched = true;
+    entry->delivered_when_watched = entry->delivered;
+    entry->messages_when_watched = messages_;
+    entry->closed_when_watched = closed_;
+    return false;
+  }
+  // Connections closed meanwhile may still have had finished messages waiting: more turns.
+  const uint64_t turns = connections_.size() + (closed_ - entry->closed_when_watched);
+  return messages_ - entry->messages_when_watched >= 2 * turns + 2;
+}
+
+}  // namespace wire
+}  // namespace pstrain
