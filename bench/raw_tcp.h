@@ -48,16 +48,23 @@ inline void RecvAll(int fd, char* data, size_t bytes) {
   }
 }
 
+// A TCP socket bound to a free loopback port, whose address `addr` receives.
+inline int BindLoopback(sockaddr_in* addr) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  *addr = sockaddr_in{};
+  addr->sin_family = AF_INET;
+  addr->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  CHECK_EQ(bind(fd, reinterpret_cast<sockaddr*>(addr), sizeof(*addr)), 0);
+  socklen_t len = sizeof(*addr);
+  CHECK_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(addr), &len), 0);
+  return fd;
+}
+
 // GB/s through a plain blocking loopback socket pair: the client sends `bytes`, the server
 // receives them and sends `bytes` back, `iters` times.
 inline double RawTcpPushPull(size_t bytes, int iters) {
-  const int listener = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  CHECK_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  socklen_t len = sizeof(addr);
-  CHECK_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const int listener = BindLoopback(&addr);
   CHECK_EQ(listen(listener, 1), 0);
   std::thread server([&] {
     const int fd = accept(listener, nullptr, nullptr);

@@ -28,8 +28,10 @@
 #include <unordered_set>
 #include <vector>
 
+#include "bench/raw_tcp.h"
 #include "common/row_owner.h"
 #include "common/wire/transport.h"
+#include "tools/tool_main.h"
 
 DEFINE_string(pstrain, "build/pstrain", "the pstrain binary the servers run");
 DEFINE_int64(rows, 1000000, "the table's rows (ids 0..rows-1), every one created before the steps");
@@ -55,16 +57,12 @@ double Seconds(Clock::time_point since) {
   return std::chrono::duration<double>(Clock::now() - since).count();
 }
 
+// A loopback port free now (a server binds it next).
 int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  CHECK_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-  socklen_t len = sizeof(a);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  sockaddr_in addr{};
+  const int fd = bench::BindLoopback(&addr);
   close(fd);
-  return ntohs(a.sin_port);
+  return ntohs(addr.sin_port);
 }
 
 // CPU seconds (user + system) process `pid` has used.
@@ -259,7 +257,7 @@ class ZipfIds {
   std::mt19937_64 rng_;
 };
 
-int Main() {
+Status Main() {
   const std::string dir = std::filesystem::temp_directory_path().string() + "/pstrain-tables-" +
                           std::to_string(getpid());
   Servers servers(dir, FLAGS_servers);
@@ -342,14 +340,15 @@ int Main() {
   std::printf("saved: bytes x%.0f, server CPU x%.0f\n", dense_bytes / sparse_bytes,
               dense_cpu_ms / sparse_cpu_ms);
   std::filesystem::remove_all(dir);
-  return 0;
+  return Status::OK();
 }
 
 }  // namespace
 }  // namespace pstrain
 
 int main(int argc, char** argv) {
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
-  google::InitGoogleLogging(argv[0]);
-  return pstrain::Main();
+  return pstrain::RunTool(argc, argv,
+                          "An embedding table over real servers: bytes and server CPU per step, "
+                          "sparse against dense.\nUsage: pstrain-bench-tables --rows=N",
+                          __FILE__, pstrain::Main);
 }
