@@ -2,6 +2,8 @@
 click log (pstrain-synth-ctr) under pstrain-launch with 2 servers, 2 workers and an evaluator. The
 embedding rows live on the servers, sharded by id; each worker reads its shard of the log, pulls
 its batch's rows and pushes their gradients back. Asserted afterwards:
+  - a worker given a flag a click model cannot take (--device=gpu, --intra_node_sync,
+    --elastic_data, --synthetic_step_ms) stops at start naming it;
   - the run ends "done" (launcher exit 0; its summary shows the AUC) with a test AUC within 0.03 of what pstrain-train
     reaches in one process on the same config, data and epochs, and above 0.6 (it learned);
   - every server took row pushes (far more pushes than updates) and refused none: an honest
@@ -76,6 +78,19 @@ def main():
     with open(config, "w") as f:
         f.write(text)
     problems = []
+
+    # Flags a click model cannot take stop a worker at start, naming the flag.
+    refusals = {"--device=gpu": "--device=gpu", "--intra_node_sync=cpu": "--intra_node_sync=cpu",
+                "--elastic_data": "--elastic_data", "--synthetic_step_ms=5": "--synthetic_step_ms"}
+    for flag, named in refusals.items():
+        r = subprocess.run([args.pstrain, "--job_name=worker", "--task_index=0",
+                            "--ps_hosts=127.0.0.1:1", "--worker_hosts=127.0.0.1:2,127.0.0.1:3",
+                            f"--config={config}", f"--train_dir={data}/refused", flag],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           timeout=60)
+        if r.returncode == 0 or f"{named} is not for a model with sparse tables" not in r.stdout:
+            problems.append(f"a worker with {flag} did not stop at start naming it: "
+                            f"exit {r.returncode}\n{r.stdout[-1500:]}")
 
     local = subprocess.run([args.train, f"--config={config}", f"--epochs={EPOCHS}",
                             f"--train_dir={data}/local"], stdout=subprocess.PIPE,
