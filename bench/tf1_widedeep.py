@@ -238,10 +238,12 @@ def test_probabilities(tf, spec, model):
     return tf.nn.softmax(logits)[:, 1], labels
 
 
-def evaluate(tf, np, prob, labels, target, cfg):
-    """The test file through the trained variables: (AUC, log loss)."""
+def evaluate(tf, np, prob, labels, global_step, target, cfg):
+    """The test file through the trained variables: (AUC, log loss, the global step they are
+    of)."""
     ps, ys = [], []
     with tf.compat.v1.Session(target, config=cfg) as sess:
+        step = int(sess.run(global_step))
         while True:
             try:
                 p, y = sess.run([prob, labels])
@@ -249,7 +251,7 @@ def evaluate(tf, np, prob, labels, target, cfg):
                 break
             ps.append(p)
             ys.append(y)
-    return auc_and_log_loss(np, np.concatenate(ps).astype(np.float64), np.concatenate(ys))
+    return auc_and_log_loss(np, np.concatenate(ps).astype(np.float64), np.concatenate(ys)) + (step,)
 
 
 def role(a):
@@ -315,7 +317,8 @@ def role(a):
     result = {"task": a.task, "examples": steps * batch, "start": start, "end": end,
               "last_step": int(step), "bytes_per_step": total_bytes / steps if steps else None}
     if test:
-        result["auc"], result["log_loss"] = evaluate(tf, np, *test, server.target, cfg)
+        result["auc"], result["log_loss"], result["final_step"] = evaluate(
+            tf, np, *test, gs, server.target, cfg)
     print(json.dumps(result), flush=True)
 
 
@@ -339,7 +342,7 @@ def summary(runs, wall, cpu):
     return {"examples": examples, "train_s": seconds,
             "examples_per_sec": examples / seconds if seconds > 0 else None,
             "wall_s": wall, "cpu_s": cpu, "auc": chief.get("auc"), "log_loss": chief.get("log_loss"),
-            "global_steps": max(r["last_step"] for r in runs),
+            "global_steps": chief.get("final_step"),
             "bytes_per_step": (sum(r["bytes_per_step"] * r["examples"] for r in byte_runs) /
                                max(1, sum(r["examples"] for r in byte_runs))),
             "version": tf_version()}
