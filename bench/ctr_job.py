@@ -42,7 +42,8 @@ from tf1_job import wait_rusage  # noqa: E402
 
 def make_data(a):
     """The click log of --train_examples/--test_examples, made once."""
-    data = os.path.join(REPO, a.build_dir, "bench-ctr", f"data-{a.train_examples}-{a.test_examples}")
+    data = os.path.join(REPO, a.build_dir, "bench-ctr",
+                        f"data-{a.train_examples}-{a.test_examples}")
     if not os.path.exists(os.path.join(data, "best.json")):
         os.makedirs(data, exist_ok=True)
         subprocess.run([os.path.join(REPO, a.build_dir, "pstrain-synth-ctr"), f"--out_dir={data}",
