@@ -110,7 +110,7 @@ def optimizer(v1, section, what):
     fail(f"{what}.optimizer: type '{kind}', expected adam, adagrad or sgd")
 
 
-class WideDeep:
+class ClickModel:
     """The config's layer list as a TensorFlow graph; build() may run twice (train and test
     inputs) over the same variables."""
 
@@ -256,6 +256,33 @@ def evaluate(tf, np, prob, labels, global_step, target, cfg):
     return auc_and_log_loss(np, np.concatenate(ps).astype(np.float64), np.concatenate(ys)) + (step,)
 
 
+def build_graph(tf, spec, a, cluster, batch):
+    """A worker's graph: the model on its training batches, both optimizers' apply as one op,
+    a step's bytes, and on the chief the test probabilities."""
+    v1 = tf.compat.v1
+    v1.set_random_seed(int(spec["train"].get("seed", 1)))
+    with v1.device(v1.train.replica_device_setter(worker_device=f"/job:worker/task:{a.task}",
+                                                  cluster=cluster)):
+        model = ClickModel(tf, spec, a.ps)
+        batches = v1.data.make_one_shot_iterator(train_dataset(tf, spec, a, batch))
+        inputs, labels = batches.get_next()
+        with v1.variable_scope("model"):
+            _, loss = model.build(inputs, labels)
+        step_bytes = model.bytes_per_step(inputs)
+        gs = v1.train.get_or_create_global_step()
+        grads = v1.gradients(loss, model.dense_vars + model.table_vars)
+        n_dense = len(model.dense_vars)
+        dense_opt = optimizer(v1, spec["train"], "train")
+        table_opt = optimizer(v1, spec["tables"], "tables")
+        train_op = tf.group(
+            dense_opt.apply_gradients(list(zip(grads[:n_dense], model.dense_vars)), global_step=gs),
+            table_opt.apply_gradients(list(zip(grads[n_dense:], model.table_vars))))
+        if not all(isinstance(g, tf.IndexedSlices) for g in grads[n_dense:]):
+            fail("a table's gradient is dense, expected IndexedSlices")
+        test = test_probabilities(tf, spec, model) if a.task == 0 else None
+    return train_op, gs, step_bytes, test
+
+
 def role(a):
     faulthandler.register(signal.SIGUSR1)  # `kill -USR1` prints where a role waits
     os.environ["CUDA_VISIBLE_DEVICES"] = ""
@@ -283,26 +310,7 @@ def role(a):
     # has ended would otherwise wait for it forever.
     cfg.device_filters.extend(["/job:ps", f"/job:worker/task:{a.task}"])
     batch = int(spec["train"]["batch_size"])
-    v1.set_random_seed(int(spec["train"].get("seed", 1)))
-    with v1.device(v1.train.replica_device_setter(worker_device=f"/job:worker/task:{a.task}",
-                                                  cluster=cluster)):
-        model = WideDeep(tf, spec, a.ps)
-        batches = v1.data.make_one_shot_iterator(train_dataset(tf, spec, a, batch))
-        inputs, labels = batches.get_next()
-        with v1.variable_scope("model"):
-            _, loss = model.build(inputs, labels)
-        step_bytes = model.bytes_per_step(inputs)
-        gs = v1.train.get_or_create_global_step()
-        grads = v1.gradients(loss, model.dense_vars + model.table_vars)
-        n_dense = len(model.dense_vars)
-        dense_opt = optimizer(v1, spec["train"], "train")
-        table_opt = optimizer(v1, spec["tables"], "tables")
-        train_op = tf.group(
-            dense_opt.apply_gradients(list(zip(grads[:n_dense], model.dense_vars)), global_step=gs),
-            table_opt.apply_gradients(list(zip(grads[n_dense:], model.table_vars))))
-        if not all(isinstance(g, tf.IndexedSlices) for g in grads[n_dense:]):
-            fail("a table's gradient is dense, expected IndexedSlices")
-        test = test_probabilities(tf, spec, model) if a.task == 0 else None
+    train_op, gs, step_bytes, test = build_graph(tf, spec, a, cluster, batch)
     last = a.epochs * (a.train_examples // batch)
     hooks = [v1.train.StopAtStepHook(last_step=last)]
     steps = total_bytes = step = 0
