@@ -8,6 +8,10 @@
 #                         default ../shared/bench/tf1_ps_refnet.py): wall, accuracy, examples/s,
 #                         CPU-seconds, time to 92%; with --seeds N each side N times (mean and
 #                         spread), with --ddp PyTorch DDP too (../shared/bench/torch_ddp_refnet.py)
+#   bench/run.sh ctr [--train_examples N] [--epochs E]  Wide & Deep (configs/widedeep.yaml) on a
+#                         synthetic click log, 1 ps + 2 workers, vs the same model in TensorFlow's PS
+#                         runtime (bench/tf1_widedeep.py): examples/s, wall, CPU-seconds, test AUC
+#                         and log loss, bytes per step; the ratio is of examples/s (bench/ctr_job.py)
 #   bench/run.sh ps       wire transport push+pull of a 64 MiB variable vs a raw TCP socket pair
 #   bench/run.sh gpu      RefNet (batch 128) and ResNet-50 (batch 64, 224x224x3 synthetic) training
 #                         on the GPU vs the same nets in PyTorch (bench/torch_gpu_ref.py); no build
@@ -71,6 +75,11 @@ case "$name" in
     build
     py=$(bench_python)
     python3 bench/tf1_job.py --python "$py" --build_dir "$bdir" "$@"
+    ;;
+  ctr)
+    build
+    py=$(bench_python)
+    python3 bench/ctr_job.py --python "$py" --build_dir "$bdir" "$@"
     ;;
   ps)
     build
@@ -153,7 +162,7 @@ case "$name" in
     exec bash bench/scale.sh "$@"
     ;;
   *)
-    echo "usage: bench/run.sh refnet|tf1|ps|checks|curve|hub|gpu|versus|scale [flags for the pstrain side]" >&2
+    echo "usage: bench/run.sh refnet|tf1|ctr|ps|checks|curve|hub|gpu|versus|scale [flags for the pstrain side]" >&2
     exit 2
     ;;
 esac
