@@ -55,6 +55,18 @@ class FakeServer {
     }
     return out;
   }
+  // As Received(types), once at least `n` of them arrived (or 10 s passed): a client's sends
+  // may still be on their way when its first reply came back.
+  std::vector<wire::Message> ReceivedAtLeast(std::initializer_list<wire::MessageType> types,
+                                             size_t n) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    std::vector<wire::Message> out = Received(types);
+    while (out.size() < n && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      out = Received(types);
+    }
+    return out;
+  }
 
  private:
   void Run() {

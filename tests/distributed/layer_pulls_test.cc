@@ -101,8 +101,10 @@ TEST(LayerPullsTest, PerLayerSendsEveryPullAtTheStartAndAWrongShapeChangesNothin
             std::string::npos)
       << waited.ToString();
   EXPECT_EQ(vars.weights.value.ToVector(), std::vector<float>(8, 1.0f)) << "nothing copied";
-  // Both pulls left at the step's start, input side first, before any wait.
-  const std::vector<Message> sent = server.Received({MessageType::kPull, MessageType::kPush});
+  // Both pulls left at the step's start, input side first, before any wait (the second may
+  // still be on its way when the first's reply came back).
+  const std::vector<Message> sent =
+      server.ReceivedAtLeast({MessageType::kPull, MessageType::kPush}, 2);
   ASSERT_EQ(sent.size(), 2u);
   EXPECT_EQ(sent[0].names, std::vector<std::string>{"fc/weights"});
   EXPECT_EQ(sent[1].names, std::vector<std::string>{"fc/bias"});
