@@ -128,6 +128,24 @@ TEST_F(ServerTablesTest, AnEvaluatorReadsRowsWithoutCreatingThemAndMayNotPush) {
   EXPECT_EQ(Reply(server.get(), push).error_code, StatusCode::kPermissionDenied);
 }
 
+// An evaluation's pull from a worker (the chief's final one) is read-only as an evaluator's:
+// test ids create no row, and open no row push.
+TEST_F(ServerTablesTest, AWorkersReadOnlyPullCreatesNoRowAndOpensNoPush) {
+  auto server = NewServer();
+  Init(server.get());
+  Rows(server.get(), {1});  // a training pull: its row exists, its push is the sender's first
+  ASSERT_EQ(Reply(server.get(), RowPush({1}, 1.0f)).type, MessageType::kOk);
+  Message lookup = RowPull({6, 7});
+  lookup.value = 1;  // read-only
+  const Message read = Reply(server.get(), lookup);
+  ASSERT_EQ(read.type, MessageType::kOk) << read.text;
+  EXPECT_EQ(read.tensors[0].tensor.ToVector(), std::vector<float>(4, 0.0f));
+  EXPECT_EQ(server->tables()->rows(), 1) << "a read-only pull created rows";
+  EXPECT_EQ(server->stats().table_rows, 1);
+  EXPECT_EQ(Reply(server.get(), RowPush({6}, 1.0f)).error_code, StatusCode::kPermissionDenied)
+      << "a read-only pull opened a row push";
+}
+
 TEST_F(ServerTablesTest, ARetriedRowPushIsAnsweredWithoutBeingAppliedTwice) {
   auto server = NewServer();
   Init(server.get());
