@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bench/raw_tcp.h"
+#include "tools/tool_main.h"
 #include "worker/distributed/collectives/host_hub.h"
 #include "worker/distributed/collectives/hub_collectives.h"
 
@@ -92,7 +93,12 @@ int Main() {
 }  // namespace pstrain
 
 int main(int argc, char** argv) {
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
-  google::InitGoogleLogging(argv[0]);
-  return pstrain::Main();
+  return pstrain::RunTool(
+      argc, argv,
+      "Intra-node sync of CPU workers through the host hub against raw loopback socket "
+      "pairs.\nUsage: pstrain-bench-hub-allreduce [--ranks=N ...]",
+      __FILE__, [] {
+        pstrain::Main();  // CHECKs what it needs; prints its figures and the ratio
+        return pstrain::Status::OK();
+      });
 }

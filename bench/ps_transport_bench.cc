@@ -27,6 +27,7 @@
 #include "common/config.h"
 #include "common/wire/transport.h"
 #include "ps/server_task.h"
+#include "tools/tool_main.h"
 
 DEFINE_int32(mib, 64, "size of the large variable in MiB");
 DEFINE_int32(iters, 10, "push+pull rounds of the large variable (and raw socket rounds) a trial");
@@ -303,7 +304,13 @@ int Main() {
 }  // namespace pstrain
 
 int main(int argc, char** argv) {
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
-  google::InitGoogleLogging(argv[0]);
-  return pstrain::Main();
+  return pstrain::RunTool(
+      argc, argv,
+      "Push+pull through a parameter server against a raw TCP socket pair (or CURVE against "
+      "plaintext, or checks on against off).\nUsage: pstrain-bench-ps-transport [--mib=N --curve "
+      "--checks ...]",
+      __FILE__, [] {
+        pstrain::Main();  // CHECKs what it needs; prints its figures and the ratio
+        return pstrain::Status::OK();
+      });
 }
