@@ -12,12 +12,15 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <thread>
 
 #include "tests/summary/event_test_util.h"
 #include "tests/test_env.h"
+#include "worker/network/model.h"
+#include "worker/training/click_data.h"
 
 namespace pstrain {
 namespace {
@@ -289,6 +292,44 @@ TEST(WideDeepTest, AFeatureTheLogLacksStopsTheRunNamingItAndTheRecord) {
   EXPECT_NE(status, 0);
   EXPECT_NE(out.find("record 0: feature 'C3' is missing"), std::string::npos) << out;
   EXPECT_NE(out.find("train.tfrecord"), std::string::npos) << out;
+}
+
+// A distributed worker reads shard k of n of the click log (worker/training/click_data.h): the
+// shards hold every training example exactly once, and an evaluator (shard count 0) reads the
+// test file alone.
+TEST(WideDeepTest, ShardsOfTheClickLogHoldEveryExampleOnceAndAnEvaluatorReadsOnlyTheTestFile) {
+  const std::string dir = TempDir("shards");
+  ASSERT_TRUE(MakeClickRun(dir, "--categorical=2 --train_examples=1000 --test_examples=100", 2));
+  auto config = ConfigNode::LoadFile(dir + "/widedeep.yaml");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  auto model = worker::Model::FromConfig(config->Child("model").value());
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  (*model)->InitVariables(1);
+  std::map<std::vector<float>, int> seen;  // an example's dense features, how often read
+  for (int k = 0; k < 3; ++k) {
+    auto data = worker::ClickData::Read(*config, **model, "", worker::ClickShard{k, 3}, 7);
+    ASSERT_TRUE(data.ok()) << data.status().ToString();
+    EXPECT_EQ(data->train_examples(), 1000) << "steps per epoch count the whole log";
+    const worker::FeatureBatch batch = data->Next(100000);  // the whole shard, shuffled
+    EXPECT_EQ(batch.labels.size(), k == 0 ? 334u : 333u) << "shard " << k;
+    const Tensor& dense = batch.inputs[0];
+    for (int64_t e = 0; e < dense.dim(0); ++e) {
+      ++seen[std::vector<float>(dense.data() + e * 13, dense.data() + (e + 1) * 13)];
+    }
+  }
+  EXPECT_EQ(seen.size(), 1000u) << "some examples were read by no shard, or by two";
+  for (const auto& [features, times] : seen) ASSERT_EQ(times, 1);
+  auto evaluator = worker::ClickData::Read(*config, **model, "", worker::ClickShard{0, 0}, 7);
+  ASSERT_TRUE(evaluator.ok()) << evaluator.status().ToString();
+  int gathered = 0;
+  auto e = evaluator->Evaluate(model->get(), 64, [&](const worker::FeatureBatch&) {
+    ++gathered;
+    return Status::OK();
+  });
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_EQ(e->examples, 100);
+  EXPECT_EQ(gathered, 2) << "100 test examples in batches of 64";
+  EXPECT_FALSE(worker::ClickData::Read(*config, **model, "", worker::ClickShard{3, 3}, 7).ok());
 }
 
 }  // namespace
