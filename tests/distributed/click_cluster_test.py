@@ -6,7 +6,8 @@ its batch's rows and pushes their gradients back. Asserted afterwards:
     --elastic_data, --synthetic_step_ms) stops at start naming it;
   - the run ends "done" (launcher exit 0; its summary shows the AUC) with a test AUC within 0.03 of what pstrain-train
     reaches in one process on the same config, data and epochs, and above 0.6 (it learned);
-  - every server took row pushes (far more pushes than updates) and refused none: an honest
+  - every server took row pushes (far more pushes than updates) and refused or dropped none,
+    in async mode and in a second, sync-mode run (a row push goes before the dense push): an honest
     worker's row pushes each follow its pull (ps/row_pull_ledger.h); its TensorBoard run shows
     the rows it holds (within 10% of the other's: rows spread by id) and its resident memory;
   - the evaluator reported the AUC while training ran;
@@ -54,6 +55,23 @@ def last_scalars(run_dir):
                     if v["kind"] == "scalar":
                         last[v["tag"]] = v["value"]
     return last
+
+
+def check_server_took_rows(ps_log, who, problems):
+    """The server's stop line: far more pushes than updates (the row pushes), none rejected and
+    none dropped as stale (a row push lands in its step's window in every update mode)."""
+    stop = re.search(r"stopped at global step \d+ \((\d+) pushes, \d+ pulls, (\d+) updates, "
+                     r"(\d+) stale dropped, (\d+) rejected", ps_log)
+    if not stop:
+        problems.append(f"{who} logged no stop line")
+        return
+    pushes, updates, stale, rejected = (int(g) for g in stop.groups())
+    print(f"{who}: {pushes} pushes, {updates} updates, {stale} stale dropped, {rejected} rejected",
+          flush=True)
+    if pushes < 10 * updates:
+        problems.append(f"{who} took {pushes} pushes for {updates} updates: no row pushes?")
+    if rejected != 0 or stale != 0:
+        problems.append(f"{who} rejected {rejected} and dropped {stale} pushes of honest workers")
 
 
 def safetensors_names(path):
@@ -127,17 +145,7 @@ def main():
     held = []
     for k in range(2):
         ps = read(os.path.join(run.log_dir, f"ps-{k}.log"))
-        stop = re.search(r"stopped at global step \d+ \((\d+) pushes, \d+ pulls, (\d+) updates, "
-                         r"\d+ stale dropped, (\d+) rejected", ps)
-        if not stop:
-            problems.append(f"ps {k} logged no stop line")
-            continue
-        pushes, updates, rejected = (int(g) for g in stop.groups())
-        print(f"ps {k}: {pushes} pushes, {updates} updates, {rejected} rejected", flush=True)
-        if pushes < 10 * updates:
-            problems.append(f"ps {k} took {pushes} pushes for {updates} updates: no row pushes?")
-        if rejected != 0:
-            problems.append(f"ps {k} rejected {rejected} pushes of honest workers")
+        check_server_took_rows(ps, f"ps {k}", problems)
         scalars = last_scalars(os.path.join(run.train_dir, "logs", f"ps-{k}"))
         rows, memory = scalars.get("ps/table_rows", 0), scalars.get("ps/memory_mb", 0)
         print(f"ps {k}'s TensorBoard run: {rows:.0f} table rows, {memory:.1f} MiB resident",
@@ -161,11 +169,24 @@ def main():
     if not any(n.startswith("deep1/") for n in names):
         problems.append(f"model.safetensors lacks the dense layers: {names}")
 
+    # Sync mode: a worker's row pushes go before its dense push, so that they land in the step's
+    # window (sent after it, every one was dropped as stale and the tables never learnt).
+    sync = LocalRun("pstrain-click-sync-", args.pstrain, num_ps=2, num_workers=2,
+                    flags="epochs: 1, update_mode: sync, log_every_n_steps: 50",
+                    restart="policy: never", config=config)
+    sync_code = sync.start().proc.wait(timeout=900)
+    if sync_code != 0:
+        problems.append(f"the sync-mode run's launcher exited {sync_code}")
+    for k in range(2):
+        check_server_took_rows(read(os.path.join(sync.log_dir, f"ps-{k}.log")),
+                               f"sync mode, ps {k}", problems)
+
     if problems:
-        print(f"FAIL (kept {run.tmp} and {data}):\n  " + "\n  ".join(problems), flush=True)
+        print(f"FAIL (kept {run.tmp}, {sync.tmp} and {data}):\n  " + "\n  ".join(problems), flush=True)
         return 1
     print("PASS: the cluster trained the click model with its rows on the servers", flush=True)
     run.remove(keep_env="PSTRAIN_CLICK_KEEP")
+    sync.remove(keep_env="PSTRAIN_CLICK_KEEP")
     if os.environ.get("PSTRAIN_CLICK_KEEP") != "1":
         subprocess.run(["rm", "-rf", data], check=False)
     return 0

@@ -1,7 +1,8 @@
 // A click model's data for a distributed role (role_input.h): a worker reads its shard of the
 // click log (every shards-th example, worker/training/click_data.h), pulls the rows of each
 // batch's distinct ids from the servers that own them before the step and pushes their gradients
-// back after the dense exchange (remote_tables.h), so a step moves only the rows it touched.
+// back just before the dense push (remote_tables.h), so a step moves only the rows it touched and,
+// in accumulate and sync modes, its row pushes arrive within the step's window.
 // Evaluation reads the test file with read-only pulls, which create no row and count nothing
 // towards admission.
 #pragma once
@@ -27,7 +28,7 @@ class ClickRoleInput : public RoleInput {
   Result<int64_t> Next(int64_t step) override;
   float Forward(Model* model, std::mt19937_64* rng,
                 const std::function<void(int)>& before_layer) override;
-  Status AfterStep(int64_t step) override { return tables_->Apply(batch_, step); }
+  Status PushRows(int64_t step) override { return tables_->Apply(batch_, step); }
   Result<Evaluation> Evaluate(Model* model, int64_t step) override;
 
  private:
@@ -37,7 +38,7 @@ class ClickRoleInput : public RoleInput {
   ClickData data_;
   int64_t batch_size_;
   std::unique_ptr<RemoteTables> tables_;
-  FeatureBatch batch_;  // the step's, until AfterStep pushed its rows
+  FeatureBatch batch_;  // the step's, until PushRows pushed its rows
 };
 
 }  // namespace worker

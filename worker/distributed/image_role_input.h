@@ -29,7 +29,7 @@ class ImageRoleInput : public RoleInput {
   Result<int64_t> Next(int64_t step) override;
   float Forward(Model* model, std::mt19937_64* rng,
                 const std::function<void(int)>& before_layer) override;
-  Status AfterStep(int64_t) override { return Status::OK(); }
+  Status PushRows(int64_t) override { return Status::OK(); }
   Result<Evaluation> Evaluate(Model* model, int64_t) override {
     return worker::Evaluate(model, input_, seed_);
   }

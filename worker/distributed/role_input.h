@@ -1,8 +1,8 @@
 // What a worker's steps and an evaluator's evaluations read, by the model's kind. An image model
 // reads batches from the input pipeline (image_role_input.h); a click model reads its shard of a
 // click log, with its embedding layers' rows pulled from the servers that own them before each
-// step and their gradients pushed back after it (click_role_input.h). WorkerRun, the training
-// step and the evaluator see only this.
+// step and their gradients pushed back just before the dense push (click_role_input.h). WorkerRun,
+// the training step and the evaluator see only this.
 #pragma once
 
 #include <cstdint>
@@ -41,9 +41,9 @@ class RoleInput {
   // That batch through the model in training mode; `before_layer` as Model::Forward's.
   virtual float Forward(Model* model, std::mt19937_64* rng,
                         const std::function<void(int)>& before_layer) = 0;
-  // After the step's dense exchange, whose global step was `step`: a click model's row gradients
-  // to their owners.
-  virtual Status AfterStep(int64_t step) = 0;
+  // Once the step's gradients are prepared, before the dense push (TrainingStep's
+  // set_before_push), at global step `step`: a click model's row gradients to their owners.
+  virtual Status PushRows(int64_t step) = 0;
 
   // The model in evaluation mode over the whole test set, at global step `step`.
   virtual Result<Evaluation> Evaluate(Model* model, int64_t step) = 0;

@@ -170,6 +170,7 @@ Result<PushPullResult> TrainingStep::ExchangeOnDevices(int64_t step) {
 
 Result<PushPullResult> TrainingStep::PushAndPull(int64_t step) {
   PrepareGradients(train_, model_);  // weight decay, global-norm clipping
+  if (before_push_) RETURN_IF_ERROR(before_push_(step));
   return client_->PushAndPull(step);
 }
 

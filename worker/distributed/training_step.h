@@ -109,6 +109,12 @@ class TrainingStep {
   using Forward = std::function<float(const std::function<void(int)>& before_layer)>;
   // Stages 1 to 6 for one batch. `step` is the global step the worker last saw.
   Result<StepOutcome> Run(const Forward& forward, int64_t step);
+  // What goes to the servers in stage 5 before the dense push, once the gradients are prepared:
+  // a click model's row gradients (RoleInput::PushRows), so that in accumulate and sync modes
+  // they arrive within the step's window, not after it closed. Whole-step pushes only.
+  void set_before_push(std::function<Status(int64_t step)> before_push) {
+    before_push_ = std::move(before_push);
+  }
 
  private:
   // Stage 2, with per-layer readiness where it pays.
@@ -147,6 +153,7 @@ class TrainingStep {
   std::string who_;
   std::chrono::milliseconds synthetic_step_;  // 0: real forward and backward
   std::unique_ptr<HostSync> sync_;            // stage 4, with a group
+  std::function<Status(int64_t)> before_push_;
 };
 
 }  // namespace worker

@@ -299,6 +299,7 @@ Status WorkerRun::Connect() {
   training_step_ =
       std::make_unique<TrainingStep>(model_, s_->train, client_.get(), group_.get(), who_,
                                      std::chrono::milliseconds(o_.synthetic_step_ms));
+  training_step_->set_before_push([this](int64_t step) { return input_->PushRows(step); });
   return Status::OK();
 }
 
@@ -364,7 +365,6 @@ Status WorkerRun::Step(int64_t examples, WorkerMetrics::Clock::duration input_wa
                                               return input_->Forward(model_, &rng_, before_layer);
                                             },
                                             step_));
-  RETURN_IF_ERROR(input_->AfterStep(step_).WithContext(who_ + ": step " + std::to_string(step_)));
   const int64_t stale = std::max<int64_t>(0, outcome.exchange.global_step - step_ - 1);
   staleness_ += stale;
   metrics_.AddStep(input_wait, outcome.compute, outcome.exchange_wait, examples, stale);
