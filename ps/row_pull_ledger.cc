@@ -15,11 +15,19 @@ std::vector<int64_t> SortedUnique(std::vector<int64_t> ids) {
 
 void RowPullLedger::NotePull(const std::string& sender, uint64_t incarnation,
                              const std::string& table, const std::vector<int64_t>& ids) {
-  Sender& s = senders_[sender];
-  if (s.incarnation != incarnation) s = Sender{incarnation};
+  Sender& s = Opened(sender, incarnation);
   std::deque<std::vector<int64_t>>& open = s.open[table];
   if (open.size() == kMaxOpenPulls) open.pop_front();
   open.push_back(SortedUnique(ids));
+}
+
+RowPullLedger::Sender& RowPullLedger::Opened(const std::string& sender, uint64_t incarnation) {
+  Sender& s = senders_[sender];
+  if (s.incarnation != incarnation) {  // another process: its own pulls, but no free push again
+    s.incarnation = incarnation;
+    s.open.clear();
+  }
+  return s;
 }
 
 int RowPullLedger::Covering(const Sender& s, const std::string& table,
@@ -38,10 +46,13 @@ int RowPullLedger::Covering(const Sender& s, const std::string& table,
 Status RowPullLedger::MayPush(const std::string& sender, uint64_t incarnation,
                               const std::string& table, const std::vector<int64_t>& ids) const {
   auto it = senders_.find(sender);
-  // A process this server never saw pull: its first push, once.
-  if (it == senders_.end() || it->second.incarnation != incarnation) return Status::OK();
-  if (!it->second.pushed && it->second.open.empty()) return Status::OK();
-  if (Covering(it->second, table, SortedUnique(ids)) >= 0) return Status::OK();
+  // The sender's first row push to this server, once (whatever its process), unless that
+  // process has pulls open here: then they decide.
+  if (it == senders_.end()) return Status::OK();
+  const Sender& s = it->second;
+  const bool own = s.incarnation == incarnation;
+  if (!s.pushed && !(own && !s.open.empty())) return Status::OK();
+  if (own && Covering(s, table, SortedUnique(ids)) >= 0) return Status::OK();
   return PermissionDenied(sender + "'s row push to table '" + table +
                           "' follows no row pull of its ids from this server since its last "
                           "row push there: one row push per pull, of the rows pulled");
@@ -49,8 +60,7 @@ Status RowPullLedger::MayPush(const std::string& sender, uint64_t incarnation,
 
 void RowPullLedger::NotePush(const std::string& sender, uint64_t incarnation,
                              const std::string& table, const std::vector<int64_t>& ids) {
-  Sender& s = senders_[sender];
-  if (s.incarnation != incarnation) s = Sender{incarnation};
+  Sender& s = Opened(sender, incarnation);
   s.pushed = true;
   const int i = Covering(s, table, SortedUnique(ids));
   if (i < 0) return;  // the first push, let in without a pull

@@ -4,7 +4,8 @@
 // was named by one such pull; the push uses that pull up. So a worker's key moves a row only by
 // the round trip a real step makes, and only the rows a pull of its named, never spinning a
 // table's rows at will. A sender's first row push to this server is let in once (a server that
-// restarted has not seen the pull it follows), as for dense pushes.
+// restarted has not seen the pull it follows), as for dense pushes: once per sender, not per
+// process, so that a key minting a new incarnation per request gets no push without a pull.
 //
 // Memory per sender is bounded: at most kMaxOpenPulls pulls per table are kept open, the oldest
 // forgotten first, and a pull holds no more ids than the wire let it carry.
@@ -25,7 +26,7 @@ class RowPullLedger {
   static constexpr size_t kMaxOpenPulls = 4;
 
   // `sender` ("worker 1") of process `incarnation` pulled `ids` of `table` for training. Another
-  // incarnation than the one noted before starts the sender afresh.
+  // incarnation than the one noted before drops the older process's open pulls.
   void NotePull(const std::string& sender, uint64_t incarnation, const std::string& table,
                 const std::vector<int64_t>& ids);
   // Whether `sender`'s push of `ids` to `table` may go on: PermissionDenied naming the sender
@@ -39,10 +40,12 @@ class RowPullLedger {
  private:
   struct Sender {
     uint64_t incarnation = 0;
-    bool pushed = false;  // its first push was taken
+    bool pushed = false;  // its first push was taken (by any of its processes)
     // Per table, the open pulls' ids, each sorted without repeats, oldest first.
     std::map<std::string, std::deque<std::vector<int64_t>>> open;
   };
+  // The sender's entry, its open pulls dropped when `incarnation` is another process's.
+  Sender& Opened(const std::string& sender, uint64_t incarnation);
   // The first open pull of `table` naming every id of `ids` (sorted), or -1.
   static int Covering(const Sender& s, const std::string& table, const std::vector<int64_t>& ids);
   std::map<std::string, Sender> senders_;

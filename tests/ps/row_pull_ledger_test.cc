@@ -41,17 +41,29 @@ TEST(RowPullLedgerTest, TwoPullsOfOneTableOpenTwoPushesInEitherOrder) {
   EXPECT_FALSE(ledger.MayPush("worker 0", kProcess, "shared", {3}).ok());
 }
 
-TEST(RowPullLedgerTest, AtMostFourPullsStayOpenAndANewProcessStartsAfresh) {
+TEST(RowPullLedgerTest, AtMostFourPullsStayOpen) {
   RowPullLedger ledger;
   for (int64_t id = 0; id < 6; ++id) ledger.NotePull("worker 0", kProcess, "C1", {id});
   EXPECT_FALSE(ledger.MayPush("worker 0", kProcess, "C1", {0}).ok());  // forgotten
   EXPECT_FALSE(ledger.MayPush("worker 0", kProcess, "C1", {1}).ok());
   for (int64_t id = 2; id < 6; ++id)
     EXPECT_TRUE(ledger.MayPush("worker 0", kProcess, "C1", {id}).ok());
-  // A restarted process has pulled nothing here yet: its first push, once.
-  EXPECT_TRUE(ledger.MayPush("worker 0", kProcess + 1, "C1", {0}).ok());
-  ledger.NotePush("worker 0", kProcess + 1, "C1", {0});
-  EXPECT_FALSE(ledger.MayPush("worker 0", kProcess + 1, "C1", {0}).ok());
+}
+
+// A key that mints a new incarnation per request gets no push without a pull: the free first
+// push is the sender's, once, not each process's; a new process's own pulls open its pushes,
+// and the older process's pulls no longer do.
+TEST(RowPullLedgerTest, ANewProcessGetsNoFreePushButItsOwnPullsOpenPushes) {
+  RowPullLedger ledger;
+  ASSERT_TRUE(ledger.MayPush("worker 0", kProcess, "C1", {0}).ok());  // the sender's first
+  ledger.NotePush("worker 0", kProcess, "C1", {0});
+  ledger.NotePull("worker 0", kProcess, "C1", {1});
+  for (uint64_t forged = kProcess + 1; forged < kProcess + 20; ++forged) {
+    EXPECT_FALSE(ledger.MayPush("worker 0", forged, "C1", {0}).ok()) << forged;
+  }
+  ledger.NotePull("worker 0", kProcess + 1, "C1", {2});
+  EXPECT_TRUE(ledger.MayPush("worker 0", kProcess + 1, "C1", {2}).ok());
+  EXPECT_FALSE(ledger.MayPush("worker 0", kProcess + 1, "C1", {1}).ok()) << "the old process's";
 }
 
 }  // namespace
