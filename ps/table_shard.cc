@@ -82,6 +82,12 @@ void TableShard::NoteApplied(const std::string& sender, uint64_t incarnation, ui
   last_push_[sender] = {incarnation, sequence};
 }
 
+std::vector<const SparseTable*> TableShard::all() const {
+  std::vector<const SparseTable*> out;
+  for (const auto& [name, table] : tables_) out.push_back(table.get());
+  return out;
+}
+
 const SparseTable* TableShard::Find(const std::string& name) const {
   auto it = tables_.find(name);
   return it == tables_.end() ? nullptr : it->second.get();

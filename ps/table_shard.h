@@ -83,6 +83,27 @@ class TableShard {
   // `step`. Fails, changing nothing, when CheckRestore does.
   Status RestoreFrom(const std::map<std::string, Tensor>& tensors, int64_t step);
 
+  // Replication (docs/replication.md section 3): a head sends its backups the rows a push
+  // changed, as they are after it, named as SaveTo names them (so that a backup's state is the
+  // head's, whatever the arithmetic), and a copy to a joiner is SaveTo's whole tables.
+  // The rows of `ids` of `table` held here, with their slots, into `tensors`.
+  void RowsOf(const std::string& table, const std::vector<int64_t>& ids,
+              std::map<std::string, Tensor>* tensors) const;
+  // Sets the rows `tensors` carry (SaveTo's names; tables it does not name stay as they are),
+  // touched at `step`. Fails, changing nothing, on a malformed tensor, an id this server does
+  // not own or a table that would pass its max_rows, naming the table.
+  Status Upsert(const std::map<std::string, Tensor>& tensors, int64_t step);
+  // Whether `name` is one of SaveTo's (rows, not a dense variable).
+  static bool IsRowTensor(const std::string& name);
+  // Drops the rows untouched for each table's evict_after_steps before `step` (SparseTable::
+  // Evict); returns how many went.
+  int64_t Evict(int64_t step);
+  // How often (in global steps) Evict is worth calling: a tenth of the shortest
+  // evict_after_steps, at least 1; 0 when no table evicts.
+  int64_t eviction_interval() const;
+
+  // Every table, in name order.
+  std::vector<const SparseTable*> all() const;
   // The table named `name`, or null: for tests and checkpoints.
   const SparseTable* Find(const std::string& name) const;
   // Rows held here, over every table.
