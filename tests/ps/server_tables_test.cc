@@ -34,7 +34,7 @@ class ServerTablesTest : public ::testing::Test {
   // Server `task` of `servers`, with the table C1 unless `tables` is false.
   std::unique_ptr<ParameterServer> NewServer(bool tables = true,
                                              UpdateMode mode = UpdateMode::kAsync, int task = 0,
-                                             int servers = 1) {
+                                             int servers = 1, const char* config = kTables) {
     ServerOptions o;
     o.task_index = task;
     o.num_ps = servers;
@@ -47,7 +47,7 @@ class ServerTablesTest : public ::testing::Test {
     auto server = std::make_unique<ParameterServer>(o, std::move(store).value());
     if (tables) {
       auto shard =
-          TableShard::FromConfig(ConfigNode::Parse(kTables, "t").value(), 0, {task, servers, 0});
+          TableShard::FromConfig(ConfigNode::Parse(config, "t").value(), 0, {task, servers, 0});
       EXPECT_TRUE(shard.ok()) << shard.status().ToString();
       server->SetTables(std::move(shard).value());
     }
@@ -102,7 +102,7 @@ class ServerTablesTest : public ::testing::Test {
   }
 
   std::string dir_;
-  uint64_t next_id_ = 0, sequence_ = 0;
+  uint64_t next_id_ = 0, sequence_ = 0, dense_sequence_ = 0;
 };
 
 TEST_F(ServerTablesTest, RowRequestsWaitForInitialisationAndNeedTables) {
@@ -179,6 +179,41 @@ TEST_F(ServerTablesTest, AStaleRowPushIsDroppedInSyncModeAndAppliedInAsync) {
     }
     EXPECT_NE(Rows(server.get(), {8}), before) << "mode " << static_cast<int>(mode);
   }
+}
+
+TEST_F(ServerTablesTest, RowsUntouchedForEvictAfterStepsGoAsTheGlobalStepPasses) {
+  auto server = NewServer(true, UpdateMode::kAsync, 0, 1,
+                          "{optimizer: {type: adagrad}, learning_rate: {initial: 0.5}, list: "
+                          "[{name: C1, dimension: 2, max_rows: 50, evict_after_steps: 3}]}");
+  Init(server.get());
+  auto row_step = [&](const std::vector<int64_t>& ids) {
+    ASSERT_EQ(Reply(server.get(), RowPull(ids)).type, MessageType::kOk);
+    Message push = RowPush(ids, 0.5f);
+    push.step = server->global_step();
+    const Message reply = Reply(server.get(), push);
+    ASSERT_EQ(reply.type, MessageType::kOk) << reply.text;
+  };
+  auto dense_step = [&] {
+    Message pull = From("worker", MessageType::kPull);
+    pull.names = {"w"};
+    ASSERT_EQ(Reply(server.get(), pull).type, MessageType::kOk);
+    Message push = From("worker", MessageType::kPush);
+    push.sequence = ++dense_sequence_;
+    push.step = server->global_step();
+    push.tensors.push_back({"w", Tensor::Filled(Shape{2}, 0.1f)});
+    const Message reply = Reply(server.get(), push);
+    ASSERT_EQ(reply.type, MessageType::kOk) << reply.text;
+  };
+  row_step({1, 2});
+  row_step({3});
+  ASSERT_EQ(server->tables()->rows(), 3);
+  for (int k = 0; k < 3; ++k) dense_step();
+  ASSERT_EQ(server->global_step(), 3);
+  row_step({3});  // touched at step 3; 1 and 2 were last touched at step 0
+  EXPECT_EQ(server->tables()->rows(), 1);
+  EXPECT_EQ(server->tables()->Find("C1")->Row(1), nullptr);
+  EXPECT_NE(server->tables()->Find("C1")->Row(3), nullptr);
+  EXPECT_EQ(server->stats().table_rows, 1);
 }
 
 TEST_F(ServerTablesTest, RowsAndTheirSlotsComeBackFromTheShardsCheckpoint) {
