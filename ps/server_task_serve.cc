@@ -285,7 +285,9 @@ void ServerTask::LogStopped() const {
               << ") at step " << server->global_step() << ": crc32c " << std::hex
               << StateCrc32c(server->store(), server->tables() ? server->tables()->all()
                                                                : std::vector<const SparseTable*>{})
-              << std::dec;
+              << std::dec
+              << (server->tables() ? ", " + std::to_string(server->tables()->rows()) + " rows"
+                                   : "");
   }
 }
 

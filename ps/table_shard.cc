@@ -20,15 +20,20 @@ Result<std::unique_ptr<TableShard>> TableShard::FromConfig(const ConfigNode& tab
 TableShard::TableShard(SparseTables tables, TableShardOptions options)
     : tables_(std::move(tables)), options_(options), magnitude_(options.outlier_binades) {}
 
-Result<SparseTable*> TableShard::Table(const std::string& name) {
-  auto it = tables_.find(name);
-  if (it != tables_.end()) return it->second.get();
+Status TableShard::Known(const std::string& name) const {
+  if (tables_.count(name)) return Status::OK();
   std::string known;
   for (const auto& [n, t] : tables_) known += (known.empty() ? "" : ", ") + n;
   return NotFound(Me() + " holds no table '" + name + "'; its tables are " + known);
 }
 
+Result<SparseTable*> TableShard::Table(const std::string& name) {
+  RETURN_IF_ERROR(Known(name));
+  return tables_.at(name).get();
+}
+
 Status TableShard::CheckOwned(const std::string& table, const std::vector<int64_t>& ids) const {
+  RETURN_IF_ERROR(Known(table));
   for (size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] < 0) continue;  // the table refuses it, naming its position
     const int owner = RowOwner(table, ids[i], options_.servers);

@@ -64,8 +64,8 @@ class TableShard {
   bool Applied(const std::string& sender, uint64_t incarnation, uint64_t sequence) const;
   void NoteApplied(const std::string& sender, uint64_t incarnation, uint64_t sequence);
 
-  // InvalidArgument naming the table, the first id this server does not own, its owner and
-  // this server.
+  // NotFound for a table this server does not hold; InvalidArgument naming the table, the first
+  // id this server does not own, its owner and this server.
   Status CheckOwned(const std::string& table, const std::vector<int64_t>& ids) const;
   // Which row pushes follow a pull of their rows (ps/row_pull_ledger.h).
   RowPullLedger& pulls() { return pulls_; }
@@ -112,6 +112,7 @@ class TableShard {
  private:
   // The table, or NotFound naming it and the tables there are.
   Result<SparseTable*> Table(const std::string& name);
+  Status Known(const std::string& name) const;
   std::string Me() const { return "ps " + std::to_string(options_.server); }
   // Table `name`'s rows in checkpoint `tensors`, checked (none when it saved none).
   Result<SparseTable::Rows> RowsIn(const std::string& name,
