@@ -261,6 +261,9 @@ class ParameterServer : private UpdateShard {
   void NoteRowPush(const wire::Message& request);
   // Drops the rows untouched for their table's evict_after_steps, once per tenth of that.
   void EvictRows();
+  // Accumulate and sync modes: the window of row pushes the global step has left, applied as
+  // its mean (ps/row_window.h) and, replicated, recorded down the chain.
+  void ApplyRowWindow(std::vector<Outgoing>* out);
   // A backup's record of a head's row push: the rows as they are after it, and its entry.
   // Fails, changing nothing, on anything but row tensors of this shard's tables.
   Status ApplyRowRecord(const wire::Message& record);

@@ -1,8 +1,9 @@
 // Row pulls and pushes: ParameterServer routes them to its table shard (ps/table_shard.h),
 // which checks and applies them; here they get their replies, the global step their rows are
 // read and updated at, a retry its answer, and a stale push in accumulate or sync mode is dropped
-// as a dense one is. Rows are applied when they arrive, not summed over a window: a row is in few
-// of a window's batches, and its optimizer state is the row's own.
+// as a dense one is. In async mode rows are applied when they arrive; in accumulate and sync
+// modes they are summed over the window (ps/row_window.h) and their mean applied once the global
+// step has left it, before the next row request is answered: the next step's pulls read it.
 //
 // Replicated (--replicas), a head sends its backups each push's rows as they are after it (a
 // record of rows, docs/replication.md section 3) and answers the push once the chain holds it;
@@ -34,14 +35,20 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandleRows(const std::st
     return {{peer, Error(request, "variables are not initialised yet (waiting for the chief)",
                          StatusCode::kUninitialized)}};
   }
-  if (request.type == MessageType::kRowPush) return HandleRowPush(peer, request);
+  std::vector<Outgoing> out;
+  ApplyRowWindow(&out);
+  if (request.type == MessageType::kRowPush) {
+    for (Outgoing& o : HandleRowPush(peer, request)) out.push_back(std::move(o));
+    return out;
+  }
   // An evaluator reads rows as they are, as does an evaluation's read-only pull; a worker's
   // training pull creates the rows its batch touches.
   const bool training = request.role != "evaluator" && request.value == 0;
   Result<Tensor> rows = tables_->Pull(request.text, request.ids, global_step_, training);
   if (!rows.ok()) {
     ++stats_.rejected;
-    return {{peer, Error(request, rows.status().message(), rows.status().code())}};
+    out.push_back({peer, Error(request, rows.status().message(), rows.status().code())});
+    return out;
   }
   stats_.table_rows = tables_->rows();
   if (training)
@@ -49,7 +56,8 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandleRows(const std::st
   Message m = Reply(request, MessageType::kOk);
   m.tensors.push_back({request.text, std::move(rows).value()});
   ++stats_.pulls;
-  return {{peer, m}};
+  out.push_back({peer, std::move(m)});
+  return out;
 }
 
 std::vector<ParameterServer::Outgoing> ParameterServer::HandleRowPush(const std::string& peer,
@@ -94,11 +102,16 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandleRowPush(const std:
              std::to_string(options_.max_staleness) + ")";
     return {{peer, m}};
   }
-  Status applied =
-      tables_->Push(who, request.text, request.ids, request.tensors[0].tensor, global_step_);
+  const Tensor& grads = request.tensors[0].tensor;
+  const bool windowed = options_.mode != UpdateMode::kAsync;
+  Status applied = windowed
+                       ? tables_->AddToWindow(who, request.text, request.ids, grads, global_step_)
+                       : tables_->Push(who, request.text, request.ids, grads, global_step_);
   if (!applied.ok()) return refuse(what + " refused: " + applied.message(), applied.code());
   NoteRowPush(request);
   ++stats_.pushes;
+  // Taken into the window: its rows change, and reach the backups, when the window is applied.
+  if (windowed) return {{peer, Reply(request, MessageType::kOk)}};
   EvictRows();
   std::vector<Outgoing> out;
   const Message reply = Reply(request, MessageType::kOk);
@@ -117,6 +130,22 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandleRowPush(const std:
 void ParameterServer::NoteRowPush(const Message& request) {
   tables_->NoteApplied(Who(request), request.incarnation, request.sequence);
   tables_->pulls().NotePush(Who(request), request.incarnation, request.text, request.ids);
+}
+
+void ParameterServer::ApplyRowWindow(std::vector<Outgoing>* out) {
+  if (!tables_->WindowClosedBy(global_step_)) return;
+  std::string failed;
+  const std::map<std::string, std::vector<int64_t>> changed =
+      tables_->ApplyWindow(required_pushes(), &failed);
+  if (!failed.empty()) {
+    LOG(ERROR) << "ps " << options_.task_index << ": shard " << options_.shard
+               << ": a window's row update refused at step " << global_step_ << ": " << failed;
+  }
+  EvictRows();
+  if (!chain_.active() || changed.empty()) return;
+  std::map<std::string, Tensor> rows;
+  for (const auto& [table, ids] : changed) tables_->RowsOf(table, ids, &rows);
+  Replicate(global_step_, NamedTensors(rows.begin(), rows.end()), {}, {}, out);
 }
 
 void ParameterServer::EvictRows() {

@@ -64,8 +64,8 @@ Result<Tensor> TableShard::Pull(const std::string& table, const std::vector<int6
   return rows;
 }
 
-Status TableShard::Push(const std::string& sender, const std::string& table,
-                        const std::vector<int64_t>& ids, const Tensor& grads, int64_t step) {
+Result<Tensor> TableShard::Checked(const std::string& sender, const std::string& table,
+                                   const std::vector<int64_t>& ids, const Tensor& grads) {
   ASSIGN_OR_RETURN(SparseTable * t, Table(table));
   RETURN_IF_ERROR(CheckOwned(table, ids));
   // Checked before the guard records the push: a refused push changes nothing.
@@ -73,8 +73,37 @@ Status TableShard::Push(const std::string& sender, const std::string& table,
   std::vector<std::pair<std::string, Tensor>> scaled = {{table, grads}};
   const uint32_t exponent = grads.empty() ? 0 : LargestExponent(grads);
   magnitude_.ScaleDown(sender + " rows", exponent, &scaled);
-  Status applied = t->Apply(ids, scaled[0].second, step);
+  return scaled[0].second;
+}
+
+Status TableShard::Push(const std::string& sender, const std::string& table,
+                        const std::vector<int64_t>& ids, const Tensor& grads, int64_t step) {
+  ASSIGN_OR_RETURN(Tensor scaled, Checked(sender, table, ids, grads));
+  Status applied = tables_.at(table)->Apply(ids, scaled, step);
   return applied.ok() ? applied : applied.WithContext(Me());
+}
+
+Status TableShard::AddToWindow(const std::string& sender, const std::string& table,
+                               const std::vector<int64_t>& ids, const Tensor& grads, int64_t step) {
+  ASSIGN_OR_RETURN(Tensor scaled, Checked(sender, table, ids, grads));
+  if (window_.empty()) window_.set_opened_at(step);
+  Status added = window_.Add(table, ids, scaled, tables_.at(table)->options().max_rows);
+  return added.ok() ? added : added.WithContext(Me());
+}
+
+std::map<std::string, std::vector<int64_t>> TableShard::ApplyWindow(int64_t window_pushes,
+                                                                    std::string* failed) {
+  const int64_t step = window_.opened_at();
+  std::map<std::string, std::vector<int64_t>> changed;
+  for (auto& [table, mean] : window_.Take(window_pushes)) {
+    Status s = tables_.at(table)->Apply(mean.ids, mean.rows, step);
+    if (!s.ok()) {
+      *failed += (failed->empty() ? "" : "; ") + s.message();
+      continue;
+    }
+    changed[table] = std::move(mean.ids);
+  }
+  return changed;
 }
 
 bool TableShard::Applied(const std::string& sender, uint64_t incarnation, uint64_t sequence) const {

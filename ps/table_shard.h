@@ -24,6 +24,7 @@
 #include "common/tensor.h"
 #include "ps/magnitude_guard.h"
 #include "ps/row_pull_ledger.h"
+#include "ps/row_window.h"
 #include "ps/sparse_tables_config.h"
 
 namespace pstrain::ps {
@@ -57,6 +58,19 @@ class TableShard {
   // shape, non-finite or beyond the optimizer's bound.
   Status Push(const std::string& sender, const std::string& table, const std::vector<int64_t>& ids,
               const Tensor& grads, int64_t step);
+  // Accumulate and sync modes (ps/row_window.h): Push's checks and outlier scaling, after which
+  // the rows join the open window instead of being applied; `step` is the global step now.
+  // Fails, changing nothing, as Push does, or when the window would sum more ids than the
+  // table's max_rows.
+  Status AddToWindow(const std::string& sender, const std::string& table,
+                     const std::vector<int64_t>& ids, const Tensor& grads, int64_t step);
+  // Whether a window is open that the global step has left (`step` is past the one it opened at).
+  bool WindowClosedBy(int64_t step) const { return !window_.empty() && step > window_.opened_at(); }
+  // Applies the open window's mean rows (over `window_pushes` pushes at least) at the step it
+  // opened at and empties it; returns the ids changed, by table. A table whose mean the
+  // optimizer refuses is named in `failed` and changes nothing.
+  std::map<std::string, std::vector<int64_t>> ApplyWindow(int64_t window_pushes,
+                                                          std::string* failed);
 
   // Row pushes are numbered per sender process (wire::Message::sequence), so a retried one is
   // answered without being applied twice: whether `sender`'s push `sequence` from process
@@ -113,6 +127,10 @@ class TableShard {
   // The table, or NotFound naming it and the tables there are.
   Result<SparseTable*> Table(const std::string& name);
   Status Known(const std::string& name) const;
+  // Push's checks of `grads` from `sender` for the rows of `ids`, and the gradient scaled down
+  // when its largest element is an outlier for that sender (ps/magnitude_guard.h).
+  Result<Tensor> Checked(const std::string& sender, const std::string& table,
+                         const std::vector<int64_t>& ids, const Tensor& grads);
   std::string Me() const { return "ps " + std::to_string(options_.server); }
   // Table `name`'s rows in checkpoint `tensors`, checked (none when it saved none).
   Result<SparseTable::Rows> RowsIn(const std::string& name,
@@ -127,6 +145,7 @@ class TableShard {
   };
   std::map<std::string, LastPush> last_push_;  // by sender
   RowPullLedger pulls_;
+  RowWindow window_;
 };
 
 }  // namespace pstrain::ps

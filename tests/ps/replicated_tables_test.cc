@@ -28,12 +28,16 @@ constexpr int kServers = 3;
 
 class ReplicatedTablesTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { Start(UpdateMode::kAsync); }
+  void Start(UpdateMode mode) {
+    tasks_.clear();
     for (int t = 0; t < kServers; ++t) {
       ServerTaskOptions o;
       o.server.task_index = t;
       o.server.num_ps = kServers;
       o.server.replicas = 1;
+      o.server.mode = mode;
+      o.server.num_workers = 2;
       o.server.train_dir = ::testing::TempDir() + "/replicated_tables_test";
       o.new_store = [] {
         return VariableStore::FromConfig(
@@ -174,6 +178,33 @@ TEST_F(ReplicatedTablesTest, ABackupHoldsEveryRowItsHeadPushedWithItsSlotsOnceTh
   EXPECT_EQ(Digest(0, 0), Digest(1, 0));
   // Without the rows in the digest, a replica missing them would pass for equal.
   EXPECT_NE(Digest(0, 0), StateCrc32c(tasks_[0]->shard(0)->store()));
+}
+
+TEST_F(ReplicatedTablesTest, AnAccumulateWindowsRowsReachTheBackupWhenTheWindowIsApplied) {
+  Start(UpdateMode::kAccumulate);  // N = 2 workers
+  const std::vector<int64_t> ids = OwnedBy(0, 3);
+  for (int worker : {0, 1}) {
+    Message pull = RowPull(0, ids);
+    pull.task_index = worker;
+    ASSERT_EQ(Ask(0, pull).type, MessageType::kOk);
+    Message push = RowPush(0, ids, 1, 0.5f);
+    push.task_index = worker;
+    const Message reply = Ask(0, push);  // taken into the window: answered at once
+    ASSERT_EQ(reply.type, MessageType::kOk) << reply.text;
+  }
+  const uint32_t unchanged = Digest(0, 0);
+  for (int worker : {0, 1}) {
+    Message dense = From("worker", worker, MessageType::kPush, 0);
+    dense.sequence = 1;
+    dense.tensors.push_back({"w", Tensor::Filled(Shape{2}, 0.1f)});
+    Settle(0, tasks_[0]->Handle("client", dense));  // the second closes the window
+  }
+  ASSERT_EQ(tasks_[0]->shard(0)->global_step(), 1);
+  // The next row request applies the window's mean and records its rows down the chain.
+  ASSERT_EQ(Ask(0, RowPull(0, ids)).type, MessageType::kOk);
+  EXPECT_NE(Digest(0, 0), unchanged) << "the window's rows were never applied";
+  EXPECT_EQ(Table(1, 0).rows(), 3);
+  EXPECT_EQ(Digest(1, 0), Digest(0, 0));
 }
 
 TEST_F(ReplicatedTablesTest, ABackupRefusesRowRequestsAndNamesTheHead) {
