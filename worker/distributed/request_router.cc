@@ -37,7 +37,15 @@ struct ServerRound {
   int64_t generation = 0;  // the heartbeat generation the last round was sent in
   bool reinit_pending = false;
   Clock::time_point retry_at = Clock::time_point::max();  // waiting for the chief's reinit
+  Clock::time_point heard = Clock::now();  // its last reply to this exchange, or the last round
 };
+
+// With replicas, a server that has answered none of an exchange's requests for this long while
+// it is up is sent them again: during a failover's map changes a client resends its rounds
+// several times, and a reply the server dropped (its queue to this client full) would otherwise
+// leave its request waiting for the step's whole timeout. Longer than any step's wait for its
+// window; a resent request is answered once (pushes by their sequence, pulls again).
+constexpr milliseconds kQuietResend(30000);
 
 // What an exchange knows of the routes (replicas only).
 struct RouteState {
@@ -126,6 +134,7 @@ Status RequestRouter::SendPending(const InFlight& f, size_t k) {
 Status RequestRouter::SendRound(InFlight* f, int s) {
   f->rounds[s].generation = HealthOf(s).generation;
   f->rounds[s].retry_at = Clock::time_point::max();
+  f->rounds[s].heard = Clock::now();
   for (size_t k = 0; k < f->pending.size(); ++k) {
     const Pending& p = f->pending[k];
     if (p.server == s && !p.done && !p.reinit) RETURN_IF_ERROR(SendPending(*f, k));
@@ -256,7 +265,13 @@ Status RequestRouter::ResendToServers(InFlight* f, milliseconds timeout, TimePoi
       }
     }
     if (f->rounds[s].reinit_pending) continue;
-    if (h.generation != f->rounds[s].generation || now >= f->rounds[s].retry_at) {
+    const bool quiet = routes_->replicated() && h.up && now - f->rounds[s].heard > kQuietResend;
+    if (quiet) {
+      LOG(WARNING) << options_.who << ": no reply from " << ServerName(s) << " for "
+                   << kQuietResend.count() / 1000
+                   << " s: sending its unanswered requests again (a reply may have been dropped)";
+    }
+    if (quiet || h.generation != f->rounds[s].generation || now >= f->rounds[s].retry_at) {
       if (h.generation != f->rounds[s].generation) {
         LOG(INFO) << options_.who << ": sending its unanswered requests to " << ServerName(s)
                   << " again (it came back or restarted)";
@@ -334,6 +349,7 @@ Status RequestRouter::TakeReply(InFlight* f, int server, Message reply,
     Stash(server, std::move(reply));  // another exchange's, or a late duplicate
     return Status::OK();
   }
+  f->rounds[server].heard = Clock::now();
   const Status status = wire::StatusOfReply(reply);
   if (!status.ok()) return HandleRefusal(f, k, server, status, backoff);
   pending[k].done = true;
