@@ -560,13 +560,19 @@ TEST_F(HostilePeerTest, FloodsSilentReadersAndIdleConnectionsStallNothing) {
 // A message never finished, from a peer with worker 1's key, while the real worker 0 trains
 // (synthetic steps, over its same-host socket): ZeroMQ keeps the frames out of the server's
 // sight until the last one, so the server cuts the connection once it holds more of the message
-// than a message may be (16 MiB, --max_message_mb), logs it naming the keys let in from the
-// peer's host, grows by less than 64 MB, and the worker trains on to its last step. ZeroMQ
-// sends a message only once it has its last frame, so this one has an end, 256 MiB away: the
-// server sees it unfinished while it arrives, as it would see one never finished.
-TEST(HostileTrainingTest, AMessageNeverFinishedIsCutNearItsBoundWhileAWorkerTrainsOn) {
-  CurveServerProcess ps("unfinished");
-  ps.Start(ps.keys() + "/ps-0", {"--max_message_mb=16"});
+// than a worker's message may be, logs it naming the keys let in from the peer's host, grows by
+// less than 64 MB, and the worker trains on to its last step. ZeroMQ sends a message only once
+// it has its last frame, so this one has an end, 256 MiB away: the server sees it unfinished
+// while it arrives, as it would see one never finished. `flags`: the server's beyond the test's;
+// `bound`: its start line's bound.
+void ExpectAnUnfinishedMessageCutWhileAWorkerTrains(const std::string& name,
+                                                    const std::vector<std::string>& flags,
+                                                    const std::string& bound) {
+  CurveServerProcess ps(name);
+  ps.Start(ps.keys() + "/ps-0", flags);
+  ASSERT_TRUE(
+      ps.LogHas("ps 0: cuts a TCP connection holding more of an unfinished message than " + bound))
+      << ReadFile(ps.log_path());
   const std::string dir = ::testing::TempDir() + "/unfinished_worker_" + std::to_string(ps.port());
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
@@ -612,6 +618,21 @@ TEST(HostileTrainingTest, AMessageNeverFinishedIsCutNearItsBoundWhileAWorkerTrai
   EXPECT_TRUE(worker_log_has(last, 30)) << ReadFile(dir + "/worker.log");
   EXPECT_TRUE(ps.Alive());
   testing::KillProcess(&worker_pid);
+}
+
+TEST(HostileTrainingTest, AMessageNeverFinishedIsCutNearItsBoundWhileAWorkerTrainsOn) {
+  ExpectAnUnfinishedMessageCutWhileAWorkerTrains(
+      "unfinished", {"--max_message_mb=16"},
+      "a client's messages up to 16 MiB (--max_message_mb, below a push of every variable");
+}
+
+// Under the default --max_message_mb (4 GiB) the bound is what a worker sends this server: a
+// push of the config's every variable (tests/distributed/testdata/sgd.yaml: 10 floats), with
+// headroom, logged at start.
+TEST(HostileTrainingTest, UnderTheDefaultFlagsAMessageNeverFinishedIsCutNearAWorkersLargest) {
+  ExpectAnUnfinishedMessageCutWhileAWorkerTrains(
+      "unfinished_default", {},
+      "a client's messages up to 18 MiB (a push of every variable: 40 B)");
 }
 
 // A server's key used from elsewhere, against a real backup: ps-1 is the tail of
