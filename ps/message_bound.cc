@@ -15,9 +15,8 @@ constexpr int64_t kFloatBytes = 4;  // values, gradients and slots are float32
 // record. Also keeps a small model's bound above what ZeroMQ reads ahead.
 constexpr uint64_t kHeadroomBytes = uint64_t{16} << 20;
 
-std::string Mib(uint64_t bytes) {
-  return std::to_string((bytes + (uint64_t{1} << 20) - 1) >> 20) + " MiB";
-}
+// Whole MiB, as the server's line for a cut connection gives its bound.
+std::string Mib(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
 
 // `payload` plus a quarter, the header and the headroom, at most --max_message_mb.
 uint64_t WithHeadroom(uint64_t payload, const MessageSources& s, std::string* from) {
