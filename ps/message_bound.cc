@@ -11,8 +11,8 @@ namespace {
 
 constexpr int64_t kIdBytes = 8;     // an int64 id
 constexpr int64_t kFloatBytes = 4;  // values, gradients and slots are float32
-// What the config does not size beyond the header: frames' order and alignment, a data use's
-// record. Also keeps a small model's bound above what ZeroMQ reads ahead.
+// A fixed margin for what the config does not size (the header has its own allowance), so that
+// a small model's bound is not a tight one.
 constexpr uint64_t kHeadroomBytes = uint64_t{16} << 20;
 
 // Whole MiB, as the server's line for a cut connection gives its bound.

@@ -3,9 +3,9 @@
 // its role could ever need rather than at --max_message_mb (4 GiB by default). A worker's push,
 // the chief's register and an evaluator's pull carry at most every variable of the model; a row
 // push the ids and rows of a table's max_rows; with --replicas a server's record is a push's
-// size and its copy to a joiner the shard's variables with their optimizer slots and its tables'
-// rows with theirs. Each bound is the largest of these with headroom, at most --max_message_mb.
-// Kept apart from the server so that the arithmetic is tested on its own.
+// size and its copy to a joiner at most the shard's variables with their optimizer slots and its
+// tables' rows with theirs. Each bound is the largest of these with headroom, at most
+// --max_message_mb. Kept apart from the server so that the arithmetic is tested on its own.
 #pragma once
 
 #include <cstdint>

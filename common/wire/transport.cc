@@ -443,14 +443,6 @@ void ServerSocket::BoundPeerMessages(uint64_t client_bytes, uint64_t server_byte
   }
 }
 
-uint64_t ServerSocket::unfinished_bound(bool server_key) const {
-  for (const auto& l : impl_->listeners) {
-    if (l->guard)
-      return l->guard->unfinished_bound(server_key ? PeerKind::kServer : PeerKind::kClient);
-  }
-  return 0;
-}
-
 std::string ServerSocket::endpoint() const { return impl_->listeners[0]->endpoint; }
 
 int64_t ServerSocket::refused_handshakes() const {

@@ -90,9 +90,6 @@ class ServerSocket {
   // server, each at most the limits' max_total_bytes: what GuardConnections lets a connection
   // hold (connection_guard.h). Until called, the limits' max_total_bytes for every peer.
   void BoundPeerMessages(uint64_t client_bytes, uint64_t server_bytes);
-  // What a TCP connection of a server's key (or of any other key) may hold of an unfinished
-  // message, framing and slack included; 0 without a TCP endpoint.
-  uint64_t unfinished_bound(bool server_key) const;
   // When GuardConnections next looks: often enough that a peer sending at loopback speed is
   // cut near its bound, rarer the more connections there are to look at.
   std::chrono::steady_clock::time_point next_guard() const;
