@@ -10,6 +10,7 @@
 #include "common/wire/listen_address.h"
 #include "common/wire/same_host.h"
 #include "common/wire/transport.h"
+#include "ps/message_bound.h"
 #include "ps/server_task.h"
 
 namespace pstrain {
@@ -31,9 +32,18 @@ Status RunParameterServer(const PsRoleOptions& o) {
     RETURN_IF_ERROR(new_tables(o.server.task_index).status());
   }
   const std::string who = "ps " + std::to_string(o.server.task_index);
+  ASSIGN_OR_RETURN(MessageSources sources,
+                   ReadMessageSources(config, o.variable_bytes, o.max_table_rows));
+  sources.replicated = o.server.replicas > 0;
+  sources.header_bytes = o.limits.max_header_bytes;
+  sources.max_message_bytes = o.limits.max_total_bytes;
+  const MessageBound bound = BoundMessages(sources);
   ASSIGN_OR_RETURN(std::string listen,
                    wire::ListenEndpoint(o.bind_host_port, o.curve.curve(), o.insecure, who));
   ASSIGN_OR_RETURN(auto socket, wire::ServerSocket::Bind(listen, o.limits, o.curve.ForServer()));
+  socket->BoundPeerMessages(bound.client_bytes, bound.server_bytes);
+  LOG(INFO) << who << ": cuts a TCP connection holding more of an unfinished message than "
+            << DescribeBound(bound);
   if (o.curve.curve()) {
     LOG(INFO) << "ps " << o.server.task_index << ": CURVE authentication on (keys from "
               << o.curve.dir << "): " << o.curve.client_keys.size()

@@ -26,6 +26,9 @@ struct PsRoleOptions {
   double summary_secs = 0;     // --ps_summary_secs: their interval (0: none)
   // --max_table_rows: caps each embedding table's rows on this server (0: the config's max_rows).
   int64_t max_table_rows = 0;
+  // Every variable of the config's model in bytes (the server cannot build the model): with the
+  // config, what the largest message of each peer may be (ps/message_bound.h).
+  int64_t variable_bytes = 0;
 };
 
 // Finds its shard's checkpoints (the chief picks which step to restore), serves every shard it

@@ -209,7 +209,8 @@ void ServerTask::LogCut(const wire::CutConnection& cut) const {
           " on " + cut.endpoint + ": ZeroMQ held " + std::to_string(cut.held_bytes >> 20) +
           " MiB from it not yet delivered (a message left unfinished), more than the " +
           std::to_string(cut.bound_bytes >> 20) +
-          " MiB a peer may make it hold (--max_message_mb)");
+          " MiB a peer of its key may make it hold (the largest message its role sends, with "
+          "headroom, as logged at start)");
 }
 
 Status ServerTask::Step(std::chrono::milliseconds timeout, ServerSummary* summary) {

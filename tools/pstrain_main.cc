@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 
+#include "common/config.h"
 #include "common/flags.h"
 #include "common/replication/shard_map.h"
 #include "common/tf_config.h"
@@ -26,6 +27,7 @@
 #include "worker/distributed/push_parts.h"
 #include "worker/distributed/tf_checkpoint_writer.h"
 #include "worker/distributed/worker_role.h"
+#include "worker/network/model.h"
 #include "worker/training/tf_layout.h"
 #include "worker/training/warm_start.h"
 
@@ -320,6 +322,20 @@ pstrain::worker::PushSizes ChosenPushSizes() {
   return sizes;
 }
 
+// Every variable of --config's model in bytes: a server never builds the model, but the largest
+// message a worker sends it follows from it (ps/message_bound.h).
+pstrain::Result<int64_t> ModelVariableBytes(const std::string& config_path) {
+  ASSIGN_OR_RETURN(pstrain::ConfigNode config, pstrain::ConfigNode::LoadFile(config_path));
+  ASSIGN_OR_RETURN(pstrain::ConfigNode model_node, config.Child("model"));
+  ASSIGN_OR_RETURN(std::unique_ptr<pstrain::worker::Model> model,
+                   pstrain::worker::Model::FromConfig(model_node));
+  int64_t bytes = 0;
+  for (const pstrain::worker::Variable* v : model->variables()) {
+    bytes += v->value.size() * static_cast<int64_t>(sizeof(float));
+  }
+  return bytes;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -403,6 +419,13 @@ int main(int argc, char** argv) {
     o.insecure = FLAGS_insecure;
     o.limits.max_total_bytes = static_cast<size_t>(FLAGS_max_message_mb) << 20;
     o.limits.max_tensor_bytes = std::min(o.limits.max_tensor_bytes, o.limits.max_total_bytes);
+    auto variable_bytes = ModelVariableBytes(FLAGS_config);
+    if (!variable_bytes.ok()) {
+      LOG(ERROR) << "ps " << FLAGS_task_index
+                 << ": --config: " << variable_bytes.status().ToString();
+      return 2;
+    }
+    o.variable_bytes = variable_bytes.value();
     status = pstrain::ps::RunParameterServer(o);
   } else {
     pstrain::worker::RoleOptions o;

@@ -7,6 +7,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <utility>
 
 namespace pstrain {
@@ -41,7 +42,7 @@ std::optional<uint64_t> ConnectionGuard::KernelBytesRead(int fd) {
   return info.tcpi_bytes_received - static_cast<uint64_t>(unread);
 }
 
-std::string ConnectionGuard::Cut(int fd) {
+std::string ConnectionGuard::PeerAddress(int fd) {
   sockaddr_storage addr{};
   socklen_t size = sizeof(addr);
   char host[INET6_ADDRSTRLEN] = "?";
@@ -57,21 +58,56 @@ std::string ConnectionGuard::Cut(int fd) {
       port = ntohs(in6->sin6_port);
     }
   }
-  shutdown(fd, SHUT_RDWR);
   return std::string(host) + ":" + std::to_string(port);
 }
 
+std::string ConnectionGuard::Cut(int fd) {
+  std::string peer = PeerAddress(fd);
+  shutdown(fd, SHUT_RDWR);
+  return peer;
+}
+
+bool ConnectionGuard::IsServerKey(const std::string& identity) {
+  return identity.rfind("ps-", 0) == 0;
+}
+
 ConnectionGuard::ConnectionGuard(const MessageLimits& limits, int queued_messages, bool curve,
-                                 BytesRead bytes_read)
-    : bytes_read_(std::move(bytes_read)) {
-  // The largest message a peer may send, as the kernel counts it: every byte the limits allow
-  // plus the framing of every frame they allow.
-  const uint64_t message = limits.max_total_bytes + limits.max_frames * WireBytes(0, curve) +
-                           limits.max_frames * 7;  // each frame's size in eight bytes
-  unfinished_bound_ = message + kConnectionSlack;
+                                 BytesRead bytes_read, MayBeServer may_be_server)
+    : bytes_read_(std::move(bytes_read)),
+      may_be_server_(std::move(may_be_server)),
+      limits_(limits),
+      queued_messages_(queued_messages),
+      curve_(curve) {
+  SetMessageBounds(limits.max_total_bytes, limits.max_total_bytes);
+}
+
+void ConnectionGuard::SetMessageBounds(uint64_t client_bytes, uint64_t server_bytes) {
+  const uint64_t most = limits_.max_total_bytes;
+  bounds_[static_cast<int>(PeerKind::kClient)] = BoundsFor(std::min(client_bytes, most));
+  bounds_[static_cast<int>(PeerKind::kServer)] = BoundsFor(std::min(server_bytes, most));
+}
+
+ConnectionGuard::Bounds ConnectionGuard::BoundsFor(uint64_t message_bytes) const {
+  // The largest message, as the kernel counts it: its bytes plus the framing of every frame the
+  // limits allow.
+  const uint64_t message = message_bytes + limits_.max_frames * WireBytes(0, curve_) +
+                           limits_.max_frames * 7;  // each frame's size in eight bytes
+  Bounds b;
+  b.unfinished = message + kConnectionSlack;
   // A full queue of finished messages and the first frame of the next (which ZeroMQ decodes
   // before it finds the queue full).
-  queued_bound_ = static_cast<uint64_t>(queued_messages + 1) * message + kConnectionSlack;
+  b.queued = static_cast<uint64_t>(queued_messages_ + 1) * message + kConnectionSlack;
+  return b;
+}
+
+PeerKind ConnectionGuard::KindOf(int fd, const Entry& entry, uint64_t held) const {
+  if (!entry.identity.empty()) {
+    return IsServerKey(entry.identity) ? PeerKind::kServer : PeerKind::kClient;
+  }
+  if (!curve_) return PeerKind::kServer;  // plaintext: no key names anyone
+  // Asked only of a connection a client may not hold so much on.
+  if (held <= unfinished_bound(PeerKind::kClient)) return PeerKind::kClient;
+  return may_be_server_ && may_be_server_(fd) ? PeerKind::kServer : PeerKind::kClient;
 }
 
 void ConnectionGuard::Opened(int fd) { connections_[fd] = Entry{}; }
@@ -104,12 +140,14 @@ std::vector<OverfullConnection> ConnectionGuard::Check(const std::function<bool(
   std::vector<OverfullConnection> overfull;
   if (held.empty()) return overfull;
   // Only once the counters are read: a message finished after them is then still waiting.
-  const uint64_t bound = drained() ? unfinished_bound_ : queued_bound_;
+  const bool nothing_waits = drained();
   for (const auto& [fd, bytes] : held) {
     Entry& entry = connections_[fd];
-    if (bytes > bound || Stuck(&entry, bytes)) {
+    const Bounds& b = bounds_[static_cast<int>(KindOf(fd, entry, bytes))];
+    const uint64_t bound = nothing_waits ? b.unfinished : b.queued;
+    if (bytes > bound || Stuck(&entry, bytes, b.unfinished)) {
       entry.reported = true;
-      overfull.push_back({fd, entry.identity, bytes, bytes > bound ? bound : unfinished_bound_});
+      overfull.push_back({fd, entry.identity, bytes, bytes > bound ? bound : b.unfinished});
     }
   }
   return overfull;
@@ -120,8 +158,8 @@ std::vector<OverfullConnection> ConnectionGuard::Check(const std::function<bool(
 // readiness check before every read makes a connection with a finished message take its turn:
 // so once the socket has delivered two rounds of messages and none came from this connection,
 // what it held at the first look was one message it had not finished.
-bool ConnectionGuard::Stuck(Entry* entry, uint64_t held) {
-  if (held <= unfinished_bound_) {
+bool ConnectionGuard::Stuck(Entry* entry, uint64_t held, uint64_t unfinished_bound) {
+  if (held <= unfinished_bound) {
     entry->watched = false;
     return false;
   }

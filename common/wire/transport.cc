@@ -354,7 +354,21 @@ Result<std::unique_ptr<Listener>> Listen(const std::string& endpoint, const Mess
   l->curve = security.curve() && !IsSameHost(endpoint);
   HandshakeMonitor::ConnectionEvent on_connection;
   if (!IsSameHost(endpoint)) {
-    l->guard = std::make_unique<ConnectionGuard>(limits, kServerReceiveQueue, l->curve);
+    // Before any of its messages came whole, a connection from a host that a server's key came
+    // in from may be that server's, whose first message may be a replica copy.
+    ConnectionGuard::MayBeServer may_be_server;
+    if (l->zap) {
+      may_be_server = [zap = l->zap.get()](int fd) {
+        const std::string peer = ConnectionGuard::PeerAddress(fd);
+        for (const std::string& name : zap->AdmittedFrom(peer.substr(0, peer.rfind(':')))) {
+          if (ConnectionGuard::IsServerKey(name)) return true;
+        }
+        return false;
+      };
+    }
+    l->guard = std::make_unique<ConnectionGuard>(limits, kServerReceiveQueue, l->curve,
+                                                 ConnectionGuard::KernelBytesRead,
+                                                 std::move(may_be_server));
     on_connection = [guard = l->guard.get()](int fd, bool opened) {
       opened ? guard->Opened(fd) : guard->Closed(fd);
     };
@@ -392,6 +406,9 @@ struct ServerSocket::Impl {
   Security security;
   size_t next = 0;  // the listener read first next time: turns, so none starves the others
   std::chrono::steady_clock::time_point next_guard;
+  // BoundPeerMessages's, for listeners added later; 0: the limits' max_total_bytes.
+  uint64_t client_message_bytes = 0;
+  uint64_t server_message_bytes = 0;
 };
 
 ServerSocket::ServerSocket(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -412,7 +429,18 @@ Status ServerSocket::ListenAlsoOn(const std::string& endpoint) {
   if (impl_->listeners.size() >= 255) return ResourceExhausted("too many endpoints");
   ASSIGN_OR_RETURN(std::unique_ptr<Listener> l, Listen(endpoint, impl_->limits, impl_->security));
   impl_->listeners.push_back(std::move(l));
+  if (impl_->client_message_bytes > 0) {
+    BoundPeerMessages(impl_->client_message_bytes, impl_->server_message_bytes);
+  }
   return Status::OK();
+}
+
+void ServerSocket::BoundPeerMessages(uint64_t client_bytes, uint64_t server_bytes) {
+  impl_->client_message_bytes = client_bytes;
+  impl_->server_message_bytes = server_bytes;
+  for (const auto& l : impl_->listeners) {
+    if (l->guard) l->guard->SetMessageBounds(client_bytes, server_bytes);
+  }
 }
 
 std::string ServerSocket::endpoint() const { return impl_->listeners[0]->endpoint; }

@@ -86,6 +86,10 @@ class ServerSocket {
   // message it has not finished (connection_guard.h) and returns them; otherwise nothing. Call
   // on every turn of the serving loop, from the socket's thread.
   std::vector<CutConnection> GuardConnections();
+  // The largest message (its frames' bytes) a server's key and any other key may send this
+  // server, each at most the limits' max_total_bytes: what GuardConnections lets a connection
+  // hold (connection_guard.h). Until called, the limits' max_total_bytes for every peer.
+  void BoundPeerMessages(uint64_t client_bytes, uint64_t server_bytes);
   // When GuardConnections next looks: often enough that a peer sending at loopback speed is
   // cut near its bound, rarer the more connections there are to look at.
   std::chrono::steady_clock::time_point next_guard() const;

@@ -411,7 +411,7 @@ TEST_F(HostilePeerTest, AnOutlierGradientIsScaledDownToTheBound) {
 // A raw ZeroMQ DEALER with worker 1's key, for messages a Connection would never send.
 class RawPeer {
  public:
-  RawPeer(const wire::ClusterKeys& keys, const std::string& endpoint) {
+  RawPeer(const wire::ClusterKeys& keys, const std::string& endpoint, int server = 0) {
     socket_ = zmq_socket(wire::ZmqContext(), ZMQ_DEALER);
     const int hwm = 0, linger = 0;  // queue everything we are asked to send
     zmq_setsockopt(socket_, ZMQ_SNDHWM, &hwm, sizeof(hwm));
@@ -421,7 +421,7 @@ class RawPeer {
     };
     set(ZMQ_CURVE_PUBLICKEY, keys.own.public_key);
     set(ZMQ_CURVE_SECRETKEY, keys.own.secret_key);
-    set(ZMQ_CURVE_SERVERKEY, keys.ps_keys[0]);
+    set(ZMQ_CURVE_SERVERKEY, keys.ps_keys[server]);
     static int next = 0;
     const std::string monitor = "inproc://raw-peer-" + std::to_string(next++);
     zmq_socket_monitor(socket_, monitor.c_str(), ZMQ_EVENT_DISCONNECTED);
@@ -560,13 +560,19 @@ TEST_F(HostilePeerTest, FloodsSilentReadersAndIdleConnectionsStallNothing) {
 // A message never finished, from a peer with worker 1's key, while the real worker 0 trains
 // (synthetic steps, over its same-host socket): ZeroMQ keeps the frames out of the server's
 // sight until the last one, so the server cuts the connection once it holds more of the message
-// than a message may be (16 MiB, --max_message_mb), logs it naming the keys let in from the
-// peer's host, grows by less than 64 MB, and the worker trains on to its last step. ZeroMQ
-// sends a message only once it has its last frame, so this one has an end, 256 MiB away: the
-// server sees it unfinished while it arrives, as it would see one never finished.
-TEST(HostileTrainingTest, AMessageNeverFinishedIsCutNearItsBoundWhileAWorkerTrainsOn) {
-  CurveServerProcess ps("unfinished");
-  ps.Start(ps.keys() + "/ps-0", {"--max_message_mb=16"});
+// than a worker's message may be, logs it naming the keys let in from the peer's host, grows by
+// less than 64 MB, and the worker trains on to its last step. ZeroMQ sends a message only once
+// it has its last frame, so this one has an end, 256 MiB away: the server sees it unfinished
+// while it arrives, as it would see one never finished. `flags`: the server's beyond the test's;
+// `bound`: its start line's bound.
+void ExpectAnUnfinishedMessageCutWhileAWorkerTrains(const std::string& name,
+                                                    const std::vector<std::string>& flags,
+                                                    const std::string& bound) {
+  CurveServerProcess ps(name);
+  ps.Start(ps.keys() + "/ps-0", flags);
+  ASSERT_TRUE(
+      ps.LogHas("ps 0: cuts a TCP connection holding more of an unfinished message than " + bound))
+      << ReadFile(ps.log_path());
   const std::string dir = ::testing::TempDir() + "/unfinished_worker_" + std::to_string(ps.port());
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
@@ -612,6 +618,21 @@ TEST(HostileTrainingTest, AMessageNeverFinishedIsCutNearItsBoundWhileAWorkerTrai
   EXPECT_TRUE(worker_log_has(last, 30)) << ReadFile(dir + "/worker.log");
   EXPECT_TRUE(ps.Alive());
   testing::KillProcess(&worker_pid);
+}
+
+TEST(HostileTrainingTest, AMessageNeverFinishedIsCutNearItsBoundWhileAWorkerTrainsOn) {
+  ExpectAnUnfinishedMessageCutWhileAWorkerTrains(
+      "unfinished", {"--max_message_mb=16"},
+      "a client's messages up to 16 MiB (--max_message_mb, below a push of every variable");
+}
+
+// Under the default --max_message_mb (4 GiB) the bound is what a worker sends this server: a
+// push of the config's every variable (tests/distributed/testdata/sgd.yaml: 10 floats), with
+// headroom, logged at start.
+TEST(HostileTrainingTest, UnderTheDefaultFlagsAMessageNeverFinishedIsCutNearAWorkersLargest) {
+  ExpectAnUnfinishedMessageCutWhileAWorkerTrains(
+      "unfinished_default", {},
+      "a client's messages up to 17 MiB (a push of every variable: 40 B)");
 }
 
 // A server's key used from elsewhere, against a real backup: ps-1 is the tail of
@@ -704,6 +725,84 @@ TEST(HostileReplicaTest, ARecordForgedWithThePredecessorsKeyChangesNothing) {
   for (int64_t i = 0; i < 8; ++i) {
     EXPECT_FLOAT_EQ(values->tensors.at(0).tensor[i], 1.0f) << "a forged record moved the weights";
   }
+  EXPECT_TRUE(ps.Alive());
+}
+
+// A server's copy to a joiner is its first message on a fresh TCP connection (CURVE, no
+// same-host socket), and larger than anything a worker may send (tests/distributed/testdata/
+// wide_adam.yaml: 32 MiB of variables, 96 MiB with Adam's slots): it is taken whole, because a
+// connection from a host that a server's key came in from may hold a copy before its first
+// message names it. A worker's key from that same host, once its first message named it, is cut
+// at a worker's bound.
+TEST(HostileReplicaTest, AServersCopyAsItsFirstMessageIsTakenAndAWorkersLikeIsCut) {
+  CurveServerProcess ps("copy_first", 0, /*servers=*/2);
+  const std::string hosts = "127.0.0.1:" + std::to_string(testing::PickPort()) +
+                            ",127.0.0.1:" + std::to_string(ps.port());
+  ps.Start(ps.keys() + "/ps-1",
+           {"--task_index=1", "--replicas=1", "--ps_hosts=" + hosts, "--same_host_ipc=false",
+            "--config=" + testing::SourceDir() + "/tests/distributed/testdata/wide_adam.yaml"});
+  ASSERT_TRUE(
+      ps.LogHas("ps 1: cuts a TCP connection holding more of an unfinished message than "
+                "a client's messages up to 57 MiB (a push of every variable: 33570816 B), "
+                "a server's up to 137 MiB (a replica copy"))
+      << ReadFile(ps.log_path());
+  auto open = [&](const std::string& job, int task) {
+    const std::string name = job + "-" + std::to_string(task);
+    auto keys = wire::LoadClusterKeys(ps.keys() + "/" + name, job, task);
+    CHECK(keys.ok()) << keys.status().ToString();
+    auto c = wire::Connection::Connect(ps.endpoint(), {}, keys->ForClientOf(1).value());
+    CHECK(c.ok()) << c.status().ToString();
+    return std::move(c).value();
+  };
+  auto chief = open("worker", 0);
+  Message map = FromThisProcess(MessageType::kShardMap, "chief", 0);
+  map.map_epoch = 1;
+  map.chains = {{0, {0}, {1}}, {1, {1}, {}}};  // ps-1 joins shard 0 behind ps-0
+  for (int i = 0;; ++i) {
+    auto r = chief->Call(map, milliseconds(500));
+    if (r.ok()) break;
+    ASSERT_TRUE(r.status().code() == StatusCode::kUnavailable && i < 40) << r.status().ToString();
+  }
+
+  auto predecessor = open("ps", 0);
+  Message copy = FromThisProcess(MessageType::kReplicaCopy, "ps", 0);
+  copy.shard = 0;
+  copy.map_epoch = 1;
+  copy.link = wire::NewChainLink();
+  for (int v = 0; v < 8; ++v) {  // in frames of 4 MiB, so that the server sees it arrive
+    for (const char* slot : {"", "/m", "/v"}) {
+      copy.tensors.push_back(
+          {"v" + std::to_string(v) + slot, Tensor::Filled(Shape{1 << 20}, 0.0f)});
+    }
+  }
+  copy.text = "?";  // refused for its fingerprint once taken whole, naming the server's
+  auto refused = predecessor->Call(copy, milliseconds(20000));
+  ASSERT_FALSE(refused.ok());
+  const std::string why = refused.status().message();
+  const size_t from = why.find("this server '") + 13, to = why.find("'; replicas");
+  ASSERT_TRUE(from > 13 && to != std::string::npos && to > from) << refused.status().ToString();
+  copy.text = why.substr(from, to - from);
+  auto installed = predecessor->Call(copy, milliseconds(20000));
+  ASSERT_TRUE(installed.ok()) << installed.status().ToString();
+  EXPECT_EQ(ReadFile(ps.log_path()).find("cut the connection"), std::string::npos)
+      << ReadFile(ps.log_path());
+
+  const auto keys = wire::LoadClusterKeys(ps.keys() + "/worker-1", "worker", 1).value();
+  RawPeer unfinished(keys, ps.endpoint(), /*server=*/1);
+  Message pull = FromThisProcess(MessageType::kPull, "worker", 1);
+  unfinished.Send(wire::Encode(pull).value().header, false);
+  ASSERT_TRUE(unfinished.Receive(milliseconds(5000)).ok()) << "its first message is answered";
+  static const std::string frame(64 << 10, 'x');
+  unfinished.Send(wire::Encode(pull).value().header, true);
+  for (int i = 1; i < 4096; ++i) unfinished.SendConst(frame, i + 1 < 4096);
+  for (int i = 0; i < 2000 && !unfinished.Disconnected(); ++i) {
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  EXPECT_TRUE(unfinished.Disconnected()) << "the server kept the connection";
+  EXPECT_TRUE(ps.LogHas("ps 1: cut the connection of worker 1 from 127.0.0.1:"))
+      << ReadFile(ps.log_path());
+  EXPECT_TRUE(ps.LogHas("more than the 57 MiB a peer of its key may make it hold"))
+      << ReadFile(ps.log_path());
   EXPECT_TRUE(ps.Alive());
 }
 

@@ -202,6 +202,78 @@ TEST(ConnectionGuardTest, AClosedDescriptorIsForgottenAndAReusedOneStartsAfresh)
   EXPECT_TRUE(guard.Check(drained).empty()) << "no counter for 9: nothing to judge";
 }
 
+TEST(ConnectionGuardTest, AServersKeyMayHoldACopyAndAnyOtherKeyOnlyItsRolesMessage) {
+  FakeKernel kernel;
+  ConnectionGuard guard(OneMiB(), 8, /*curve=*/true, kernel.Reader());
+  guard.SetMessageBounds(64 << 10, 512 << 10);
+  EXPECT_LT(guard.unfinished_bound(PeerKind::kClient), guard.unfinished_bound(PeerKind::kServer));
+  EXPECT_GT(guard.unfinished_bound(PeerKind::kServer), uint64_t{512} << 10);
+  const auto drained = [] { return true; };
+  for (int fd : {3, 4}) guard.Opened(fd);
+  guard.Delivered(3, 100, "ps-1");
+  guard.Delivered(4, 100, "worker-1");
+  // Each now holds more than a client may and less than a server may.
+  kernel.read[3] = kernel.read[4] = 100 + guard.unfinished_bound(PeerKind::kClient) + 1;
+  const std::vector<OverfullConnection> over = guard.Check(drained);
+  ASSERT_EQ(over.size(), 1u);
+  EXPECT_EQ(over[0].identity, "worker-1");
+  EXPECT_EQ(over[0].bound_bytes, guard.unfinished_bound(PeerKind::kClient));
+  kernel.read[3] = 100 + guard.unfinished_bound(PeerKind::kServer) + 1;
+  ASSERT_EQ(guard.Check(drained).size(), 1u) << "a server's key is bounded too";
+}
+
+TEST(ConnectionGuardTest,
+     BeforeItsFirstMessageAConnectionIsAClientsUnlessAServerKeyCameFromItsHost) {
+  FakeKernel kernel;
+  std::map<int, bool> from_server_host = {{3, true}, {4, false}};
+  ConnectionGuard guard(OneMiB(), 8, /*curve=*/true, kernel.Reader(),
+                        [&](int fd) { return from_server_host[fd]; });
+  guard.SetMessageBounds(64 << 10, 512 << 10);
+  const auto drained = [] { return true; };
+  for (int fd : {3, 4}) guard.Opened(fd);
+  kernel.read[3] = kernel.read[4] = guard.unfinished_bound(PeerKind::kClient) + 1;
+  std::vector<OverfullConnection> over = guard.Check(drained);
+  ASSERT_EQ(over.size(), 1u);
+  EXPECT_EQ(over[0].fd, 4);
+  EXPECT_EQ(over[0].bound_bytes, guard.unfinished_bound(PeerKind::kClient));
+  // The same host, but its first message named a worker's key: a client's bound from then on.
+  guard.Opened(5);
+  from_server_host[5] = true;
+  guard.Delivered(5, 100, "worker-0");
+  kernel.read[5] = 100 + guard.unfinished_bound(PeerKind::kClient) + 1;
+  over = guard.Check(drained);
+  ASSERT_EQ(over.size(), 1u);
+  EXPECT_EQ(over[0].fd, 5);
+  kernel.read[3] = guard.unfinished_bound(PeerKind::kServer) + 1;
+  over = guard.Check(drained);
+  ASSERT_EQ(over.size(), 1u) << "a server's bound is a bound";
+  EXPECT_EQ(over[0].fd, 3);
+}
+
+TEST(ConnectionGuardTest, InPlaintextNoKeyNamesAPeerSoEveryConnectionGetsAServersBound) {
+  FakeKernel kernel;
+  ConnectionGuard guard(OneMiB(), 8, /*curve=*/false, kernel.Reader());
+  guard.SetMessageBounds(64 << 10, 512 << 10);
+  const auto drained = [] { return true; };
+  guard.Opened(3);
+  kernel.read[3] = guard.unfinished_bound(PeerKind::kServer);
+  EXPECT_TRUE(guard.Check(drained).empty());
+  kernel.read[3] += 1;
+  const std::vector<OverfullConnection> over = guard.Check(drained);
+  ASSERT_EQ(over.size(), 1u);
+  EXPECT_EQ(over[0].bound_bytes, guard.unfinished_bound(PeerKind::kServer));
+}
+
+TEST(ConnectionGuardTest, BoundsAboveTheLimitsAreTheLimits) {
+  FakeKernel kernel;
+  ConnectionGuard guard(OneMiB(), 8, /*curve=*/true, kernel.Reader());
+  const uint64_t limit = guard.unfinished_bound(PeerKind::kServer);
+  EXPECT_EQ(guard.unfinished_bound(PeerKind::kClient), limit) << "none set: the limits'";
+  guard.SetMessageBounds(64 << 20, 64 << 20);
+  EXPECT_EQ(guard.unfinished_bound(PeerKind::kClient), limit);
+  EXPECT_EQ(guard.unfinished_bound(PeerKind::kServer), limit);
+}
+
 TEST(ConnectionGuardTest, ServerCutsAPeerSendingMoreOfOneMessageThanAMessageMayBe) {
   MessageLimits limits = OneMiB();
   limits.max_header_bytes = 1 << 20;
