@@ -1,6 +1,6 @@
 #include "common/wire/record_tag.h"
 
-#include "common/wire/keyed_hash.h"
+#include "common/wire/chain_link.h"
 #include "common/wire/pair_tag.h"
 
 namespace pstrain {
@@ -16,28 +16,15 @@ std::string KeyName(int ps_task) { return "ps-" + std::to_string(ps_task); }
 
 std::string RecordDigest(const Message& record) {
   KeyedHash h("", kDigestBytes);
-  h.Number(record.shard);
-  h.Number(record.sequence);
-  h.Number(record.step);
-  h.Number(record.value);
+  HashRecordPlace(record, &h);
   h.Number(record.made_epoch);
   h.String(record.link);
-  h.Number(record.tensors.size());
   for (const NamedTensor& t : record.tensors) {
-    h.String(t.name);
     h.Number(t.tensor.shape().rank());
     for (int64_t d : t.tensor.shape().dims()) h.Number(d);
-    h.Number(t.tensor.bytes());
     if (t.tensor.bytes() > 0) h.Bytes(t.tensor.data(), t.tensor.bytes());
   }
-  h.Number(record.assigns.size());
-  for (const std::string& a : record.assigns) h.String(a);
-  h.Number(record.pushes.size());
   for (const PushEntry& e : record.pushes) {
-    h.String(e.role);
-    h.Number(e.task_index);
-    h.Number(e.incarnation);
-    h.Number(e.sequence);
     h.Number(e.reply_step);
     h.Number(e.reply_value);
     h.String(e.reply_text);
