@@ -23,7 +23,7 @@ void RecordSignature::SawMap(uint64_t epoch, int head) {
 
 Status RecordSignature::Sign(uint64_t epoch, wire::Message* record) const {
   record->made_epoch = epoch;
-  ASSIGN_OR_RETURN(record->record_tags, wire::TagRecord(*record, keys_));
+  ASSIGN_OR_RETURN(record->record_tags, wire::TagRecord(*record, keys_, &pairs_));
   return Status::OK();
 }
 
@@ -49,7 +49,7 @@ Status RecordSignature::Check(const wire::Message& record) const {
                             std::to_string(record.made_epoch) + ", older than the record before " +
                             "it (" + std::to_string(last_made_) + "): refused, nothing applied");
   }
-  return wire::CheckRecordTag(record, HeadAt(record.made_epoch), keys_);
+  return wire::CheckRecordTag(record, HeadAt(record.made_epoch), keys_, &pairs_);
 }
 
 void RecordSignature::Took(const wire::Message& record) {

@@ -17,6 +17,7 @@
 #include "common/status.h"
 #include "common/wire/curve.h"
 #include "common/wire/message.h"
+#include "common/wire/pair_tag.h"
 
 namespace pstrain {
 namespace ps {
@@ -24,7 +25,8 @@ namespace ps {
 class RecordSignature {
  public:
   // `keys`: this task's ps-<t> keys (empty: plaintext).
-  explicit RecordSignature(wire::ClusterKeys keys) : keys_(std::move(keys)) {}
+  explicit RecordSignature(wire::ClusterKeys keys)
+      : keys_(std::move(keys)), pairs_(keys_.own.secret_key) {}
 
   // A map this replica now holds, whose head of the shard is task `head` (-1: none).
   void SawMap(uint64_t epoch, int head);
@@ -43,6 +45,7 @@ class RecordSignature {
   int HeadAt(uint64_t epoch) const;
 
   wire::ClusterKeys keys_;
+  mutable wire::PairKeys pairs_;   // this server's key with each other's, made once
   std::map<uint64_t, int> heads_;  // by map epoch, the newest few
   uint64_t last_made_ = 0;
 };

@@ -1,7 +1,8 @@
 #include "common/wire/record_tag.h"
 
+#include <optional>
+
 #include "common/wire/chain_link.h"
-#include "common/wire/pair_tag.h"
 
 namespace pstrain {
 namespace wire {
@@ -38,21 +39,24 @@ std::string RecordDigest(const Message& record) {
   return h.Final();
 }
 
-Result<std::vector<MapProof>> TagRecord(const Message& record, const ClusterKeys& head) {
+Result<std::vector<MapProof>> TagRecord(const Message& record, const ClusterKeys& head,
+                                        PairKeys* pairs) {
   std::vector<MapProof> tags;
   if (!head.curve()) return tags;
+  std::optional<PairKeys> once;
+  if (!pairs) pairs = &once.emplace(head.own.secret_key);
   const std::string digest = RecordDigest(record);
   for (size_t t = 0; t < head.ps_keys.size(); ++t) {
     const std::string name = KeyName(static_cast<int>(t));
     if (name == head.own_name) continue;
-    ASSIGN_OR_RETURN(std::string tag,
-                     PairTag(head.own.secret_key, head.ps_keys[t], kContext, digest));
+    ASSIGN_OR_RETURN(std::string tag, pairs->Tag(head.ps_keys[t], kContext, digest));
     tags.push_back({name, std::move(tag)});
   }
   return tags;
 }
 
-Status CheckRecordTag(const Message& record, int head_task, const ClusterKeys& own) {
+Status CheckRecordTag(const Message& record, int head_task, const ClusterKeys& own,
+                      PairKeys* pairs) {
   if (!own.curve()) return Status::OK();
   const std::string what = "record " + std::to_string(record.sequence) + " of shard " +
                            std::to_string(record.shard) + " (head: task " +
@@ -64,8 +68,10 @@ Status CheckRecordTag(const Message& record, int head_task, const ClusterKeys& o
   }
   for (const MapProof& t : record.record_tags) {
     if (t.name != own.own_name) continue;
-    ASSIGN_OR_RETURN(std::string expected, PairTag(own.own.secret_key, own.ps_keys[head_task],
-                                                   kContext, RecordDigest(record)));
+    std::optional<PairKeys> once;
+    if (!pairs) pairs = &once.emplace(own.own.secret_key);
+    ASSIGN_OR_RETURN(std::string expected,
+                     pairs->Tag(own.ps_keys[head_task], kContext, RecordDigest(record)));
     if (SameTag(expected, t.tag)) return Status::OK();
     return PermissionDenied(what + " carries a tag for " + own.own_name +
                             " that the head's key did not make over its content: refused, "

@@ -18,6 +18,7 @@
 #include "common/status.h"
 #include "common/wire/curve.h"
 #include "common/wire/message.h"
+#include "common/wire/pair_tag.h"
 
 namespace pstrain {
 namespace wire {
@@ -28,12 +29,16 @@ namespace wire {
 std::string RecordDigest(const Message& record);
 
 // The tags of `record` from the head's keys `head` (a ps-<t> key set) for every other server
-// key; none in plaintext.
-Result<std::vector<MapProof>> TagRecord(const Message& record, const ClusterKeys& head);
+// key; none in plaintext. `pairs`, if given, was made from head.own's secret key and keeps the
+// pairs' keys from record to record.
+Result<std::vector<MapProof>> TagRecord(const Message& record, const ClusterKeys& head,
+                                        PairKeys* pairs = nullptr);
 
 // OK if `record` carries this server's (`own`'s) valid tag from ps task `head_task`'s key;
 // else an error naming the shard, the record's sequence and the head task. OK in plaintext.
-Status CheckRecordTag(const Message& record, int head_task, const ClusterKeys& own);
+// `pairs`, if given, was made from own.own's secret key.
+Status CheckRecordTag(const Message& record, int head_task, const ClusterKeys& own,
+                      PairKeys* pairs = nullptr);
 
 }  // namespace wire
 }  // namespace pstrain

@@ -134,6 +134,27 @@ TEST_F(RecordTagTest, ARecordWithoutItsReceiversTagIsRefused) {
   EXPECT_FALSE(CheckRecordTag(record, 7, Ps(1)).ok()) << "a head task without a key";
 }
 
+TEST_F(RecordTagTest, KeptPairKeysMakeTheTagsPairTagMakes) {
+  const Message record = Record();
+  const ClusterKeys head = Ps(0), tail = Ps(2);
+  PairKeys head_pairs(head.own.secret_key), tail_pairs(tail.own.secret_key);
+  for (int i = 0; i < 2; ++i) {  // a key made, then a key kept
+    auto tags = TagRecord(record, head, &head_pairs);
+    ASSERT_TRUE(tags.ok());
+    ASSERT_EQ(tags->size(), record.record_tags.size());
+    for (size_t t = 0; t < tags->size(); ++t) {
+      EXPECT_TRUE(SameTag((*tags)[t].tag, record.record_tags[t].tag)) << (*tags)[t].name;
+    }
+    EXPECT_TRUE(CheckRecordTag(record, 0, tail, &tail_pairs).ok());
+  }
+  Message changed = record;
+  changed.step += 1;
+  EXPECT_FALSE(CheckRecordTag(changed, 0, tail, &tail_pairs).ok()) << "a kept key passes anything";
+  auto direct = PairTag(head.own.secret_key, tail.own.public_key, "c", "m");
+  ASSERT_TRUE(direct.ok());
+  EXPECT_EQ(head_pairs.Tag(tail.own.public_key, "c", "m").value(), *direct);
+}
+
 TEST_F(RecordTagTest, PlaintextTagsNothingAndChecksNothing) {
   Message record = Record();
   record.record_tags.clear();
