@@ -21,14 +21,14 @@ Status RunParameterServer(const PsRoleOptions& o) {
   // Checked before the port is taken; each shard held gets its own store from it.
   RETURN_IF_ERROR(VariableStore::FromConfig(train).status());
   // Embedding tables, when the config has them: this task's rows of each (ps/table_shard.h).
-  std::function<Result<std::unique_ptr<TableShard>>()> new_tables;
+  std::function<Result<std::unique_ptr<TableShard>>(int)> new_tables;
   if (config.Has("tables")) {
     ASSIGN_OR_RETURN(ConfigNode tables, config.Child("tables"));
-    const TableShardOptions rows{o.server.task_index, o.server.num_ps, o.server.outlier_binades};
-    new_tables = [tables, rows, max = o.max_table_rows] {
-      return TableShard::FromConfig(tables, max, rows);
+    new_tables = [tables, servers = o.server.num_ps, binades = o.server.outlier_binades,
+                  max = o.max_table_rows](int shard) {
+      return TableShard::FromConfig(tables, max, TableShardOptions{shard, servers, binades});
     };
-    RETURN_IF_ERROR(new_tables().status());
+    RETURN_IF_ERROR(new_tables(o.server.task_index).status());
   }
   const std::string who = "ps " + std::to_string(o.server.task_index);
   ASSIGN_OR_RETURN(std::string listen,

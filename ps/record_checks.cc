@@ -5,6 +5,7 @@
 #include <set>
 
 #include "common/wire/pair_tag.h"
+#include "ps/table_shard.h"
 
 namespace pstrain {
 namespace ps {
@@ -35,8 +36,17 @@ Status CheckRecordFollows(const Message& record, const ReplicaPlace& here) {
     return InvalidArgument("record " + std::to_string(sequence) + " applied at step " +
                            std::to_string(record.step) + "; steps are from 0 to 2^53");
   }
+  // A record is a dense update or a row push's rows, never both.
+  const size_t rows = std::count_if(record.tensors.begin(), record.tensors.end(),
+                                    [](const auto& t) { return TableShard::IsRowTensor(t.name); });
+  if (rows != 0 && (rows != record.tensors.size() || !record.assigns.empty())) {
+    return InvalidArgument("record " + std::to_string(sequence) + " mixes table rows with " +
+                           "dense gradients or assigns");
+  }
   std::set<std::string> gradients;
   for (const auto& t : record.tensors) {
+    // A row push's rows: checked whole by the table shard before any changes (TableShard::Upsert).
+    if (TableShard::IsRowTensor(t.name)) continue;
     RETURN_IF_ERROR(here.store.CheckGradient(t.name, t.tensor));
     const bool assign =
         std::find(record.assigns.begin(), record.assigns.end(), t.name) != record.assigns.end();

@@ -46,12 +46,13 @@ int RowPullLedger::Covering(const Sender& s, const std::string& table,
 Status RowPullLedger::MayPush(const std::string& sender, uint64_t incarnation,
                               const std::string& table, const std::vector<int64_t>& ids) const {
   auto it = senders_.find(sender);
-  // The sender's first row push to this server, once (whatever its process), unless that
-  // process has pulls open here: then they decide.
+  // The sender's first row push to this table here, once (whatever its process), unless that
+  // process has pulls of the table open here: then they decide.
   if (it == senders_.end()) return Status::OK();
   const Sender& s = it->second;
   const bool own = s.incarnation == incarnation;
-  if (!s.pushed && !(own && !s.open.empty())) return Status::OK();
+  const bool pulled = own && s.open.count(table) && !s.open.at(table).empty();
+  if (!s.pushed.count(table) && !pulled) return Status::OK();
   if (own && Covering(s, table, SortedUnique(ids)) >= 0) return Status::OK();
   return PermissionDenied(sender + "'s row push to table '" + table +
                           "' follows no row pull of its ids from this server since its last "
@@ -61,7 +62,7 @@ Status RowPullLedger::MayPush(const std::string& sender, uint64_t incarnation,
 void RowPullLedger::NotePush(const std::string& sender, uint64_t incarnation,
                              const std::string& table, const std::vector<int64_t>& ids) {
   Sender& s = Opened(sender, incarnation);
-  s.pushed = true;
+  s.pushed.insert(table);
   const int i = Covering(s, table, SortedUnique(ids));
   if (i < 0) return;  // the first push, let in without a pull
   std::deque<std::vector<int64_t>>& open = s.open[table];

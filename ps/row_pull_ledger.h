@@ -3,9 +3,11 @@
 // pulled rows of that table for training from this server since, and only if every id it pushes
 // was named by one such pull; the push uses that pull up. So a worker's key moves a row only by
 // the round trip a real step makes, and only the rows a pull of its named, never spinning a
-// table's rows at will. A sender's first row push to this server is let in once (a server that
-// restarted has not seen the pull it follows), as for dense pushes: once per sender, not per
-// process, so that a key minting a new incarnation per request gets no push without a pull.
+// table's rows at will. A sender's first row push to each table of this server is let in once (a
+// server that restarted, or a backup that has just become its shard's head, has not seen the
+// pull it follows; a worker's step pushes to every table at once): once per sender and table, not
+// per process, so that a key minting a new incarnation per request gets no push without a pull,
+// and at most one per table of the config.
 //
 // Memory per sender is bounded: at most kMaxOpenPulls pulls per table are kept open, the oldest
 // forgotten first, and a pull holds no more ids than the wire let it carry.
@@ -14,6 +16,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -40,7 +43,7 @@ class RowPullLedger {
  private:
   struct Sender {
     uint64_t incarnation = 0;
-    bool pushed = false;  // its first push was taken (by any of its processes)
+    std::set<std::string> pushed;  // tables its first push to was taken (by any of its processes)
     // Per table, the open pulls' ids, each sorted without repeats, oldest first.
     std::map<std::string, std::deque<std::vector<int64_t>>> open;
   };

@@ -261,7 +261,19 @@ class ParameterServer : private UpdateShard {
   std::vector<Outgoing> HandleDataLease(const std::string& peer, const wire::Message& request);
   // Defined in ps/server_rows.cc: row pulls and pushes, answered by the table shard.
   std::vector<Outgoing> HandleRows(const std::string& peer, const wire::Message& request);
-  wire::Message HandleRowPush(const wire::Message& request);
+  std::vector<Outgoing> HandleRowPush(const std::string& peer, const wire::Message& request);
+  // A row push taken (applied or dropped stale): its retry-cache entry, and its pull spent.
+  void NoteRowPush(const wire::Message& request);
+  // Drops the rows untouched for their table's evict_after_steps, once per tenth of that.
+  void EvictRows();
+  // Accumulate and sync modes: the window of row pushes the global step has left, applied as
+  // its mean (ps/row_window.h) and, replicated, recorded down the chain.
+  void ApplyRowWindow(std::vector<Outgoing>* out);
+  // A backup's record of a head's row push: the rows as they are after it, and its entry.
+  // Fails, changing nothing, on anything but row tensors of this shard's tables.
+  Status ApplyRowRecord(const wire::Message& record);
+  // Whether `record` carries table rows (a head's row push), not dense gradients.
+  static bool IsRowRecord(const wire::Message& record);
   // A push's `uses` (checked whole, all or nothing; kAborted for a revoked lease). OK and
   // ignored when the ledger is off, as before elastic data.
   Status RecordDataUses(const wire::Message& request);
@@ -284,6 +296,8 @@ class ParameterServer : private UpdateShard {
   bool NotTheHead(const std::string& peer, const wire::Message& request,
                   std::vector<Outgoing>* out);
   std::vector<Outgoing> HandleReplicate(const std::string& peer, const wire::Message& record);
+  // A checked record of dense gradients and assigns, applied as the head applied it.
+  void ApplyDenseRecord(const wire::Message& record);
   // A record's fields and tensors, checked against this replica before anything changes
   // (ps/record_checks.h).
   Status CheckRecord(const wire::Message& record) const;
@@ -328,6 +342,7 @@ class ParameterServer : private UpdateShard {
   std::vector<Waiting> future_;  // replication requests of an epoch this task has not yet seen
   PushAdmission admission_;      // a push's checks before the policy: pace, fields, retry, contents
   std::unique_ptr<TableShard> tables_;  // embedding-table rows this server owns, or null
+  int64_t next_eviction_ = 0;           // the global step of the tables' next eviction
 };
 
 }  // namespace ps

@@ -174,6 +174,11 @@ Message ParameterServer::Snapshot() {
   copy.text = Fingerprint();
   copy.link = chain_.link();
   for (const auto& [name, t] : store_->StateTensors()) copy.tensors.push_back({name, t});
+  if (tables_ != nullptr) {
+    std::map<std::string, Tensor> rows;
+    tables_->SaveTo(&rows);
+    for (auto& [name, t] : rows) copy.tensors.push_back({name, std::move(t)});
+  }
   for (const auto& [who, p] : peers_) {
     // A push of the open accumulate window is in no record yet: its entry comes with its window's.
     if (p.last_push_sequence == 0 || p.last_push_record < 0) continue;
@@ -190,9 +195,14 @@ Message ParameterServer::Snapshot() {
 
 Status ParameterServer::InstallSnapshot(const Message& copy) {
   const std::vector<std::string> slot_names = store_->optimizer().slot_names();
-  std::map<std::string, Tensor> values, slots;
+  std::map<std::string, Tensor> values, slots, rows;
   for (const auto& t : copy.tensors) {
-    if (!values.emplace(t.name, t.tensor).second) {
+    const bool row = TableShard::IsRowTensor(t.name);
+    if (row && tables_ == nullptr) {
+      return FailedPrecondition("the copy carries table rows ('" + t.name +
+                                "') and this server holds no tables");
+    }
+    if (!(row ? rows : values).emplace(t.name, t.tensor).second) {
       return InvalidArgument("the copy carries '" + t.name + "' twice");
     }
   }
@@ -237,6 +247,7 @@ Status ParameterServer::InstallSnapshot(const Message& copy) {
                            " bytes (expected " + std::to_string(wire::kChainLinkBytes) + ")");
   }
   RETURN_IF_ERROR(CheckPushEntries(copy.pushes, options_.cluster.workers).WithContext("the copy"));
+  if (tables_ != nullptr) RETURN_IF_ERROR(tables_->CheckRestore(rows).WithContext("the copy"));
   // Everything checked: in place after whatever shares the old bytes has its own, as a restore.
   for (const auto& [name, value] : values) {
     if (initialized_) {
@@ -252,6 +263,10 @@ Status ParameterServer::InstallSnapshot(const Message& copy) {
   }
   policy_->Reset(*store_);
   global_step_ = copy.value;
+  if (tables_ != nullptr) {
+    RETURN_IF_ERROR(tables_->RestoreFrom(rows, global_step_));  // checked above: cannot fail
+    stats_.table_rows = tables_->rows();
+  }
   initialized_ = true;
   for (const wire::PushEntry& e : copy.pushes) {
     InstallPush(e, static_cast<int64_t>(copy.sequence));

@@ -198,6 +198,8 @@ bool ParameterServer::NotTheHead(const std::string& peer, const Message& request
     case MessageType::kBarrier:
     case MessageType::kCheckpoint:
     case MessageType::kRestore:
+    case MessageType::kRowPull:
+    case MessageType::kRowPush:
       break;
     default:
       return false;  // heartbeats and shutdown are the task's
@@ -316,6 +318,35 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandleReplicate(const st
     out.push_back({peer, Error(record, s.message(), s.code())});
     return out;
   }
+  if (IsRowRecord(record)) {
+    // A head's row push: its rows as they are after it.
+    if (Status s = ApplyRowRecord(record); !s.ok()) {
+      ++stats_.rejected;
+      out.push_back({peer, Error(record, s.message(), s.code())});
+      return out;
+    }
+    global_step_ = record.value;
+    EvictRows();
+  } else {
+    ApplyDenseRecord(record);
+  }
+  signature_.Took(record);
+  Message forward = record;
+  forward.task_index = options_.task_index;
+  forward.incarnation = wire::ProcessIncarnation();
+  forward.map_epoch = chain_.epoch();
+  for (int to : chain_.Append(forward)) {
+    stats_.bytes_replicated += TensorBytes(forward);
+    ++stats_.records_replicated;
+    out.push_back({"", forward, to});
+  }
+  chain_.Hold(sequence, {peer, ack, true});
+  Release(&out);
+  return out;
+}
+
+void ParameterServer::ApplyDenseRecord(const Message& record) {
+  const int64_t sequence = static_cast<int64_t>(record.sequence);
   // Assigns first, as the head made them when it took the pushes, then the update.
   NamedTensors grads;
   for (const auto& t : record.tensors) {
@@ -337,19 +368,6 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandleReplicate(const st
   if (record.value > global_step_) ++stats_.updates;
   global_step_ = record.value;
   for (const wire::PushEntry& e : record.pushes) InstallPush(e, sequence);
-  signature_.Took(record);
-  Message forward = record;
-  forward.task_index = options_.task_index;
-  forward.incarnation = wire::ProcessIncarnation();
-  forward.map_epoch = chain_.epoch();
-  for (int to : chain_.Append(forward)) {
-    stats_.bytes_replicated += TensorBytes(forward);
-    ++stats_.records_replicated;
-    out.push_back({"", forward, to});
-  }
-  chain_.Hold(sequence, {peer, ack, true});
-  Release(&out);
-  return out;
 }
 
 std::vector<ParameterServer::Outgoing> ParameterServer::HandleReplicaCopy(const std::string& peer,

@@ -50,7 +50,7 @@ Result<std::unique_ptr<ServerTask>> ServerTask::Create(ServerTaskOptions options
   own.shard = task->self();
   auto server = std::make_unique<ParameterServer>(own, std::move(store));
   if (task->options_.new_tables) {
-    ASSIGN_OR_RETURN(std::unique_ptr<TableShard> tables, task->options_.new_tables());
+    ASSIGN_OR_RETURN(std::unique_ptr<TableShard> tables, task->options_.new_tables(task->self()));
     server->SetTables(std::move(tables));
   }
   server->FindCheckpoints();  // the chief picks the step every shard restores
@@ -237,12 +237,16 @@ std::vector<ServerTask::Outgoing> ServerTask::HandleShardMap(const std::string& 
 }
 
 Result<std::vector<ServerTask::Outgoing>> ServerTask::Adopt(replication::ShardMap map) {
-  // Every new shard's store first: a failure changes nothing.
+  // Every new shard's store (and tables) first: a failure changes nothing.
   std::map<int, std::unique_ptr<VariableStore>> stores;
+  std::map<int, std::unique_ptr<TableShard>> tables;
   for (int s = 0; s < map.num_shards(); ++s) {
     const bool hold = Contains(map.chains[s], self()) || Contains(map.joining[s], self());
     if (hold && !shards_.count(s)) {
       ASSIGN_OR_RETURN(stores[s], options_.new_store());
+      if (options_.new_tables) {
+        ASSIGN_OR_RETURN(tables[s], options_.new_tables(s));
+      }
     }
   }
   map_ = std::move(map);
@@ -260,6 +264,7 @@ Result<std::vector<ServerTask::Outgoing>> ServerTask::Adopt(replication::ShardMa
       ServerOptions o = options_.server;
       o.shard = s;
       shards_[s] = std::make_unique<ParameterServer>(o, std::move(stores[s]));
+      if (tables.count(s)) shards_[s]->SetTables(std::move(tables[s]));
       LOG(INFO) << "ps " << self() << ": takes on shard " << s << " (empty, "
                 << (Contains(view.joining, self()) ? "joining" : "a member") << ")";
     }

@@ -51,9 +51,10 @@ struct ServerTaskOptions {
   wire::MessageLimits limits;         // for the connections to other server tasks
   // An empty store for a shard this task takes on (the train config's optimizer and clipping).
   std::function<Result<std::unique_ptr<VariableStore>>()> new_store;
-  // This task's rows of the embedding tables (ps/table_shard.h), given to its own shard; empty
-  // when the config has no tables.
-  std::function<Result<std::unique_ptr<TableShard>>()> new_tables;
+  // Shard s's rows of the embedding tables (ps/table_shard.h: the rows server s owns), given to
+  // every shard this task holds, its own and those it is a replica of; empty when the config
+  // has no tables.
+  std::function<Result<std::unique_ptr<TableShard>>(int shard)> new_tables;
   // Tests: sees each reply from another server task before its shard does.
   std::function<void(int shard, int from_task, const wire::Message& reply)> on_server_reply;
 };

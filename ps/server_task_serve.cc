@@ -283,7 +283,11 @@ void ServerTask::LogStopped() const {
                   : member               ? "backup"
                                          : "joining")
               << ") at step " << server->global_step() << ": crc32c " << std::hex
-              << StateCrc32c(server->store()) << std::dec;
+              << StateCrc32c(server->store(), server->tables() ? server->tables()->all()
+                                                               : std::vector<const SparseTable*>{})
+              << std::dec
+              << (server->tables() ? ", " + std::to_string(server->tables()->rows()) + " rows"
+                                   : "");
   }
 }
 

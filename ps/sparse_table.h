@@ -99,12 +99,19 @@ class SparseTable {
     std::vector<Tensor> slots;
   };
   Rows Export() const;
+  // The rows of `ids` that this table holds, each once in the order first named, as Export
+  // gives them: what a replication record carries of the rows a push changed.
+  Rows Export(const std::vector<int64_t>& ids) const;
   // Why Import would refuse `rows` (shapes, the slots' count, ids negative or repeated, more
   // than max_rows), or OK.
   Status CheckImport(const Rows& rows) const;
   // Replaces every row with `rows` (as Export gives them), touched at `step`, and forgets the
   // pending counts. Fails, changing nothing, when CheckImport does.
   Status Import(const Rows& rows, int64_t step);
+  // Sets the rows of `rows` (creating those it lacks) to their values and slots, touched at
+  // `step`; every other row stays as it is. Fails, changing nothing, when CheckImport does or
+  // the rows created would pass max_rows.
+  Status Upsert(const Rows& rows, int64_t step);
   std::vector<std::string> slot_names() const;
 
   // The row of `id` and its optimizer slot `slot` (slot_names() order), or null: for tests and
@@ -125,6 +132,9 @@ class SparseTable {
   bool Admits(int64_t id, int64_t repeats_in_batch) const;
   void CountPending(int64_t id, int64_t step);
   void CreateRow(int64_t id, int64_t step);
+  // Row `r` into entry `i` of `out`, and entry `i` of `in` into row `r`.
+  void CopyOut(int64_t r, int64_t i, Rows* out) const;
+  void CopyIn(const Rows& in, int64_t i, int64_t r);
 
   SparseTableOptions options_;
   std::shared_ptr<const Optimizer> optimizer_;

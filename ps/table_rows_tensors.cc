@@ -17,12 +17,16 @@ Tensor IdsAsTensor(const std::vector<int64_t>& ids) {
 
 void PutTableRows(const SparseTable& table, const TableTensorNames& names,
                   std::map<std::string, Tensor>* tensors) {
-  SparseTable::Rows rows = table.Export();
+  PutRows(table, table.Export(), names, tensors);
+}
+
+void PutRows(const SparseTable& table, SparseTable::Rows rows, const TableTensorNames& names,
+             std::map<std::string, Tensor>* tensors) {
   (*tensors)[names.ids] = IdsAsTensor(rows.ids);
-  (*tensors)[names.values] = rows.values;
+  (*tensors)[names.values] = std::move(rows.values);
   const std::vector<std::string> slots = table.slot_names();
   for (size_t s = 0; s < slots.size(); ++s) {
-    (*tensors)[names.values + "/" + slots[s]] = rows.slots[s];
+    (*tensors)[names.values + "/" + slots[s]] = std::move(rows.slots[s]);
   }
 }
 

@@ -25,6 +25,9 @@ struct TableTensorNames {
 // Every row `table` holds, with its slots, into `tensors`.
 void PutTableRows(const SparseTable& table, const TableTensorNames& names,
                   std::map<std::string, Tensor>* tensors);
+// `rows` of `table` (SparseTable::Export's), with their slots, into `tensors`.
+void PutRows(const SparseTable& table, SparseTable::Rows rows, const TableTensorNames& names,
+             std::map<std::string, Tensor>* tensors);
 
 // The rows saved under `names`, checked as SparseTable::Import would check them; no rows when
 // `tensors` holds neither the ids nor the values (a checkpoint from before the table). DataLoss

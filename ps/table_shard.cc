@@ -20,15 +20,20 @@ Result<std::unique_ptr<TableShard>> TableShard::FromConfig(const ConfigNode& tab
 TableShard::TableShard(SparseTables tables, TableShardOptions options)
     : tables_(std::move(tables)), options_(options), magnitude_(options.outlier_binades) {}
 
-Result<SparseTable*> TableShard::Table(const std::string& name) {
-  auto it = tables_.find(name);
-  if (it != tables_.end()) return it->second.get();
+Status TableShard::Known(const std::string& name) const {
+  if (tables_.count(name)) return Status::OK();
   std::string known;
   for (const auto& [n, t] : tables_) known += (known.empty() ? "" : ", ") + n;
   return NotFound(Me() + " holds no table '" + name + "'; its tables are " + known);
 }
 
+Result<SparseTable*> TableShard::Table(const std::string& name) {
+  RETURN_IF_ERROR(Known(name));
+  return tables_.at(name).get();
+}
+
 Status TableShard::CheckOwned(const std::string& table, const std::vector<int64_t>& ids) const {
+  RETURN_IF_ERROR(Known(table));
   for (size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] < 0) continue;  // the table refuses it, naming its position
     const int owner = RowOwner(table, ids[i], options_.servers);
@@ -59,8 +64,8 @@ Result<Tensor> TableShard::Pull(const std::string& table, const std::vector<int6
   return rows;
 }
 
-Status TableShard::Push(const std::string& sender, const std::string& table,
-                        const std::vector<int64_t>& ids, const Tensor& grads, int64_t step) {
+Result<Tensor> TableShard::Checked(const std::string& sender, const std::string& table,
+                                   const std::vector<int64_t>& ids, const Tensor& grads) {
   ASSIGN_OR_RETURN(SparseTable * t, Table(table));
   RETURN_IF_ERROR(CheckOwned(table, ids));
   // Checked before the guard records the push: a refused push changes nothing.
@@ -68,8 +73,37 @@ Status TableShard::Push(const std::string& sender, const std::string& table,
   std::vector<std::pair<std::string, Tensor>> scaled = {{table, grads}};
   const uint32_t exponent = grads.empty() ? 0 : LargestExponent(grads);
   magnitude_.ScaleDown(sender + " rows", exponent, &scaled);
-  Status applied = t->Apply(ids, scaled[0].second, step);
+  return scaled[0].second;
+}
+
+Status TableShard::Push(const std::string& sender, const std::string& table,
+                        const std::vector<int64_t>& ids, const Tensor& grads, int64_t step) {
+  ASSIGN_OR_RETURN(Tensor scaled, Checked(sender, table, ids, grads));
+  Status applied = tables_.at(table)->Apply(ids, scaled, step);
   return applied.ok() ? applied : applied.WithContext(Me());
+}
+
+Status TableShard::AddToWindow(const std::string& sender, const std::string& table,
+                               const std::vector<int64_t>& ids, const Tensor& grads, int64_t step) {
+  ASSIGN_OR_RETURN(Tensor scaled, Checked(sender, table, ids, grads));
+  if (window_.empty()) window_.set_opened_at(step);
+  Status added = window_.Add(table, ids, scaled, tables_.at(table)->options().max_rows);
+  return added.ok() ? added : added.WithContext(Me());
+}
+
+std::map<std::string, std::vector<int64_t>> TableShard::ApplyWindow(int64_t window_pushes,
+                                                                    std::string* failed) {
+  const int64_t step = window_.opened_at();
+  std::map<std::string, std::vector<int64_t>> changed;
+  for (auto& [table, mean] : window_.Take(window_pushes)) {
+    Status s = tables_.at(table)->Apply(mean.ids, mean.rows, step);
+    if (!s.ok()) {
+      *failed += (failed->empty() ? "" : "; ") + s.message();
+      continue;
+    }
+    changed[table] = std::move(mean.ids);
+  }
+  return changed;
 }
 
 bool TableShard::Applied(const std::string& sender, uint64_t incarnation, uint64_t sequence) const {
@@ -80,6 +114,12 @@ bool TableShard::Applied(const std::string& sender, uint64_t incarnation, uint64
 
 void TableShard::NoteApplied(const std::string& sender, uint64_t incarnation, uint64_t sequence) {
   last_push_[sender] = {incarnation, sequence};
+}
+
+std::vector<const SparseTable*> TableShard::all() const {
+  std::vector<const SparseTable*> out;
+  for (const auto& [name, table] : tables_) out.push_back(table.get());
+  return out;
 }
 
 const SparseTable* TableShard::Find(const std::string& name) const {

@@ -24,6 +24,7 @@
 #include "common/tensor.h"
 #include "ps/magnitude_guard.h"
 #include "ps/row_pull_ledger.h"
+#include "ps/row_window.h"
 #include "ps/sparse_tables_config.h"
 
 namespace pstrain::ps {
@@ -57,6 +58,19 @@ class TableShard {
   // shape, non-finite or beyond the optimizer's bound.
   Status Push(const std::string& sender, const std::string& table, const std::vector<int64_t>& ids,
               const Tensor& grads, int64_t step);
+  // Accumulate and sync modes (ps/row_window.h): Push's checks and outlier scaling, after which
+  // the rows join the open window instead of being applied; `step` is the global step now.
+  // Fails, changing nothing, as Push does, or when the window would sum more ids than the
+  // table's max_rows.
+  Status AddToWindow(const std::string& sender, const std::string& table,
+                     const std::vector<int64_t>& ids, const Tensor& grads, int64_t step);
+  // Whether a window is open that the global step has left (`step` is past the one it opened at).
+  bool WindowClosedBy(int64_t step) const { return !window_.empty() && step > window_.opened_at(); }
+  // Applies the open window's mean rows (over `window_pushes` pushes at least) at the step it
+  // opened at and empties it; returns the ids changed, by table. A table whose mean the
+  // optimizer refuses is named in `failed` and changes nothing.
+  std::map<std::string, std::vector<int64_t>> ApplyWindow(int64_t window_pushes,
+                                                          std::string* failed);
 
   // Row pushes are numbered per sender process (wire::Message::sequence), so a retried one is
   // answered without being applied twice: whether `sender`'s push `sequence` from process
@@ -64,8 +78,8 @@ class TableShard {
   bool Applied(const std::string& sender, uint64_t incarnation, uint64_t sequence) const;
   void NoteApplied(const std::string& sender, uint64_t incarnation, uint64_t sequence);
 
-  // InvalidArgument naming the table, the first id this server does not own, its owner and
-  // this server.
+  // NotFound for a table this server does not hold; InvalidArgument naming the table, the first
+  // id this server does not own, its owner and this server.
   Status CheckOwned(const std::string& table, const std::vector<int64_t>& ids) const;
   // Which row pushes follow a pull of their rows (ps/row_pull_ledger.h).
   RowPullLedger& pulls() { return pulls_; }
@@ -83,6 +97,27 @@ class TableShard {
   // `step`. Fails, changing nothing, when CheckRestore does.
   Status RestoreFrom(const std::map<std::string, Tensor>& tensors, int64_t step);
 
+  // Replication (docs/replication.md section 3): a head sends its backups the rows a push
+  // changed, as they are after it, named as SaveTo names them (so that a backup's state is the
+  // head's, whatever the arithmetic), and a copy to a joiner is SaveTo's whole tables.
+  // The rows of `ids` of `table` held here, with their slots, into `tensors`.
+  void RowsOf(const std::string& table, const std::vector<int64_t>& ids,
+              std::map<std::string, Tensor>* tensors) const;
+  // Sets the rows `tensors` carry (SaveTo's names; tables it does not name stay as they are),
+  // touched at `step`. Fails, changing nothing, on a malformed tensor, an id this server does
+  // not own or a table that would pass its max_rows, naming the table.
+  Status Upsert(const std::map<std::string, Tensor>& tensors, int64_t step);
+  // Whether `name` is one of SaveTo's (rows, not a dense variable).
+  static bool IsRowTensor(const std::string& name);
+  // Drops the rows untouched for each table's evict_after_steps before `step` (SparseTable::
+  // Evict); returns how many went.
+  int64_t Evict(int64_t step);
+  // How often (in global steps) Evict is worth calling: a tenth of the shortest
+  // evict_after_steps, at least 1; 0 when no table evicts.
+  int64_t eviction_interval() const;
+
+  // Every table, in name order.
+  std::vector<const SparseTable*> all() const;
   // The table named `name`, or null: for tests and checkpoints.
   const SparseTable* Find(const std::string& name) const;
   // Rows held here, over every table.
@@ -91,6 +126,11 @@ class TableShard {
  private:
   // The table, or NotFound naming it and the tables there are.
   Result<SparseTable*> Table(const std::string& name);
+  Status Known(const std::string& name) const;
+  // Push's checks of `grads` from `sender` for the rows of `ids`, and the gradient scaled down
+  // when its largest element is an outlier for that sender (ps/magnitude_guard.h).
+  Result<Tensor> Checked(const std::string& sender, const std::string& table,
+                         const std::vector<int64_t>& ids, const Tensor& grads);
   std::string Me() const { return "ps " + std::to_string(options_.server); }
   // Table `name`'s rows in checkpoint `tensors`, checked (none when it saved none).
   Result<SparseTable::Rows> RowsIn(const std::string& name,
@@ -105,6 +145,7 @@ class TableShard {
   };
   std::map<std::string, LastPush> last_push_;  // by sender
   RowPullLedger pulls_;
+  RowWindow window_;
 };
 
 }  // namespace pstrain::ps

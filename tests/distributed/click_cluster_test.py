@@ -7,7 +7,8 @@ its batch's rows and pushes their gradients back. Asserted afterwards:
   - the run ends "done" (launcher exit 0; its summary shows the AUC) with a test AUC within 0.03 of what pstrain-train
     reaches in one process on the same config, data and epochs, and above 0.6 (it learned);
   - every server took row pushes (far more pushes than updates) and refused or dropped none,
-    in async mode and in a second, sync-mode run (a row push goes before the dense push): an honest
+    in async mode and in a second, sync-mode run (a row push goes before the dense push; its rows
+    are applied once per window, their mean, and the run's AUC above 0.6): an honest
     worker's row pushes each follow its pull (ps/row_pull_ledger.h); its TensorBoard run shows
     the rows it holds (within 10% of the other's: rows spread by id) and its resident memory;
   - the evaluator reported the AUC while training ran;
@@ -180,6 +181,13 @@ def main():
     for k in range(2):
         check_server_took_rows(read(os.path.join(sync.log_dir, f"ps-{k}.log")),
                                f"sync mode, ps {k}", problems)
+    # Its rows are applied once per window, as the mean of the window's pushes: it learns.
+    sync_done = re.search(r"done: global step (\d+).*", read(os.path.join(sync.log_dir, "worker-0.log")))
+    sync_auc = auc_of(sync_done.group(0) if sync_done else "", "the sync-mode chief", problems)
+    if sync_auc is not None:
+        print(f"sync mode: test AUC {sync_auc:.4f} after 1 epoch", flush=True)
+        if sync_auc < 0.6:
+            problems.append(f"the sync-mode run's test AUC {sync_auc:.4f} < 0.6: it did not learn")
 
     if problems:
         print(f"FAIL (kept {run.tmp}, {sync.tmp} and {data}):\n  " + "\n  ".join(problems), flush=True)

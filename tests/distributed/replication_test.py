@@ -10,7 +10,13 @@ member (the chief's map line says so). Afterwards:
                                saw the line appear), printed, each under 10 s;
   the run's accuracy           the chief's test accuracy is at least the target.
 
-  replication_test.py --pstrain BUILD/pstrain
+  replication_test.py --pstrain BUILD/pstrain [--synth BUILD/pstrain-synth-ctr]
+
+With --synth the model is configs/widedeep.yaml on a synthetic click log (PSTRAIN_REPL_EXAMPLES
+training examples, default 60000): its embedding rows live on the servers, so each replica's
+digest covers its rows too, and the target is the chief's test AUC (PSTRAIN_REPL_TARGET, default
+0.7).
+
 Environment: PSTRAIN_REPL_SEED (default 2026) picks the shards and moments; PSTRAIN_REPL_KILLS
 (default 3); PSTRAIN_REPL_TARGET (default 0.85) the accuracy; PSTRAIN_REPL_EPOCHS (default 2);
 PSTRAIN_REPL_CONFIG (default smallnet.yaml) the model's file in configs/; PSTRAIN_REPL_REPLICAS
@@ -23,13 +29,16 @@ import argparse
 import os
 import random
 import re
+import shutil
 import signal
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
-from launched_run import LocalRun, check_chief_done, read  # noqa: E402
+from launched_run import REPO, LocalRun, check_chief_done, read  # noqa: E402
 
 NUM_PS = 3
 NUM_WORKERS = 2
@@ -86,16 +95,46 @@ def chains_of(map_line):
     return chains
 
 
+def click_config(synth, examples):
+    """configs/widedeep.yaml reading a fresh synthetic click log of `examples` training examples."""
+    data = tempfile.mkdtemp(prefix="pstrain-repl-click-")
+    subprocess.run([synth, f"--out_dir={data}", f"--train_examples={examples}",
+                    "--test_examples=4000", "--seed=5"], check=True, stdout=subprocess.DEVNULL)
+    config = os.path.join(data, "widedeep.yaml")
+    with open(os.path.join(REPO, "configs", "widedeep.yaml")) as f:
+        text = f.read().replace("data/ctr/", data + "/")
+    with open(config, "w") as f:
+        f.write(text)
+    return config
+
+
+def check_chief_auc(chief_log, target, problems):
+    """The chief's 'done:' line, with a test AUC of at least `target` (else a problem)."""
+    done = re.search(r"done: global step \d+, .*test AUC ([0-9.]+)", chief_log)
+    if not done:
+        problems.append("the chief printed no 'done:' line with a test AUC")
+    elif float(done.group(1)) < target:
+        problems.append(f"test AUC {done.group(1)} < target {target}")
+    else:
+        print(f"chief: {done.group(0)}", flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--pstrain", required=True)
+    parser.add_argument("--synth", help="pstrain-synth-ctr: train the click model instead")
     args = parser.parse_args()
     seed = int(os.environ.get("PSTRAIN_REPL_SEED", "2026"))
     kills_wanted = int(os.environ.get("PSTRAIN_REPL_KILLS", "3"))
-    target = float(os.environ.get("PSTRAIN_REPL_TARGET", "0.85"))
+    target = float(os.environ.get("PSTRAIN_REPL_TARGET", "0.7" if args.synth else "0.85"))
     epochs = int(os.environ.get("PSTRAIN_REPL_EPOCHS", "2"))
     replicas = int(os.environ.get("PSTRAIN_REPL_REPLICAS", "1"))
+    config = os.environ.get("PSTRAIN_REPL_CONFIG", "smallnet.yaml")
     steps = epochs * (60000 // 128)
+    if args.synth:
+        examples = int(os.environ.get("PSTRAIN_REPL_EXAMPLES", "60000"))
+        config = click_config(args.synth, examples)
+        steps = epochs * examples // 256
     rng = random.Random(seed)
     kill_steps = sorted(rng.randrange(steps // 10, steps * 7 // 10) for _ in range(kills_wanted))
     print(f"seed {seed}: {kills_wanted} head kills at global steps ~{kill_steps}", flush=True)
@@ -104,8 +143,7 @@ def main():
                    flags=f"epochs: {epochs}, save_checkpoints_secs: 0, log_every_n_steps: 25, "
                    "ps_unavailable_timeout_secs: 120",
                    restart="policy: on_failure, max_restarts: 10, backoff_secs: 1",
-                   extra=f"replicas: {replicas}\n",
-                   config=os.environ.get("PSTRAIN_REPL_CONFIG", "smallnet.yaml"))
+                   extra=f"replicas: {replicas}\n", config=config)
     train_dir, log_dir = run.train_dir, run.log_dir
     launcher = run.start()
     names = [f"ps-{k}.log" for k in range(NUM_PS)] + [f"worker-{k}.log" for k in range(NUM_WORKERS)]
@@ -189,12 +227,14 @@ def main():
     for m in re.finditer(r"global step went back[^\n]*", workers_log):
         problems.append(m.group(0))
 
-    # Every replica of a shard ends at the same step with the same bytes.
+    # Every replica of a shard ends at the same step with the same bytes (its rows included).
     final = {}  # shard -> {(step, crc)}
+    rows = {}  # shard -> {rows held}
     for k in range(NUM_PS):
-        for m in re.finditer(r"shard (\d+) \((?:head|backup)\) at step (\d+): crc32c (\w+)",
-                             logs[f"ps-{k}.log"]):
+        for m in re.finditer(r"shard (\d+) \((?:head|backup)\) at step (\d+): crc32c (\w+)"
+                             r"(?:, (\d+) rows)?", logs[f"ps-{k}.log"]):
             final.setdefault(int(m.group(1)), set()).add((int(m.group(2)), m.group(3)))
+            rows.setdefault(int(m.group(1)), set()).add(int(m.group(4) or 0))
     for shard in range(NUM_PS):
         states = final.get(shard, set())
         if len(states) != 1:
@@ -202,7 +242,9 @@ def main():
                             " (expected one step and crc32c on every replica)")
         else:
             print(f"shard {shard}: every replica at step {next(iter(states))[0]}, crc32c "
-                  f"{next(iter(states))[1]}", flush=True)
+                  f"{next(iter(states))[1]}, rows {sorted(rows[shard])}", flush=True)
+        if args.synth and not all(n > 0 for n in rows.get(shard, {0})):
+            problems.append(f"a replica of shard {shard} holds no table rows: {rows.get(shard)}")
     replicas_seen = sum(len(re.findall(r"shard \d+ \((?:head|backup)\) at step", logs[f"ps-{k}.log"]))
                         for k in range(NUM_PS))
     if replicas_seen < (1 + replicas) * NUM_PS:
@@ -225,7 +267,10 @@ def main():
             print(f"shard {shard}: {acked[shard]} acknowledged pushes, all applied, none lost or "
                   "applied twice", flush=True)
 
-    check_chief_done(logs["worker-0.log"], target, problems)
+    if args.synth:
+        check_chief_auc(logs["worker-0.log"], target, problems)
+    else:
+        check_chief_done(logs["worker-0.log"], target, problems)
 
     if problems:
         print(f"FAIL (seed {seed}; logs kept in {train_dir}):\n  " + "\n  ".join(problems),
@@ -235,6 +280,8 @@ def main():
           f"{', '.join(f'{t:.2f}' for t in times)} s, in {time.monotonic() - started:.0f} s "
           f"(seed {seed})", flush=True)
     run.remove(keep_env="PSTRAIN_REPL_KEEP")
+    if args.synth and os.environ.get("PSTRAIN_REPL_KEEP") != "1":
+        shutil.rmtree(os.path.dirname(config), ignore_errors=True)
     return 0
 
 

@@ -220,7 +220,7 @@ TEST_F(TwoServers, RemoteTablesTrainRowsOnTheirOwnersThroughTheRouter) {
   auto tables =
       worker::RemoteTables::Create(config->Child("tables").value(), model->get(), kServers,
                                    [&](std::vector<std::pair<int, Message>> requests) {
-                                     return (*client)->ExchangeWithTasks(std::move(requests));
+                                     return (*client)->ExchangeWithShards(std::move(requests));
                                    });
   ASSERT_TRUE(tables.ok()) << tables.status().ToString();
   worker::Variable* rows = (*model)->FindVariable("emb/rows");

@@ -25,8 +25,23 @@ TEST(RowPullLedgerTest, IdsNoOpenPullNamedAreRefused) {
   RowPullLedger ledger;
   ledger.NotePull("worker 1", kProcess, "C1", {1, 2});
   EXPECT_FALSE(ledger.MayPush("worker 1", kProcess, "C1", {1, 9}).ok());
-  EXPECT_FALSE(ledger.MayPush("worker 1", kProcess, "C2", {1}).ok());  // another table
-  EXPECT_TRUE(ledger.MayPush("worker 2", kProcess, "C1", {9}).ok());   // its first push
+  EXPECT_TRUE(ledger.MayPush("worker 2", kProcess, "C1", {9}).ok());  // its first push
+}
+
+TEST(RowPullLedgerTest, ANewHeadLetsInOneFirstPushPerTableThenWantsPulls) {
+  // A backup that has just become its shard's head saw none of a worker's pulls, and that
+  // worker's step pushes to every table at once.
+  RowPullLedger ledger;
+  for (const char* table : {"C1", "C2", "C3"}) {
+    ASSERT_TRUE(ledger.MayPush("worker 1", kProcess, table, {4}).ok()) << table;
+    ledger.NotePush("worker 1", kProcess, table, {4});
+  }
+  for (const char* table : {"C1", "C2", "C3"}) {
+    EXPECT_FALSE(ledger.MayPush("worker 1", kProcess, table, {4}).ok()) << table;
+  }
+  EXPECT_FALSE(ledger.MayPush("worker 1", kProcess + 1, "C1", {4}).ok()) << "a new process";
+  ledger.NotePull("worker 1", kProcess, "C2", {4});
+  EXPECT_TRUE(ledger.MayPush("worker 1", kProcess, "C2", {4}).ok());
 }
 
 TEST(RowPullLedgerTest, TwoPullsOfOneTableOpenTwoPushesInEitherOrder) {

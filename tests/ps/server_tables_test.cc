@@ -34,20 +34,20 @@ class ServerTablesTest : public ::testing::Test {
   // Server `task` of `servers`, with the table C1 unless `tables` is false.
   std::unique_ptr<ParameterServer> NewServer(bool tables = true,
                                              UpdateMode mode = UpdateMode::kAsync, int task = 0,
-                                             int servers = 1) {
+                                             int servers = 1, const char* config = kTables) {
     ServerOptions o;
     o.task_index = task;
     o.num_ps = servers;
     o.mode = mode;
     o.max_staleness = 1;
-    o.num_workers = 1;
+    o.num_workers = workers_;
     o.train_dir = dir_;
     auto store = VariableStore::FromConfig(
         ConfigNode::Parse("{optimizer: {type: sgd}, learning_rate: {initial: 1.0}}", "t").value());
     auto server = std::make_unique<ParameterServer>(o, std::move(store).value());
     if (tables) {
       auto shard =
-          TableShard::FromConfig(ConfigNode::Parse(kTables, "t").value(), 0, {task, servers, 0});
+          TableShard::FromConfig(ConfigNode::Parse(config, "t").value(), 0, {task, servers, 0});
       EXPECT_TRUE(shard.ok()) << shard.status().ToString();
       server->SetTables(std::move(shard).value());
     }
@@ -92,6 +92,20 @@ class ServerTablesTest : public ::testing::Test {
     EXPECT_EQ(r.type, MessageType::kOk) << r.text;
     return r.tensors.empty() ? std::vector<float>() : r.tensors[0].tensor.ToVector();
   }
+  // One worker's dense pull and push of step global_step().
+  void DenseStep(ParameterServer* server, const std::string& role = "worker", int task = 0) {
+    Message pull = From(role, MessageType::kPull);
+    pull.task_index = task;
+    pull.names = {"w"};
+    ASSERT_EQ(Reply(server, pull).type, MessageType::kOk);
+    Message push = From(role, MessageType::kPush);
+    push.task_index = task;
+    push.sequence = ++dense_sequence_[task];
+    push.step = server->global_step();
+    push.tensors.push_back({"w", Tensor::Filled(Shape{2}, 0.1f)});
+    auto out = server->Handle("peer", push);  // in a window: answered once it closes
+    for (const auto& o : out) EXPECT_EQ(o.message.type, MessageType::kOk) << o.message.text;
+  }
   void Save(ParameterServer* server, int64_t step) {
     Message save = From("chief", MessageType::kCheckpoint);
     save.step = step;
@@ -103,6 +117,8 @@ class ServerTablesTest : public ::testing::Test {
 
   std::string dir_;
   uint64_t next_id_ = 0, sequence_ = 0;
+  std::map<int, uint64_t> dense_sequence_;
+  int workers_ = 1;  // the cluster's workers, for servers made after it is set
 };
 
 TEST_F(ServerTablesTest, RowRequestsWaitForInitialisationAndNeedTables) {
@@ -176,9 +192,64 @@ TEST_F(ServerTablesTest, AStaleRowPushIsDroppedInSyncModeAndAppliedInAsync) {
       Message fresh = RowPush({8}, 1.0f);
       fresh.step = 4;
       EXPECT_EQ(Reply(server.get(), fresh).value, 0);
+      EXPECT_EQ(Rows(server.get(), {8}), before) << "applied before its window closed";
+      DenseStep(server.get());  // one worker: the window closes
     }
     EXPECT_NE(Rows(server.get(), {8}), before) << "mode " << static_cast<int>(mode);
   }
+}
+
+TEST_F(ServerTablesTest, RowsUntouchedForEvictAfterStepsGoAsTheGlobalStepPasses) {
+  auto server = NewServer(true, UpdateMode::kAsync, 0, 1,
+                          "{optimizer: {type: adagrad}, learning_rate: {initial: 0.5}, list: "
+                          "[{name: C1, dimension: 2, max_rows: 50, evict_after_steps: 3}]}");
+  Init(server.get());
+  auto row_step = [&](const std::vector<int64_t>& ids) {
+    ASSERT_EQ(Reply(server.get(), RowPull(ids)).type, MessageType::kOk);
+    Message push = RowPush(ids, 0.5f);
+    push.step = server->global_step();
+    const Message reply = Reply(server.get(), push);
+    ASSERT_EQ(reply.type, MessageType::kOk) << reply.text;
+  };
+  row_step({1, 2});
+  row_step({3});
+  ASSERT_EQ(server->tables()->rows(), 3);
+  for (int k = 0; k < 3; ++k) DenseStep(server.get());
+  ASSERT_EQ(server->global_step(), 3);
+  row_step({3});  // touched at step 3; 1 and 2 were last touched at step 0
+  EXPECT_EQ(server->tables()->rows(), 1);
+  EXPECT_EQ(server->tables()->Find("C1")->Row(1), nullptr);
+  EXPECT_NE(server->tables()->Find("C1")->Row(3), nullptr);
+  EXPECT_EQ(server->stats().table_rows, 1);
+}
+
+TEST_F(ServerTablesTest, AnAccumulateWindowAppliesTheMeanOfItsRowPushesOnceTheStepLeavesIt) {
+  // Two workers' row pushes of one window: id 8's gradients 1 and 3, id 9's 4 in one push only.
+  workers_ = 2;
+  auto windowed = NewServer(true, UpdateMode::kAccumulate, 0, 1);
+  Init(windowed.get());
+  const std::vector<float> before = Rows(windowed.get(), {8, 9});
+  for (int task : {0, 1}) {
+    Message pull = RowPull({8, 9});
+    pull.task_index = task;
+    ASSERT_EQ(Reply(windowed.get(), pull).type, MessageType::kOk);
+    Message push = RowPush({8, 9}, 0.0f);
+    push.task_index = task;
+    push.tensors[0].tensor = Tensor::FromVector(
+        Shape{2, 2}, task == 0 ? std::vector<float>{1, 1, 4, 4} : std::vector<float>{3, 3, 0, 0});
+    const Message reply = Reply(windowed.get(), push);
+    ASSERT_EQ(reply.type, MessageType::kOk) << reply.text;
+    EXPECT_EQ(Rows(windowed.get(), {8, 9}), before) << "applied before its window closed";
+  }
+  DenseStep(windowed.get(), "worker", 0);
+  DenseStep(windowed.get(), "worker", 1);  // N = 2 workers: the window closes, step 1
+  ASSERT_EQ(windowed->global_step(), 1);
+  // The same rows given the window's mean once (2 for id 8, 2 for id 9: 4 over 2 pushes).
+  auto once = NewServer(true, UpdateMode::kAsync, 0, 1);
+  Init(once.get());
+  ASSERT_EQ(Rows(once.get(), {8, 9}), before);
+  ASSERT_EQ(Reply(once.get(), RowPush({8, 9}, 2.0f)).type, MessageType::kOk);
+  EXPECT_EQ(Rows(windowed.get(), {8, 9}), Rows(once.get(), {8, 9}));
 }
 
 TEST_F(ServerTablesTest, RowsAndTheirSlotsComeBackFromTheShardsCheckpoint) {

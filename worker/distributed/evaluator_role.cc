@@ -30,7 +30,7 @@ Status RunEvaluator(const RoleOptions& o) {
   std::unique_ptr<PsClient> client;
   ASSIGN_OR_RETURN(std::unique_ptr<RoleInput> input,
                    OpenRoleInput(s, o, 0, 0, [&](std::vector<std::pair<int, wire::Message>> r) {
-                     return client->ExchangeWithTasks(std::move(r));
+                     return client->ExchangeWithShards(std::move(r));
                    }));
   ASSIGN_OR_RETURN(client, PsClient::Connect(o.ps_hosts, "evaluator", o.task_index,
                                              ServerVariables(model, *input), o.partition_bytes,

@@ -87,14 +87,14 @@ Message PsClient::Request(MessageType type) const {
   return m;
 }
 
-Result<std::vector<Message>> PsClient::ExchangeWithTasks(
+Result<std::vector<Message>> PsClient::ExchangeWithShards(
     std::vector<std::pair<int, Message>> requests) {
   for (auto& [task, m] : requests) {
     m.role = role_;
     m.task_index = task_index_;
     m.incarnation = wire::ProcessIncarnation();
   }
-  return router_->Exchange(requests, kStepTimeout, /*to_tasks=*/true);
+  return router_->Exchange(requests, kStepTimeout);
 }
 
 Message PsClient::StepPull(const std::vector<replication::Partition>& partitions) const {

@@ -135,10 +135,11 @@ class PsClient {
   Status Checkpoint(int64_t step, const std::string& train_dir);
   // Chief: tells every server to exit.
   Status Shutdown();
-  // Sends each request to its server task (embedding rows go to the task that owns them,
-  // common/row_owner.h), with this client's envelope, all at once through the router (retries,
-  // a server's restart); the replies in the order sent.
-  Result<std::vector<wire::Message>> ExchangeWithTasks(
+  // Sends each request to the head of its shard (embedding rows go to the shard that owns them,
+  // common/row_owner.h; with --replicas its head may be another task), with this client's
+  // envelope, all at once through the router (retries, a server's restart, a head's failover);
+  // the replies in the order sent.
+  Result<std::vector<wire::Message>> ExchangeWithShards(
       std::vector<std::pair<int, wire::Message>> requests);
 
   const replication::Sharding& sharding() const { return sharding_; }

@@ -5,7 +5,7 @@
 // backward each owner gets a row push of its ids and their gradient rows. The one-process
 // EmbeddingTables does the same against tables in memory; both are TableRows.
 //
-// Requests leave through `exchange` (PsClient::ExchangeWithTasks in a worker: the router's
+// Requests leave through `exchange` (PsClient::ExchangeWithShards in a worker: the router's
 // retries and restarts apply), so this class holds no connection and tests drive it in-process.
 #pragma once
 
@@ -27,7 +27,8 @@ namespace worker {
 
 class RemoteTables : public TableRows {
  public:
-  // Requests by server task, sent together; the replies in the order sent.
+  // Requests by shard (the owner of their rows, common/row_owner.h), sent together; the replies
+  // in the order sent.
   using Exchange = std::function<Result<std::vector<wire::Message>>(
       std::vector<std::pair<int, wire::Message>> requests)>;
 

@@ -251,7 +251,7 @@ Status WorkerRun::Prepare() {
   ASSIGN_OR_RETURN(device_, ComputeDevice::Open(device, who_));
   ASSIGN_OR_RETURN(input_, OpenRoleInput(*s_, o_, o_.task_index, num_workers_,
                                          [this](std::vector<std::pair<int, wire::Message>> r) {
-                                           return client_->ExchangeWithTasks(std::move(r));
+                                           return client_->ExchangeWithShards(std::move(r));
                                          }));
   synthetic_ = o_.synthetic_step_ms > 0;
   if (synthetic_ && device_->device() != Device::kCpu) {
