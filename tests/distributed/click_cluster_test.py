@@ -27,13 +27,12 @@ import re
 import struct
 import subprocess
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.realpath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "summary"))
 from decode_events import decode_event, read_records  # noqa: E402
-from launched_run import REPO, LocalRun, read  # noqa: E402
+from launched_run import LocalRun, click_config, read  # noqa: E402
 
 EPOCHS = 4
 
@@ -88,14 +87,7 @@ def main():
     parser.add_argument("--train", required=True)
     parser.add_argument("--synth", required=True)
     args = parser.parse_args()
-    data = tempfile.mkdtemp(prefix="pstrain-click-data-")
-    subprocess.run([args.synth, f"--out_dir={data}", "--train_examples=20000",
-                    "--test_examples=4000", "--seed=3"], check=True, stdout=subprocess.DEVNULL)
-    config = os.path.join(data, "widedeep.yaml")
-    with open(os.path.join(REPO, "configs", "widedeep.yaml")) as f:
-        text = f.read().replace("data/ctr/", data + "/")
-    with open(config, "w") as f:
-        f.write(text)
+    config, data = click_config(args.synth, 20000, 4000, 3, "pstrain-click-data-")
     problems = []
 
     # Flags a click model cannot take stop a worker at start, naming the flag.

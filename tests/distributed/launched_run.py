@@ -126,12 +126,28 @@ def latest_step(log_dir):
     return step
 
 
-def check_chief_done(chief_log, target, problems):
-    """The chief's 'done:' line, with a test accuracy of at least `target` (else a problem)."""
-    done = re.search(r"done: global step (\d+), test accuracy ([0-9.]+)", chief_log)
+def check_chief_done(chief_log, target, problems, metric="test accuracy"):
+    """The chief's 'done:' line, with its `metric` ("test accuracy", or a click model's "test
+    AUC") at least `target` (else a problem)."""
+    done = re.search(r"done: global step (\d+), .*?" + metric + r" ([0-9.]+)", chief_log)
     if not done:
-        problems.append("the chief printed no 'done:' line")
+        problems.append(f"the chief printed no 'done:' line with its {metric}")
     elif float(done.group(2)) < target:
-        problems.append(f"test accuracy {done.group(2)} < target {target}")
+        problems.append(f"{metric} {done.group(2)} < target {target}")
     else:
         print(f"chief: {done.group(0)}", flush=True)
+
+
+def click_config(synth, train_examples, test_examples, seed, prefix):
+    """configs/widedeep.yaml reading a fresh synthetic click log (pstrain-synth-ctr `synth`) in a
+    new temporary directory named with `prefix`: (the config's path, the directory)."""
+    data = tempfile.mkdtemp(prefix=prefix)
+    subprocess.run([synth, f"--out_dir={data}", f"--train_examples={train_examples}",
+                    f"--test_examples={test_examples}", f"--seed={seed}"], check=True,
+                   stdout=subprocess.DEVNULL)
+    config = os.path.join(data, "widedeep.yaml")
+    with open(os.path.join(REPO, "configs", "widedeep.yaml")) as f:
+        text = f.read().replace("data/ctr/", data + "/")
+    with open(config, "w") as f:
+        f.write(text)
+    return config, data

@@ -31,14 +31,12 @@ import random
 import re
 import shutil
 import signal
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
-from launched_run import REPO, LocalRun, check_chief_done, read  # noqa: E402
+from launched_run import LocalRun, check_chief_done, click_config, read  # noqa: E402
 
 NUM_PS = 3
 NUM_WORKERS = 2
@@ -95,30 +93,6 @@ def chains_of(map_line):
     return chains
 
 
-def click_config(synth, examples):
-    """configs/widedeep.yaml reading a fresh synthetic click log of `examples` training examples."""
-    data = tempfile.mkdtemp(prefix="pstrain-repl-click-")
-    subprocess.run([synth, f"--out_dir={data}", f"--train_examples={examples}",
-                    "--test_examples=4000", "--seed=5"], check=True, stdout=subprocess.DEVNULL)
-    config = os.path.join(data, "widedeep.yaml")
-    with open(os.path.join(REPO, "configs", "widedeep.yaml")) as f:
-        text = f.read().replace("data/ctr/", data + "/")
-    with open(config, "w") as f:
-        f.write(text)
-    return config
-
-
-def check_chief_auc(chief_log, target, problems):
-    """The chief's 'done:' line, with a test AUC of at least `target` (else a problem)."""
-    done = re.search(r"done: global step \d+, .*test AUC ([0-9.]+)", chief_log)
-    if not done:
-        problems.append("the chief printed no 'done:' line with a test AUC")
-    elif float(done.group(1)) < target:
-        problems.append(f"test AUC {done.group(1)} < target {target}")
-    else:
-        print(f"chief: {done.group(0)}", flush=True)
-
-
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--pstrain", required=True)
@@ -133,7 +107,7 @@ def main():
     steps = epochs * (60000 // 128)
     if args.synth:
         examples = int(os.environ.get("PSTRAIN_REPL_EXAMPLES", "60000"))
-        config = click_config(args.synth, examples)
+        config, _ = click_config(args.synth, examples, 4000, 5, "pstrain-repl-click-")
         steps = epochs * examples // 256
     rng = random.Random(seed)
     kill_steps = sorted(rng.randrange(steps // 10, steps * 7 // 10) for _ in range(kills_wanted))
@@ -267,10 +241,8 @@ def main():
             print(f"shard {shard}: {acked[shard]} acknowledged pushes, all applied, none lost or "
                   "applied twice", flush=True)
 
-    if args.synth:
-        check_chief_auc(logs["worker-0.log"], target, problems)
-    else:
-        check_chief_done(logs["worker-0.log"], target, problems)
+    check_chief_done(logs["worker-0.log"], target, problems,
+                     metric="test AUC" if args.synth else "test accuracy")
 
     if problems:
         print(f"FAIL (seed {seed}; logs kept in {train_dir}):\n  " + "\n  ".join(problems),

@@ -330,7 +330,10 @@ Status RequestRouter::TakeReply(InFlight* f, int server, Message reply,
       k = i;
     }
   }
-  if (k == pending.size()) return Status::OK();
+  if (k == pending.size()) {
+    Stash(server, std::move(reply));  // another exchange's, or a late duplicate
+    return Status::OK();
+  }
   const Status status = wire::StatusOfReply(reply);
   if (!status.ok()) return HandleRefusal(f, k, server, status, backoff);
   pending[k].done = true;
@@ -378,6 +381,9 @@ Status RequestRouter::AwaitUntil(InFlight* f, milliseconds timeout,
       std::this_thread::sleep_for(milliseconds(100));
       continue;
     }
+    RETURN_IF_ERROR(TakeStashed(f, on_reply, &backoff));
+    if (!waits_for(next)) continue;  // a stashed reply answered what this loop waited for
+    RETURN_IF_ERROR(TakeWaitingReplies(f, server, on_reply, &backoff));
     Result<Message> reply = servers_[server]->Receive(milliseconds(250));
     if (!reply.ok()) {
       if (reply.status().code() == StatusCode::kUnavailable) continue;  // 250 ms went by
@@ -386,6 +392,54 @@ Status RequestRouter::AwaitUntil(InFlight* f, milliseconds timeout,
     if (routes_->replicated()) routes_->Observe(reply->map_epoch);
     RETURN_IF_ERROR(TakeReply(f, server, std::move(reply).value(), on_reply, &backoff));
   }
+}
+
+void RequestRouter::Stash(int server, Message reply) {
+  stashed_.push_back({server, std::move(reply)});
+  if (stashed_.size() > kMaxStashed) stashed_.pop_front();  // the oldest: a finished exchange's
+}
+
+Status RequestRouter::TakeStashed(InFlight* f,
+                                  const std::function<void(size_t, const Message&)>& on_reply,
+                                  milliseconds* backoff) {
+  for (auto it = stashed_.begin(); it != stashed_.end();) {
+    const bool ours = std::any_of(f->pending.begin(), f->pending.end(), [&](const Pending& p) {
+      return !p.done && p.server == it->first && p.message.request_id == it->second.request_id;
+    });
+    if (!ours) {
+      ++it;
+      continue;
+    }
+    auto [server, reply] = std::move(*it);
+    it = stashed_.erase(it);
+    RETURN_IF_ERROR(TakeReply(f, server, std::move(reply), on_reply, backoff));
+  }
+  return Status::OK();
+}
+
+// The replies already here from every server but `waited_on` that has requests in flight: left
+// unread while the loop waits on one server, a server with many requests of this client in
+// flight (a click model's row requests, one per table and shard) would find this client's queue
+// full and drop its replies.
+Status RequestRouter::TakeWaitingReplies(
+    InFlight* f, int waited_on, const std::function<void(size_t, const Message&)>& on_reply,
+    milliseconds* backoff) {
+  for (size_t i = 0; i < servers_.size(); ++i) {
+    const int s = static_cast<int>(i);
+    bool waiting = false;
+    for (const Pending& p : f->pending) waiting |= p.server == s && !p.done;
+    if (s == waited_on || !waiting) continue;
+    while (true) {
+      Result<Message> reply = servers_[s]->Receive(milliseconds(0));
+      if (!reply.ok()) {
+        if (reply.status().code() == StatusCode::kUnavailable) break;  // none waiting
+        return reply.status().WithContext(ServerName(s));
+      }
+      if (routes_->replicated()) routes_->Observe(reply->map_epoch);
+      RETURN_IF_ERROR(TakeReply(f, s, std::move(reply).value(), on_reply, backoff));
+    }
+  }
+  return Status::OK();
 }
 
 Status RequestRouter::AwaitSome(InFlight* f, milliseconds timeout,

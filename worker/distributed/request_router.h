@@ -18,6 +18,7 @@
 #pragma once
 
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -93,6 +94,16 @@ class RequestRouter {
   Status FollowRoutes(InFlight* f, std::chrono::milliseconds timeout, TimePoint* deadline,
                       bool* any_down);
   Status InitializeFreshShards(InFlight* f);
+  // A reply no request of the exchange taking it is waiting for: kept for the exchange that sent
+  // it (a step's per-layer pulls or pushed parts are in flight while its rows are exchanged, on
+  // the same connections), the oldest dropped beyond kMaxStashed; and this exchange's taken.
+  void Stash(int server, wire::Message reply);
+  Status TakeStashed(InFlight* f, const std::function<void(size_t, const wire::Message&)>& on_reply,
+                     std::chrono::milliseconds* backoff);
+  // Takes the replies already received from every server but `waited_on` with requests in flight.
+  Status TakeWaitingReplies(InFlight* f, int waited_on,
+                            const std::function<void(size_t, const wire::Message&)>& on_reply,
+                            std::chrono::milliseconds* backoff);
   Status ResendToServers(InFlight* f, std::chrono::milliseconds timeout, TimePoint* deadline,
                          bool* any_down);
   Status HandleRefusal(InFlight* f, size_t k, int server, const Status& status,
@@ -113,6 +124,8 @@ class RequestRouter {
   std::chrono::seconds unavailable_timeout_{600};
   std::mutex fresh_mu_;
   std::vector<int> fresh_;  // shards the chain master restarted empty: the chief initialises them
+  static constexpr size_t kMaxStashed = 1024;
+  std::deque<std::pair<int, wire::Message>> stashed_;  // (server, reply) of other exchanges
 };
 
 }  // namespace worker
