@@ -147,10 +147,14 @@ void WireSeeds(const fs::path& dir) {
   record.pushes = {{"worker", 1, 5, 1, 13, 0, ""}, {"chief", 0, 6, 4, 13, -1, "stale"}};
   record.uses = {{0, 3, 100}, {0, 4, 28}};
   record.link = std::string(32, 'l');
+  record.made_epoch = 2;
+  record.record_tags = {{"ps-1", std::string(32, 't')}, {"ps-2", std::string(32, 'u')}};
   Write(dir, "replicate", WireSeed(record, 0));
   Message copy = record;
   copy.type = MessageType::kReplicaCopy;
   copy.step = 0;
+  copy.made_epoch = 0;
+  copy.record_tags.clear();
   copy.assigns.clear();
   copy.tensors = {{"w", Iota(Shape{2, 3})}, {"w/Momentum", Iota(Shape{2, 3})}};
   copy.text = "fingerprint";

@@ -32,6 +32,7 @@ ParameterServer::ParameterServer(ServerOptions options, std::unique_ptr<Variable
       checkpoints_(std::make_unique<ShardCheckpoints>(ShardDir(), options_.max_to_keep,
                                                       "ps " + std::to_string(options_.task_index),
                                                       options_.before_checkpoint_write)),
+      signature_(options_.keys),
       admission_(PushAdmissionOptions{"ps " + std::to_string(options_.task_index),
                                       options_.one_push_per_pull, options_.outlier_binades,
                                       policy_->TakesParts(), policy_->name()},

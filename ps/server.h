@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "common/wire/curve.h"
 #include "common/wire/message.h"
 #include "common/wire/transport.h"
 #include "ps/barriers.h"
@@ -41,6 +42,7 @@
 #include "ps/permissions.h"
 #include "ps/push_admission.h"
 #include "ps/record_checks.h"
+#include "ps/record_signature.h"
 #include "ps/replica_chain.h"
 #include "ps/server_reply.h"
 #include "ps/server_stats.h"
@@ -92,6 +94,9 @@ struct ServerOptions {
   // Elastic data (docs/replication.md section 6): shard 0 keeps the data ledger when given the
   // examples per epoch (0: off, the modulo split; dataLease is refused as replication is).
   DataLedgerOptions data;
+  // This task's ps-<t> keys (ServerTask sets them from its own; empty: plaintext): a head tags
+  // its records with them, a replica checks its tag (ps/record_signature.h).
+  wire::ClusterKeys keys;
 };
 
 // The shard's update policy works on it through UpdateShard, which it implements privately.
@@ -333,6 +338,7 @@ class ParameterServer : private UpdateShard {
   std::unique_ptr<DataLedger> ledger_;  // elastic data: shard 0 only, when given the data size
   // Replication: this shard's chain (inactive before a map: an unreplicated server).
   ReplicaChain chain_;
+  RecordSignature signature_;    // the head's tags of each record, made here or checked
   std::vector<Waiting> future_;  // replication requests of an epoch this task has not yet seen
   PushAdmission admission_;      // a push's checks before the policy: pace, fields, retry, contents
   std::unique_ptr<TableShard> tables_;  // embedding-table rows this server owns, or null

@@ -49,6 +49,7 @@ std::vector<ParameterServer::Outgoing> ParameterServer::SetChain(const ChainView
   ReplicaChain::View view{chain.epoch, chain.tasks, chain.joining, chain.self};
   ReplicaChain::Change change;
   if (!chain_.Set(view, &change)) return {};
+  signature_.SawMap(chain.epoch, chain_.head_task());
   const std::string me = "ps " + std::to_string(options_.task_index) + ": shard " +
                          std::to_string(options_.shard) + " at map epoch " +
                          std::to_string(chain.epoch);
@@ -155,6 +156,10 @@ int64_t ParameterServer::Replicate(int64_t step, NamedTensors prepared, NamedTen
     record.assigns.push_back(name);
   }
   record.pushes = std::move(pushes);
+  if (Status s = signature_.Sign(chain_.epoch(), &record); !s.ok()) {
+    LOG(ERROR) << "ps " << options_.task_index << ": record " << record.sequence
+               << " goes untagged: " << s.ToString();
+  }
   if (chain_.TakeFirstAsHead()) {
     LOG(INFO) << "ps " << options_.task_index << ": applied update " << record.sequence
               << " as head of shard " << options_.shard << " (step " << global_step_
@@ -269,8 +274,9 @@ Status ParameterServer::CheckRecord(const Message& record) const {
                               " has no copy yet to apply record " +
                               std::to_string(record.sequence) + " to");
   }
-  return CheckRecordFollows(record, {options_.shard, chain_.records(), chain_.link(), global_step_,
-                                     *store_, options_.cluster.workers});
+  RETURN_IF_ERROR(CheckRecordFollows(record, {options_.shard, chain_.records(), chain_.link(),
+                                              global_step_, *store_, options_.cluster.workers}));
+  return signature_.Check(record);
 }
 
 void ParameterServer::InstallPush(const wire::PushEntry& e, int64_t record) {
@@ -324,6 +330,7 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandleReplicate(const st
   } else {
     ApplyDenseRecord(record);
   }
+  signature_.Took(record);
   Message forward = record;
   forward.task_index = options_.task_index;
   forward.incarnation = wire::ProcessIncarnation();
@@ -385,6 +392,7 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandleReplicaCopy(const 
         "'; replicas must run the same binary and train config"));
   }
   if (Status s = InstallSnapshot(copy); !s.ok()) return refuse(s);
+  signature_.Reset();
   LOG(INFO) << "ps " << options_.task_index << ": shard " << options_.shard
             << ": installed the copy"
             << " of task " << copy.task_index << " at record " << copy.sequence << ", step "

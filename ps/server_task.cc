@@ -44,6 +44,7 @@ Result<std::unique_ptr<ServerTask>> ServerTask::Create(ServerTaskOptions options
                                                        std::unique_ptr<wire::ServerSocket> socket) {
   if (!options.new_store) return InvalidArgument("a server task needs new_store");
   ASSIGN_OR_RETURN(std::unique_ptr<VariableStore> store, options.new_store());
+  options.server.keys = options.keys;  // a head tags its records, a replica checks them
   std::unique_ptr<ServerTask> task(new ServerTask(std::move(options), std::move(socket)));
   ServerOptions own = task->options_.server;
   own.shard = task->self();

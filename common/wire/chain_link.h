@@ -10,6 +10,7 @@
 
 #include <string>
 
+#include "common/wire/keyed_hash.h"
 #include "common/wire/message.h"
 
 namespace pstrain {
@@ -24,6 +25,10 @@ std::string NewChainLink();
 // sequence, steps, the tensors' names and sizes, assigns and retry-cache entries), not the
 // sender's own fields, which change hop by hop.
 std::string NextChainLink(const std::string& link, const Message& record);
+
+// Writes into `h` what the link covers of `record` (the head's tags cover it too, and more:
+// record_tag.h).
+void HashRecordPlace(const Message& record, KeyedHash* h);
 
 }  // namespace wire
 }  // namespace pstrain

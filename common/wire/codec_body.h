@@ -51,6 +51,8 @@ class Written {
   const std::string& link() { return Take(kLink, m_.link); }
   TensorDType pull_dtype() { return Take(kPullDtype, m_.pull_dtype); }
   const std::vector<int64_t>& ids() { return Take(kIds, m_.ids); }
+  uint64_t made_epoch() { return Take(kMadeEpoch, m_.made_epoch); }
+  const std::vector<MapProof>& record_tags() { return Take(kRecordTags, m_.record_tags); }
 
   // InvalidArgument naming the first field the message carries (holds a value other than its
   // default) that was not written: "a pull carries no 'sequence' (...)".
@@ -76,6 +78,8 @@ class Written {
     kLink,
     kPullDtype,
     kIds,
+    kMadeEpoch,
+    kRecordTags,
   };
   template <typename T>
   const T& Take(Field f, const T& field) {
@@ -152,6 +156,9 @@ Status ReadUses(capnp::List<schema::ChunkUse>::Reader list, const Received& r);
 void WriteMapProofs(const std::vector<MapProof>& proofs,
                     capnp::List<schema::MapProof>::Builder list);
 Status ReadMapProofs(capnp::List<schema::MapProof>::Reader list, const Received& r);
+// Key-named tags (map proofs, a record's tags) into `tags`; `what` names them in errors.
+Status ReadKeyTags(capnp::List<schema::MapProof>::Reader list, const char* what, const Received& r,
+                   std::vector<MapProof>* tags);
 
 // "unknown <what> 12 from worker 1; known are 0 (register) to 9 (data lease)".
 Status UnknownType(const char* what, unsigned which, const Received& r, const char* first,

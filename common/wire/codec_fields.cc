@@ -46,11 +46,14 @@ Status Written::Unwritten() const {
                                             {kCaughtUp, !m_.caught_up.empty()},
                                             {kLink, !m_.link.empty()},
                                             {kPullDtype, m_.pull_dtype != TensorDType::kFloat32},
-                                            {kIds, !m_.ids.empty()}};
+                                            {kIds, !m_.ids.empty()},
+                                            {kMadeEpoch, m_.made_epoch != 0},
+                                            {kRecordTags, !m_.record_tags.empty()}};
   // As wire::Message names them.
-  const char* names[] = {"step",    "value",     "text",     "names",     "tensors",   "sequence",
-                         "assigns", "root",      "steps",    "errorCode", "pushes",    "chains",
-                         "uses",    "mapProofs", "caughtUp", "link",      "pullDtype", "ids"};
+  const char* names[] = {"step",     "value",     "text", "names",     "tensors",
+                         "sequence", "assigns",   "root", "steps",     "errorCode",
+                         "pushes",   "chains",    "uses", "mapProofs", "caughtUp",
+                         "link",     "pullDtype", "ids",  "madeEpoch", "recordTags"};
   static_assert(sizeof(names) / sizeof(names[0]) == sizeof(carried) / sizeof(carried[0]));
   for (const auto& [field, set] : carried) {
     if (set && !(written_ & (1u << field))) {
@@ -211,9 +214,14 @@ void WriteMapProofs(const std::vector<MapProof>& proofs,
 }
 
 Status ReadMapProofs(capnp::List<schema::MapProof>::Reader list, const Received& r) {
-  RETURN_IF_ERROR(CheckEntryCount<schema::MapProof>(list, "map proofs", r));
+  return ReadKeyTags(list, "map proofs", r, &r.m->map_proofs);
+}
+
+Status ReadKeyTags(capnp::List<schema::MapProof>::Reader list, const char* what, const Received& r,
+                   std::vector<MapProof>* tags) {
+  RETURN_IF_ERROR(CheckEntryCount<schema::MapProof>(list, what, r));
   for (const auto proof : list) {
-    r.m->map_proofs.push_back({TextOf(proof.getName()), BytesOf(proof.getTag())});
+    tags->push_back({TextOf(proof.getName()), BytesOf(proof.getTag())});
   }
   return Status::OK();
 }

@@ -16,6 +16,8 @@ Status WriteReplicationRequest(Written& w, schema::ReplicationRequest::Builder b
       p.setAppliedAt(w.step());
       p.setStepAfter(w.value());
       if (!w.link().empty()) p.setLink(AsData(w.link()));
+      p.setMadeEpoch(w.made_epoch());
+      WriteMapProofs(w.record_tags(), p.initTags(w.record_tags().size()));
       WriteUses(w.uses(), p.initUses(w.uses().size()));
       RETURN_IF_ERROR(WritePushes(w.pushes(), type, p.initPushes(w.pushes().size())));
       RETURN_IF_ERROR(WriteNames(w.assigns(), "assign", type, p.initAssigns(w.assigns().size())));
@@ -46,6 +48,8 @@ Status ReadReplicationRequest(schema::ReplicationRequest::Reader b, Received& r)
       m.step = p.getAppliedAt();
       m.value = p.getStepAfter();
       m.link = BytesOf(p.getLink());
+      m.made_epoch = p.getMadeEpoch();
+      RETURN_IF_ERROR(ReadKeyTags(p.getTags(), "record tags", r, &m.record_tags));
       RETURN_IF_ERROR(ReadNames(p.getAssigns(), "assign", r, &m.assigns));
       RETURN_IF_ERROR(ReadPushes(p.getPushes(), r));
       RETURN_IF_ERROR(ReadUses(p.getUses(), r));

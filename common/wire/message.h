@@ -21,8 +21,9 @@ namespace wire {
 // 5: replication records and copies carry the chain's link (chain_link.h); 6: one schema per
 // protocol, a struct per request type (pstrain.capnp); 7: tensor frames may be bfloat16, and a
 // pull may ask for its reply in it (--push_dtype=bf16); 8: embedding-table rows (row pull, row
-// push), their ids in a frame of their own
-constexpr uint32_t kProtocolVersion = 8;
+// push), their ids in a frame of their own; 9: a record carries the epoch its head made it under
+// and the head's tags of its content (record_tag.h)
+constexpr uint32_t kProtocolVersion = 9;
 
 // Each request type has its own fields (besides the envelope every message carries: role,
 // task_index, incarnation, request_id, shard, map_epoch), its struct's in pstrain.capnp: Encode
@@ -116,7 +117,8 @@ struct Chain {
 };
 bool operator==(const Chain& a, const Chain& b);
 
-// The chief's proof of a shard map for the client whose key is `name` (map_proof.h).
+// The chief's proof of a shard map for the client whose key is `name` (map_proof.h); also a
+// head's tag of a replication record for the server whose key is `name` (record_tag.h).
 struct MapProof {
   std::string name;
   std::string tag;  // 32 bytes
@@ -165,6 +167,11 @@ struct Message {
   // Replicate: the chain's link before this record; replica copy: after the copied records
   // (chain_link.h). 32 bytes.
   std::string link;
+  // Replicate: the map epoch under which the shard's head made the record (the envelope's
+  // map_epoch is each sender's own), and the head's tags of it, one per server key that may take
+  // it (record_tag.h). Both pass down the chain unchanged.
+  uint64_t made_epoch = 0;
+  std::vector<MapProof> record_tags;
 };
 
 // A non-zero id for this process, drawn once, that grows with the process's start time: of two

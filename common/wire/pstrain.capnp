@@ -247,6 +247,10 @@ struct Replicate {
   uses @6 :List(ChunkUse);
   # The chain's link before this record (chain_link.h), 32 bytes.
   link @7 :Data;
+  # The map epoch its head made it under, and the head's tags of it, one per server key that
+  # may take it (record_tag.h); both pass down the chain unchanged.
+  madeEpoch @8 :UInt64;
+  tags @9 :List(MapProof);
 }
 
 # Tail to joining task: a snapshot of the shard at record `record`.

@@ -20,7 +20,6 @@
 #include <fstream>
 #include <thread>
 
-#include "common/wire/chain_link.h"
 #include "common/wire/codec.h"
 #include "common/wire/curve.h"
 #include "common/wire/request.h"
@@ -633,99 +632,6 @@ TEST(HostileTrainingTest, UnderTheDefaultFlagsAMessageNeverFinishedIsCutNearAWor
   ExpectAnUnfinishedMessageCutWhileAWorkerTrains(
       "unfinished_default", {},
       "a client's messages up to 17 MiB (a push of every variable: 40 B)");
-}
-
-// A server's key used from elsewhere, against a real backup: ps-1 is the tail of
-// shard 0's chain behind ps-0. The test speaks for the real ps-0 (its copy, then its records) and,
-// over another connection with ps-0's key, for a forger who has not seen the chain's copy. The
-// forger's records carry the right sender and sequence, but not the chain's link: they are refused
-// and change nothing, and the real records after them are taken (the backup used to apply the
-// forged one, then take the real one for a resend, diverge and refuse every later record).
-TEST(HostileReplicaTest, ARecordForgedWithThePredecessorsKeyChangesNothing) {
-  CurveServerProcess ps("forged_record", 0, /*servers=*/2);
-  const std::string hosts = "127.0.0.1:" + std::to_string(testing::PickPort()) +
-                            ",127.0.0.1:" + std::to_string(ps.port());
-  ps.Start(ps.keys() + "/ps-1", {"--task_index=1", "--replicas=1", "--ps_hosts=" + hosts});
-  auto open = [&](const std::string& dir, const std::string& job, int task) {
-    auto keys = wire::LoadClusterKeys(ps.keys() + "/" + dir, job, task);
-    CHECK(keys.ok()) << keys.status().ToString();
-    auto c = wire::Connection::Connect(ps.endpoint(), {}, keys->ForClientOf(1).value());
-    CHECK(c.ok()) << c.status().ToString();
-    return std::move(c).value();
-  };
-  auto chief = open("worker-0", "worker", 0);
-  auto predecessor = open("ps-0", "ps", 0);
-  auto forger = open("ps-0", "ps", 0);
-  auto set_map = [&](uint64_t epoch, std::vector<int> tasks, std::vector<int> joining) {
-    Message map = FromThisProcess(MessageType::kShardMap, "chief", 0);
-    map.map_epoch = epoch;
-    map.chains = {{0, tasks, joining}, {1, {1}, {}}};
-    for (int i = 0;; ++i) {
-      auto r = chief->Call(map, milliseconds(500));
-      if (r.ok()) break;
-      ASSERT_TRUE(r.status().code() == StatusCode::kUnavailable && i < 40) << r.status().ToString();
-    }
-  };
-  set_map(1, {0}, {1});  // ps-1 joins shard 0 behind ps-0
-
-  // ps-0's copy, made with the server's own fingerprint (its refusal of a copy names it).
-  const std::string link = wire::NewChainLink();
-  Message copy = FromThisProcess(MessageType::kReplicaCopy, "ps", 0);
-  copy.shard = 0;
-  copy.map_epoch = 1;
-  copy.link = link;
-  copy.tensors.push_back({"fc/weights", Tensor::Filled(Shape{2, 4}, 1.0f)});
-  copy.text = "?";
-  auto refused = predecessor->Call(copy, milliseconds(5000));
-  ASSERT_FALSE(refused.ok());
-  const std::string why = refused.status().message();
-  const size_t from = why.find("this server '") + 13, to = why.find("'; replicas");
-  ASSERT_TRUE(from > 13 && to != std::string::npos && to > from) << why;
-  copy.text = why.substr(from, to - from);
-  auto installed = predecessor->Call(copy, milliseconds(5000));
-  ASSERT_TRUE(installed.ok()) << installed.status().ToString();
-  set_map(2, {0, 1}, {});  // now ps-1 is the tail, ps-0 its predecessor
-
-  Message real = FromThisProcess(MessageType::kReplicate, "ps", 0);
-  real.shard = 0;
-  real.map_epoch = 2;
-  real.link = link;
-  for (uint64_t sequence = 1; sequence <= 2; ++sequence) {
-    Message forged = real;
-    forged.sequence = sequence;
-    forged.value = static_cast<int64_t>(sequence);
-    forged.tensors = {{"fc/weights", Tensor::Filled(Shape{2, 4}, 1000.0f)}};
-    for (const std::string& guess : {wire::NewChainLink(), std::string()}) {
-      forged.link = guess;
-      auto r = forger->Call(forged, milliseconds(5000));
-      ASSERT_FALSE(r.ok()) << "forged record " << sequence << " was taken";
-      EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status().ToString();
-      EXPECT_NE(r.status().message().find("does not follow the records this replica of shard 0"),
-                std::string::npos)
-          << r.status().ToString();
-    }
-    // The real ps-0's record, a zero gradient: the step moves, the weights do not.
-    real.sequence = sequence;
-    real.value = static_cast<int64_t>(sequence);
-    real.tensors = {{"fc/weights", Tensor::Filled(Shape{2, 4}, 0.0f)}};
-    auto taken = predecessor->Call(real, milliseconds(5000));
-    ASSERT_TRUE(taken.ok()) << "real record " << sequence << ": " << taken.status().ToString();
-    EXPECT_EQ(taken->sequence, sequence) << "acknowledged up to it";
-    real.link = wire::NextChainLink(real.link, real);
-  }
-
-  // ps-1 takes over as head: it serves the chief what the real records made.
-  set_map(3, {1}, {});
-  Message pull = FromThisProcess(MessageType::kPull, "chief", 0);
-  pull.shard = 0;
-  pull.names = {"fc/weights"};
-  auto values = chief->Call(pull, milliseconds(5000));
-  ASSERT_TRUE(values.ok()) << values.status().ToString();
-  EXPECT_EQ(values->step, 2);
-  for (int64_t i = 0; i < 8; ++i) {
-    EXPECT_FLOAT_EQ(values->tensors.at(0).tensor[i], 1.0f) << "a forged record moved the weights";
-  }
-  EXPECT_TRUE(ps.Alive());
 }
 
 // A server's copy to a joiner is its first message on a fresh TCP connection (CURVE, no

@@ -19,7 +19,8 @@ digest covers its rows too, and the target is the chief's test AUC (PSTRAIN_REPL
 
 Environment: PSTRAIN_REPL_SEED (default 2026) picks the shards and moments; PSTRAIN_REPL_KILLS
 (default 3); PSTRAIN_REPL_TARGET (default 0.85) the accuracy; PSTRAIN_REPL_EPOCHS (default 2);
-PSTRAIN_REPL_CONFIG (default smallnet.yaml) the model's file in configs/; PSTRAIN_REPL_KEEP=1 keeps
+PSTRAIN_REPL_CONFIG (default smallnet.yaml) the model's file in configs/; PSTRAIN_REPL_REPLICAS
+(default 1; 2 makes chains of 3, whose middle replicas forward records); PSTRAIN_REPL_KEEP=1 keeps
 the train_dir. CI runs the defaults; the measured run of docs/replication.md is
 PSTRAIN_REPL_CONFIG=refnet.yaml PSTRAIN_REPL_KILLS=5 PSTRAIN_REPL_EPOCHS=3.
 """
@@ -101,6 +102,7 @@ def main():
     kills_wanted = int(os.environ.get("PSTRAIN_REPL_KILLS", "3"))
     target = float(os.environ.get("PSTRAIN_REPL_TARGET", "0.7" if args.synth else "0.85"))
     epochs = int(os.environ.get("PSTRAIN_REPL_EPOCHS", "2"))
+    replicas = int(os.environ.get("PSTRAIN_REPL_REPLICAS", "1"))
     config = os.environ.get("PSTRAIN_REPL_CONFIG", "smallnet.yaml")
     steps = epochs * (60000 // 128)
     if args.synth:
@@ -115,7 +117,7 @@ def main():
                    flags=f"epochs: {epochs}, save_checkpoints_secs: 0, log_every_n_steps: 25, "
                    "ps_unavailable_timeout_secs: 120",
                    restart="policy: on_failure, max_restarts: 10, backoff_secs: 1",
-                   extra="replicas: 1\n", config=config)
+                   extra=f"replicas: {replicas}\n", config=config)
     train_dir, log_dir = run.train_dir, run.log_dir
     launcher = run.start()
     names = [f"ps-{k}.log" for k in range(NUM_PS)] + [f"worker-{k}.log" for k in range(NUM_WORKERS)]
@@ -138,7 +140,8 @@ def main():
 
     def fully_replicated():
         _, chains = current_map()
-        return len(chains) == NUM_PS and all(len(m) == 2 and not j for m, j in chains.values())
+        return len(chains) == NUM_PS and all(len(m) == 1 + replicas and not j
+                                             for m, j in chains.values())
 
     problems = []
     try:
@@ -218,8 +221,9 @@ def main():
             problems.append(f"a replica of shard {shard} holds no table rows: {rows.get(shard)}")
     replicas_seen = sum(len(re.findall(r"shard \d+ \((?:head|backup)\) at step", logs[f"ps-{k}.log"]))
                         for k in range(NUM_PS))
-    if replicas_seen < 2 * NUM_PS:
-        problems.append(f"only {replicas_seen} replica lines at shutdown, expected {2 * NUM_PS}")
+    if replicas_seen < (1 + replicas) * NUM_PS:
+        problems.append(f"only {replicas_seen} replica lines at shutdown, expected "
+                        f"{(1 + replicas) * NUM_PS}")
 
     # No acknowledged update lost: each shard applied exactly the pushes its workers saw answered.
     acked = {}

@@ -4,15 +4,18 @@
 // so that each test can hold, lose or reorder what a network would.
 #include <gtest/gtest.h>
 #include <omp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <deque>
+#include <filesystem>
 #include <map>
 #include <random>
 #include <thread>
 
+#include "common/wire/curve.h"
 #include "ps/parallel.h"
 #include "ps/server.h"
 
@@ -39,6 +42,7 @@ struct Options {
   int accumulate_n = 0;
   int64_t max_staleness = 0;
   std::string config = kSgd;
+  std::string keys_dir;  // a cluster's keys (wire::WriteClusterKeys): records are tagged
 };
 
 // The servers of shard 0 on tasks 0..n-1 and the messages between them.
@@ -58,6 +62,10 @@ class Cluster {
     so.num_workers = options_.workers;
     so.accumulate_n = options_.accumulate_n;
     so.max_staleness = options_.max_staleness;
+    if (!options_.keys_dir.empty()) {
+      const std::string t = std::to_string(task);
+      so.keys = wire::LoadClusterKeys(options_.keys_dir + "/ps-" + t, "ps", task).value();
+    }
     auto parsed = ConfigNode::Parse(config, "train");
     return std::make_unique<ParameterServer>(so, VariableStore::FromConfig(*parsed).value());
   }
@@ -603,6 +611,48 @@ TEST(ReplicaChainTest, AMiddleThatDiesLeavesItsRecordsToBeSentAgainToTheTail) {
   for (const auto& r : c.replies) EXPECT_EQ(r.message.type, MessageType::kOk);
   EXPECT_EQ(c.at(2).global_step(), 3) << "record 2 held already, record 3 applied";
   ExpectBitwiseEqual(c.at(0), c.at(2));
+}
+
+// With keys: the dead head's record still on its way down the chain is taken by its tag (the head
+// of the epoch it was made under), the new head's records by the new head's, and a record the
+// new head's successor receives altered is refused naming the head.
+TEST(ReplicaChainTest, AfterAFailoverEachRecordIsCheckedAgainstTheHeadThatMadeIt) {
+  Options o;
+  o.keys_dir = ::testing::TempDir() + "/replica_chain_keys_" + std::to_string(getpid());
+  std::filesystem::remove_all(o.keys_dir);
+  ASSERT_TRUE(wire::WriteClusterKeys(o.keys_dir, 3, 2, 0).ok());
+  Cluster c(3, o);
+  c.Initialize({0, 1, 2});
+  c.SetChain(1, {0, 1, 2});
+  c.Push(0, 0, 0, 1.0f);
+  c.Run();
+  c.Push(0, 0, 1, 2.0f);
+  c.Step();  // record 2 is with the middle, on its way to the tail
+  ASSERT_EQ(c.wire.size(), 1u);
+  c.SetChain(2, {1, 2}, {}, {1, 2});  // the head dies
+  c.Run();
+  EXPECT_EQ(c.at(2).global_step(), 2) << "the dead head's record was refused";
+  c.Push(1, 1, 1, 4.0f);  // the new head's own record
+  c.Run();
+  EXPECT_EQ(c.at(2).global_step(), 3) << "the new head's record was refused";
+  ExpectBitwiseEqual(c.at(1), c.at(2));
+  for (const auto& r : c.replies) EXPECT_EQ(r.message.type, MessageType::kOk) << r.message.text;
+
+  c.Push(1, 0, 2, 8.0f);
+  ASSERT_EQ(c.wire.size(), 1u);
+  Tensor altered = c.wire.front().message.tensors.at(0).tensor.Clone();
+  altered.data()[0] += 1.0f;
+  c.wire.front().message.tensors.at(0).tensor = altered;
+  c.Step();
+  ASSERT_EQ(c.wire.size(), 1u);
+  const Message& refusal = c.wire.front().message;
+  EXPECT_EQ(refusal.type, MessageType::kError);
+  EXPECT_NE(refusal.text.find("record 4 of shard 0 (head: task 1) carries a tag for ps-2 that "),
+            std::string::npos)
+      << refusal.text;
+  EXPECT_EQ(c.at(2).global_step(), 3);
+  EXPECT_FLOAT_EQ(c.at(2).store().Value("w")[0], 10.0f - 1 - 2 - 4) << "the altered record moved w";
+  std::filesystem::remove_all(o.keys_dir);
 }
 
 TEST(ReplicaChainTest, AMalformedRecordIsRefusedByNameAndChangesNothing) {

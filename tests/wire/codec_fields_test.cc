@@ -174,6 +174,8 @@ Message Record(MessageType type = MessageType::kReplicate) {
   m.assigns = {"bn/mean"};
   m.pushes = {{"worker", 1, 5, 3, 11, 0, ""}};
   m.uses = {{0, 4, 128}};
+  m.made_epoch = 2;
+  m.record_tags = {{"ps-0", std::string(32, 't')}, {"ps-2", std::string(32, 'u')}};
   return m;
 }
 
@@ -228,6 +230,13 @@ TEST(CodecFieldsTest, AReplicateCarryingAPushFieldIsRefused) {
            "a push carries no 'pushes'", "pushes"},
           {MessageType::kReplicaCopy, [](Message* m) { m->step = 3; },
            "a replica copy carries no 'step'", "step"},
+          {MessageType::kReplicaCopy,
+           [](Message* m) {
+             m->record_tags = {{"ps-1", std::string(32, 't')}};
+           },
+           "a replica copy carries no 'recordTags'", "recordTags"},
+          {MessageType::kPush, [](Message* m) { m->made_epoch = 4; },
+           "a push carries no 'madeEpoch'", "madeEpoch"},
           {MessageType::kShardMap,
            [](Message* m) {
              m->uses = {{0, 1, 2}};

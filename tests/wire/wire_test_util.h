@@ -191,11 +191,15 @@ inline void ExpectSameMessage(const Message& a, const Message& b) {
   EXPECT_EQ(a.pushes, b.pushes) << type;
   EXPECT_EQ(a.chains, b.chains) << type;
   EXPECT_EQ(a.uses, b.uses) << type;
-  ASSERT_EQ(a.map_proofs.size(), b.map_proofs.size()) << type;
-  for (size_t i = 0; i < a.map_proofs.size(); ++i) {
-    EXPECT_EQ(a.map_proofs[i].name, b.map_proofs[i].name) << type;
-    EXPECT_EQ(a.map_proofs[i].tag, b.map_proofs[i].tag) << type;
+  for (const auto* tags : {&a.map_proofs, &a.record_tags}) {
+    const auto& other = tags == &a.map_proofs ? b.map_proofs : b.record_tags;
+    ASSERT_EQ(tags->size(), other.size()) << type;
+    for (size_t i = 0; i < tags->size(); ++i) {
+      EXPECT_EQ((*tags)[i].name, other[i].name) << type;
+      EXPECT_EQ((*tags)[i].tag, other[i].tag) << type;
+    }
   }
+  EXPECT_EQ(a.made_epoch, b.made_epoch) << type;
   EXPECT_EQ(a.caught_up, b.caught_up) << type;
   EXPECT_EQ(a.link, b.link) << type;
   EXPECT_EQ(a.pull_dtype, b.pull_dtype) << type;
