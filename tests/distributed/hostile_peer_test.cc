@@ -20,6 +20,7 @@
 #include <fstream>
 #include <thread>
 
+#include "common/wire/chain_link.h"
 #include "common/wire/codec.h"
 #include "common/wire/curve.h"
 #include "common/wire/request.h"
