@@ -41,7 +41,8 @@ Status TableShard::Upsert(const std::map<std::string, Tensor>& tensors, int64_t 
     if (!rows.ok()) return rows.status().WithContext(Me() + ": table '" + name + "'");
     if (!rows->ids.empty()) changed[name] = std::move(rows).value();
   }
-  for (const auto& [name, tensor] : tensors) {
+  for (const auto& entry : tensors) {
+    const std::string& name = entry.first;
     const bool known = std::any_of(tables_.begin(), tables_.end(), [&](const auto& t) {
       const TableTensorNames names = NamesOf(t.first, options_.server);
       return name == names.ids || name.rfind(names.values, 0) == 0;
