@@ -42,7 +42,7 @@ Status RunParameterServer(const PsRoleOptions& o) {
                    wire::ListenEndpoint(o.bind_host_port, o.curve.curve(), o.insecure, who));
   ASSIGN_OR_RETURN(auto socket, wire::ServerSocket::Bind(listen, o.limits, o.curve.ForServer()));
   socket->BoundPeerMessages(bound.client_bytes, bound.server_bytes);
-  LOG(INFO) << who << ": cuts a TCP connection holding more of an unfinished message than "
+  LOG(INFO) << who << ": cuts a connection holding more of an unfinished message than "
             << DescribeBound(bound);
   if (o.curve.curve()) {
     LOG(INFO) << "ps " << o.server.task_index << ": CURVE authentication on (keys from "

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <utility>
 
 namespace pstrain {
@@ -56,6 +57,11 @@ std::string ConnectionGuard::PeerAddress(int fd) {
       const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&addr);
       inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
       port = ntohs(in6->sin6_port);
+    } else if (addr.ss_family == AF_UNIX) {
+      ucred peer{};
+      socklen_t peer_size = sizeof(peer);
+      snprintf(host, sizeof(host), "localhost");
+      if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &peer_size) == 0) port = peer.pid;
     }
   }
   return std::string(host) + ":" + std::to_string(port);
@@ -71,13 +77,13 @@ bool ConnectionGuard::IsServerKey(const std::string& identity) {
   return identity.rfind("ps-", 0) == 0;
 }
 
-ConnectionGuard::ConnectionGuard(const MessageLimits& limits, int queued_messages, bool curve,
+ConnectionGuard::ConnectionGuard(const MessageLimits& limits, int queued_messages, Link link,
                                  BytesRead bytes_read, MayBeServer may_be_server)
     : bytes_read_(std::move(bytes_read)),
       may_be_server_(std::move(may_be_server)),
       limits_(limits),
       queued_messages_(queued_messages),
-      curve_(curve) {
+      link_(link) {
   SetMessageBounds(limits.max_total_bytes, limits.max_total_bytes);
 }
 
@@ -90,7 +96,8 @@ void ConnectionGuard::SetMessageBounds(uint64_t client_bytes, uint64_t server_by
 ConnectionGuard::Bounds ConnectionGuard::BoundsFor(uint64_t message_bytes) const {
   // The largest message, as the kernel counts it: its bytes plus the framing of every frame the
   // limits allow.
-  const uint64_t message = message_bytes + limits_.max_frames * WireBytes(0, curve_) +
+  const uint64_t message = message_bytes +
+                           limits_.max_frames * WireBytes(0, link_ == Link::kCurve) +
                            limits_.max_frames * 7;  // each frame's size in eight bytes
   Bounds b;
   b.unfinished = message + kConnectionSlack;
@@ -104,7 +111,7 @@ PeerKind ConnectionGuard::KindOf(int fd, const Entry& entry, uint64_t held) cons
   if (!entry.identity.empty()) {
     return IsServerKey(entry.identity) ? PeerKind::kServer : PeerKind::kClient;
   }
-  if (!curve_) return PeerKind::kServer;  // plaintext: no key names anyone
+  if (link_ == Link::kPlaintext) return PeerKind::kServer;  // no key names anyone
   // Asked only of a connection a client may not hold so much on.
   if (held <= unfinished_bound(PeerKind::kClient)) return PeerKind::kClient;
   return may_be_server_ && may_be_server_(fd) ? PeerKind::kServer : PeerKind::kClient;

@@ -1,4 +1,4 @@
-// What one peer's TCP connection may make a server hold before its message is delivered.
+// What one peer's connection may make a server hold before its message is delivered.
 // ZeroMQ's queue limit counts whole messages and its size limit single frames: the frames of a
 // message still arriving stay in ZeroMQ, out of the application's sight, until the last one, so
 // a peer that never finishes a message could grow the server without bound. The kernel counts
@@ -15,10 +15,10 @@
 // replica copies, every other key only what its role sends. A connection is known by the key
 // name its delivered messages carry; until one came whole, it gets a server's bound only if a
 // server key was let in from its host (its copy may be its first message), and in plaintext,
-// where no key names anyone, every connection gets a server's bound. Unix (ipc://) sockets count
-// no bytes and are not guarded: only processes of the server's own user can reach them
-// (same_host.h), and those can stop the server anyway. Inside the wire library; what it judges
-// comes from the counters it is given, so that tests drive it directly.
+// where no key names anyone, every connection gets a server's bound. Same-host Unix (ipc://)
+// sockets are guarded alike: the kernel keeps no count of a Unix connection's bytes, so the
+// process keeps its own (unix_read_count.h). Inside the wire library; what it judges comes from
+// the counters it is given, so that tests drive it directly.
 #pragma once
 
 #include <cstdint>
@@ -41,6 +41,11 @@ struct OverfullConnection {
   uint64_t bound_bytes = 0;
 };
 
+// What a guarded socket speaks, which sets the framing the guard counts and whether a delivered
+// message names its sender's key: plaintext TCP or ipc (no key), CURVE over TCP, or PLAIN
+// with a same-host proof over ipc (same_host.h: each message names its key, framed as plaintext).
+enum class Link { kPlaintext = 0, kCurve = 1, kSameHost = 2 };
+
 // Whose bound a connection gets: a server's key sends replica copies, larger than what any
 // other role sends.
 enum class PeerKind { kClient = 0, kServer = 1 };
@@ -54,10 +59,10 @@ class ConnectionGuard {
   // (one was let in from its host).
   using MayBeServer = std::function<bool(int fd)>;
 
-  // `queued_messages`: how many whole messages the socket may buffer per peer. `curve`: whether
-  // the connections speak CURVE (its framing is larger, and their messages name their keys).
-  // Until SetMessageBounds, every peer may send a message of the limits' max_total_bytes.
-  ConnectionGuard(const MessageLimits& limits, int queued_messages, bool curve,
+  // `queued_messages`: how many whole messages the socket may buffer per peer. `link`: what the
+  // connections speak. Until SetMessageBounds, every peer may send a message of the limits'
+  // max_total_bytes.
+  ConnectionGuard(const MessageLimits& limits, int queued_messages, Link link,
                   BytesRead bytes_read = KernelBytesRead, MayBeServer may_be_server = nullptr);
 
   // The largest message (its frames' bytes) a server's key and any other key may send, each at
@@ -74,7 +79,8 @@ class ConnectionGuard {
   // close(): the descriptor is ZeroMQ's, which then reads the end of the stream, drops the
   // connection and frees what it held of it.
   static std::string Cut(int fd);
-  // The peer's address of connection `fd` ("10.0.0.7:51234"; "?:0" when unknown).
+  // The peer's address of connection `fd` ("10.0.0.7:51234"; a Unix socket's peer process
+  // "localhost:<pid>"; "?:0" when unknown).
   static std::string PeerAddress(int fd);
 
   void Opened(int fd);
@@ -123,7 +129,7 @@ class ConnectionGuard {
   MayBeServer may_be_server_;
   MessageLimits limits_;
   int queued_messages_;
-  bool curve_;
+  Link link_;
   Bounds bounds_[2];  // by PeerKind
 };
 

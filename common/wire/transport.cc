@@ -14,6 +14,7 @@
 #include "common/wire/connection_guard.h"
 #include "common/wire/handshake_monitor.h"
 #include "common/wire/same_host_proof.h"
+#include "common/wire/unix_read_count.h"
 #include "common/wire/zap_handler.h"
 #include "common/wire/zmq_context.h"
 
@@ -326,7 +327,7 @@ namespace {
 struct Listener {
   std::unique_ptr<ZapDomain> zap;  // with keys; outlives the socket, so no client slips in
   void* socket = nullptr;
-  std::unique_ptr<ConnectionGuard> guard;  // TCP only; fed by the monitor, so it outlives it
+  std::unique_ptr<ConnectionGuard> guard;  // fed by the monitor, so it outlives it
   std::unique_ptr<HandshakeMonitor> monitor;
   std::string endpoint;
   bool curve = false;
@@ -352,27 +353,28 @@ Result<std::unique_ptr<Listener>> Listen(const std::string& endpoint, const Mess
   ASSIGN_OR_RETURN(l->socket, NewSocket(ZMQ_ROUTER, limits, endpoint));
   RETURN_IF_ERROR(ApplySecurity(l->socket, security, l->zap ? l->zap->name() : "", endpoint));
   l->curve = security.curve() && !IsSameHost(endpoint);
-  HandshakeMonitor::ConnectionEvent on_connection;
-  if (!IsSameHost(endpoint)) {
-    // Before any of its messages came whole, a connection from a host that a server's key came
-    // in from may be that server's, whose first message may be a replica copy.
-    ConnectionGuard::MayBeServer may_be_server;
-    if (l->zap) {
-      may_be_server = [zap = l->zap.get()](int fd) {
-        const std::string peer = ConnectionGuard::PeerAddress(fd);
-        for (const std::string& name : zap->AdmittedFrom(peer.substr(0, peer.rfind(':')))) {
-          if (ConnectionGuard::IsServerKey(name)) return true;
-        }
-        return false;
-      };
-    }
-    l->guard = std::make_unique<ConnectionGuard>(limits, kServerReceiveQueue, l->curve,
-                                                 ConnectionGuard::KernelBytesRead,
-                                                 std::move(may_be_server));
-    on_connection = [guard = l->guard.get()](int fd, bool opened) {
-      opened ? guard->Opened(fd) : guard->Closed(fd);
+  // Before any of its messages came whole, a connection from where a server's key came in from
+  // may be that server's, whose first message may be a replica copy.
+  ConnectionGuard::MayBeServer may_be_server;
+  if (l->zap) {
+    may_be_server = [zap = l->zap.get()](int fd) {
+      for (const std::string& name : zap->AdmittedFrom(ZapDomain::AddressOf(fd))) {
+        if (ConnectionGuard::IsServerKey(name)) return true;
+      }
+      return false;
     };
   }
+  const Link link = !security.curve()      ? Link::kPlaintext
+                    : IsSameHost(endpoint) ? Link::kSameHost
+                                           : Link::kCurve;
+  l->guard = std::make_unique<ConnectionGuard>(
+      limits, kServerReceiveQueue, link,
+      IsSameHost(endpoint) ? ConnectionGuard::BytesRead(UnixBytesRead)
+                           : ConnectionGuard::BytesRead(ConnectionGuard::KernelBytesRead),
+      std::move(may_be_server));
+  HandshakeMonitor::ConnectionEvent on_connection = [guard = l->guard.get()](int fd, bool opened) {
+    opened ? guard->Opened(fd) : guard->Closed(fd);
+  };
   ASSIGN_OR_RETURN(l->monitor, HandshakeMonitor::Start(l->socket, HandshakeMonitor::Side::kServer,
                                                        security.curve(), on_connection));
   // A reply to a peer that has gone fails instead of vanishing silently.
@@ -484,13 +486,12 @@ std::vector<CutConnection> ServerSocket::GuardConnections() {
     for (const OverfullConnection& o : l->guard->Check(drained)) {
       CutConnection c;
       c.endpoint = l->endpoint;
+      const std::string zap_address = ZapDomain::AddressOf(o.fd);
       c.peer = ConnectionGuard::Cut(o.fd);
       c.identity = o.identity;
       c.held_bytes = o.held_bytes;
       c.bound_bytes = o.bound_bytes;
-      if (c.identity.empty() && l->zap) {
-        c.keys_from_host = l->zap->AdmittedFrom(c.peer.substr(0, c.peer.rfind(':')));
-      }
+      if (c.identity.empty() && l->zap) c.keys_from_host = l->zap->AdmittedFrom(zap_address);
       cut.push_back(std::move(c));
     }
   }

@@ -1,6 +1,8 @@
 #include "common/wire/zap_handler.h"
 
 #include <glog/logging.h>
+#include <netdb.h>
+#include <sys/socket.h>
 #include <zmq.h>
 
 #include <atomic>
@@ -232,6 +234,27 @@ std::vector<std::string> ZapDomain::AdmittedFrom(const std::string& address) con
   auto it = state_->admitted.find(address);
   if (it == state_->admitted.end()) return {};
   return {it->second.begin(), it->second.end()};
+}
+
+// As ZeroMQ's stream engine names its peer: numeric host, and a Unix peer's credentials.
+std::string ZapDomain::AddressOf(int fd) {
+  sockaddr_storage peer{};
+  socklen_t size = sizeof(peer);
+  char host[NI_MAXHOST] = {0};
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &size) != 0 ||
+      getnameinfo(reinterpret_cast<sockaddr*>(&peer), size, host, sizeof(host), nullptr, 0,
+                  NI_NUMERICHOST) != 0) {
+    return "";
+  }
+  std::string address = host;
+  ucred credentials{};
+  socklen_t credentials_size = sizeof(credentials);
+  if (peer.ss_family == AF_UNIX &&
+      getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &credentials_size) == 0) {
+    address += ":" + std::to_string(credentials.uid) + ":" + std::to_string(credentials.gid) + ":" +
+               std::to_string(credentials.pid);
+  }
+  return address;
 }
 
 }  // namespace wire

@@ -47,6 +47,9 @@ class ZapDomain {
   // The names of the keys let in from `address` (a peer's IP address as ZeroMQ gives it, no
   // port), sorted: which keys a connection from there may hold, when none of its messages came.
   std::vector<std::string> AdmittedFrom(const std::string& address) const;
+  // The address ZeroMQ gives the handler for the connection on descriptor `fd`: the peer's IP
+  // address over TCP; over a Unix socket "localhost:<uid>:<gid>:<pid>" of the peer process.
+  static std::string AddressOf(int fd);
 
  private:
   explicit ZapDomain(std::shared_ptr<ZapDomainState> state);

@@ -24,6 +24,8 @@
 #include "common/wire/codec.h"
 #include "common/wire/curve.h"
 #include "common/wire/request.h"
+#include "common/wire/same_host.h"
+#include "common/wire/same_host_proof.h"
 #include "common/wire/transport.h"
 #include "common/wire/zmq_context.h"
 #include "tests/distributed/curve_server_process.h"
@@ -419,9 +421,15 @@ class RawPeer {
     const auto set = [&](int option, const std::string& key) {
       zmq_setsockopt(socket_, option, key.data(), key.size());
     };
-    set(ZMQ_CURVE_PUBLICKEY, keys.own.public_key);
-    set(ZMQ_CURVE_SECRETKEY, keys.own.secret_key);
-    set(ZMQ_CURVE_SERVERKEY, keys.ps_keys[server]);
+    if (endpoint.rfind("ipc://", 0) == 0) {  // the same-host socket: a proof, not CURVE
+      set(ZMQ_PLAIN_USERNAME, keys.own_name);
+      set(ZMQ_PLAIN_PASSWORD,
+          wire::SameHostProof(keys.own.secret_key, keys.ps_keys[server], keys.own_name).value());
+    } else {
+      set(ZMQ_CURVE_PUBLICKEY, keys.own.public_key);
+      set(ZMQ_CURVE_SECRETKEY, keys.own.secret_key);
+      set(ZMQ_CURVE_SERVERKEY, keys.ps_keys[server]);
+    }
     static int next = 0;
     const std::string monitor = "inproc://raw-peer-" + std::to_string(next++);
     zmq_socket_monitor(socket_, monitor.c_str(), ZMQ_EVENT_DISCONNECTED);
@@ -557,21 +565,23 @@ TEST_F(HostilePeerTest, FloodsSilentReadersAndIdleConnectionsStallNothing) {
   ExpectServingAndUnchanged("closing the idle connections");
 }
 
-// A message never finished, from a peer with worker 1's key, while the real worker 0 trains
-// (synthetic steps, over its same-host socket): ZeroMQ keeps the frames out of the server's
-// sight until the last one, so the server cuts the connection once it holds more of the message
-// than a worker's message may be, logs it naming the keys let in from the peer's host, grows by
-// less than 64 MB, and the worker trains on to its last step. ZeroMQ sends a message only once
-// it has its last frame, so this one has an end, 256 MiB away: the server sees it unfinished
-// while it arrives, as it would see one never finished. `flags`: the server's beyond the test's;
-// `bound`: its start line's bound.
+// A message never finished, from a peer with worker 1's key (over TCP, or over the server's
+// same-host socket when `same_host`), while the real worker 0 trains (synthetic steps, over its
+// same-host socket): ZeroMQ keeps the frames out of the server's sight until the last one, so the
+// server cuts the connection once it holds more of the message than a worker's message may be,
+// logs it naming the keys let in from the peer's host (over the same-host socket, from the
+// peer's process), grows by less than 64 MB, and the worker trains on to its last step. ZeroMQ
+// sends a message only once it has its last frame, so this one has an end, 256 MiB away: the
+// server sees it unfinished while it arrives, as it would see one never finished. `flags`: the
+// server's beyond the test's; `bound`: its start line's bound.
 void ExpectAnUnfinishedMessageCutWhileAWorkerTrains(const std::string& name,
                                                     const std::vector<std::string>& flags,
-                                                    const std::string& bound) {
+                                                    const std::string& bound,
+                                                    bool same_host = false) {
   CurveServerProcess ps(name);
   ps.Start(ps.keys() + "/ps-0", flags);
   ASSERT_TRUE(
-      ps.LogHas("ps 0: cuts a TCP connection holding more of an unfinished message than " + bound))
+      ps.LogHas("ps 0: cuts a connection holding more of an unfinished message than " + bound))
       << ReadFile(ps.log_path());
   const std::string dir = ::testing::TempDir() + "/unfinished_worker_" + std::to_string(ps.port());
   std::filesystem::remove_all(dir);
@@ -595,7 +605,9 @@ void ExpectAnUnfinishedMessageCutWhileAWorkerTrains(const std::string& name,
   const double baseline_mb = ResidentMb(ps.pid());
 
   const auto keys = wire::LoadClusterKeys(ps.keys() + "/worker-1", "worker", 1).value();
-  RawPeer unfinished(keys, ps.endpoint());
+  const std::string endpoint = same_host ? wire::SameHostEndpoint(keys, 0) : ps.endpoint();
+  ASSERT_FALSE(endpoint.empty()) << "no same-host socket beside " << keys.dir;
+  RawPeer unfinished(keys, endpoint);
   static const std::string frame(64 << 10, 'x');
   unfinished.Send(wire::Encode(FromThisProcess(MessageType::kPull, "worker", 1)).value().header,
                   true);
@@ -610,9 +622,11 @@ void ExpectAnUnfinishedMessageCutWhileAWorkerTrains(const std::string& name,
             << " MB (baseline " << baseline_mb << " MB)\n";
   EXPECT_TRUE(unfinished.Disconnected()) << "the server kept the connection";
   EXPECT_LT(highest_mb, baseline_mb + 64) << "the unfinished message grew the server";
+  const std::string host = same_host ? "localhost" : "127.0.0.1";
   EXPECT_TRUE(
       ps.LogHas("ps 0: cut the connection of a peer that finished no message (keys let "
-                "in from 127.0.0.1: worker 1) from 127.0.0.1:"))
+                "in from " +
+                host + ": worker 1) from " + host + ":"))
       << ReadFile(ps.log_path());
   const std::string last = "reached step " + std::to_string(kSteps);
   EXPECT_TRUE(worker_log_has(last, 30)) << ReadFile(dir + "/worker.log");
@@ -624,6 +638,14 @@ TEST(HostileTrainingTest, AMessageNeverFinishedIsCutNearItsBoundWhileAWorkerTrai
   ExpectAnUnfinishedMessageCutWhileAWorkerTrains(
       "unfinished", {"--max_message_mb=16"},
       "a client's messages up to 16 MiB (--max_message_mb, below a push of every variable");
+}
+
+// The same over the server's same-host socket, which the kernel counts no bytes of: the
+// process counts what ZeroMQ reads there itself (common/wire/unix_read_count.h).
+TEST(HostileTrainingTest, AMessageNeverFinishedOverTheSameHostSocketIsCutWhileAWorkerTrainsOn) {
+  ExpectAnUnfinishedMessageCutWhileAWorkerTrains(
+      "unfinished_same_host", {},
+      "a client's messages up to 17 MiB (a push of every variable: 40 B)", /*same_host=*/true);
 }
 
 // Under the default --max_message_mb (4 GiB) the bound is what a worker sends this server: a
@@ -649,7 +671,7 @@ TEST(HostileReplicaTest, AServersCopyAsItsFirstMessageIsTakenAndAWorkersLikeIsCu
            {"--task_index=1", "--replicas=1", "--ps_hosts=" + hosts, "--same_host_ipc=false",
             "--config=" + testing::SourceDir() + "/tests/distributed/testdata/wide_adam.yaml"});
   ASSERT_TRUE(
-      ps.LogHas("ps 1: cuts a TCP connection holding more of an unfinished message than "
+      ps.LogHas("ps 1: cuts a connection holding more of an unfinished message than "
                 "a client's messages up to 57 MiB (a push of every variable: 33570816 B), "
                 "a server's up to 137 MiB (a replica copy"))
       << ReadFile(ps.log_path());

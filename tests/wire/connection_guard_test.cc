@@ -5,8 +5,10 @@
 #include "common/wire/connection_guard.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <zmq.h>
 
+#include <filesystem>
 #include <map>
 #include <string>
 #include <thread>
@@ -124,7 +126,7 @@ MessageLimits OneMiB() {
 
 TEST(ConnectionGuardTest, ConnectionOverOneMessageIsReportedOnceWhenNothingFinishedWaits) {
   FakeKernel kernel;
-  ConnectionGuard guard(OneMiB(), 8, /*curve=*/true, kernel.Reader());
+  ConnectionGuard guard(OneMiB(), 8, Link::kCurve, kernel.Reader());
   const auto drained = [] { return true; };
   EXPECT_GT(guard.unfinished_bound(), uint64_t{1} << 20);
   EXPECT_LT(guard.unfinished_bound(), (uint64_t{1} << 20) + (128 << 10));
@@ -147,7 +149,7 @@ TEST(ConnectionGuardTest, ConnectionOverOneMessageIsReportedOnceWhenNothingFinis
 
 TEST(ConnectionGuardTest, WhileFinishedMessagesWaitAFullQueueOfThemIsTheBound) {
   FakeKernel kernel;
-  ConnectionGuard guard(OneMiB(), 8, /*curve=*/false, kernel.Reader());
+  ConnectionGuard guard(OneMiB(), 8, Link::kPlaintext, kernel.Reader());
   bool drained = false;
   guard.Opened(3);
   guard.Delivered(3, 100, "worker-1");
@@ -163,7 +165,7 @@ TEST(ConnectionGuardTest, WhileFinishedMessagesWaitAFullQueueOfThemIsTheBound) {
 
 TEST(ConnectionGuardTest, OverOneMessageWhileTwoRoundsOfOthersAreDeliveredIsReported) {
   FakeKernel kernel;
-  ConnectionGuard guard(OneMiB(), 8, /*curve=*/true, kernel.Reader());
+  ConnectionGuard guard(OneMiB(), 8, Link::kCurve, kernel.Reader());
   const auto busy = [] { return false; };  // finished messages always wait
   for (int fd : {3, 4, 5}) guard.Opened(fd);
   kernel.read[3] = 2 * guard.unfinished_bound();  // a finished message may wait behind it
@@ -187,7 +189,7 @@ TEST(ConnectionGuardTest, OverOneMessageWhileTwoRoundsOfOthersAreDeliveredIsRepo
 
 TEST(ConnectionGuardTest, AClosedDescriptorIsForgottenAndAReusedOneStartsAfresh) {
   FakeKernel kernel;
-  ConnectionGuard guard(OneMiB(), 8, /*curve=*/true, kernel.Reader());
+  ConnectionGuard guard(OneMiB(), 8, Link::kCurve, kernel.Reader());
   const auto drained = [] { return true; };
   guard.Opened(5);
   guard.Delivered(5, 50 << 20, "worker-1");
@@ -204,7 +206,7 @@ TEST(ConnectionGuardTest, AClosedDescriptorIsForgottenAndAReusedOneStartsAfresh)
 
 TEST(ConnectionGuardTest, AServersKeyMayHoldACopyAndAnyOtherKeyOnlyItsRolesMessage) {
   FakeKernel kernel;
-  ConnectionGuard guard(OneMiB(), 8, /*curve=*/true, kernel.Reader());
+  ConnectionGuard guard(OneMiB(), 8, Link::kCurve, kernel.Reader());
   guard.SetMessageBounds(64 << 10, 512 << 10);
   EXPECT_LT(guard.unfinished_bound(PeerKind::kClient), guard.unfinished_bound(PeerKind::kServer));
   EXPECT_GT(guard.unfinished_bound(PeerKind::kServer), uint64_t{512} << 10);
@@ -226,7 +228,7 @@ TEST(ConnectionGuardTest,
      BeforeItsFirstMessageAConnectionIsAClientsUnlessAServerKeyCameFromItsHost) {
   FakeKernel kernel;
   std::map<int, bool> from_server_host = {{3, true}, {4, false}};
-  ConnectionGuard guard(OneMiB(), 8, /*curve=*/true, kernel.Reader(),
+  ConnectionGuard guard(OneMiB(), 8, Link::kCurve, kernel.Reader(),
                         [&](int fd) { return from_server_host[fd]; });
   guard.SetMessageBounds(64 << 10, 512 << 10);
   const auto drained = [] { return true; };
@@ -252,7 +254,7 @@ TEST(ConnectionGuardTest,
 
 TEST(ConnectionGuardTest, InPlaintextNoKeyNamesAPeerSoEveryConnectionGetsAServersBound) {
   FakeKernel kernel;
-  ConnectionGuard guard(OneMiB(), 8, /*curve=*/false, kernel.Reader());
+  ConnectionGuard guard(OneMiB(), 8, Link::kPlaintext, kernel.Reader());
   guard.SetMessageBounds(64 << 10, 512 << 10);
   const auto drained = [] { return true; };
   guard.Opened(3);
@@ -266,7 +268,7 @@ TEST(ConnectionGuardTest, InPlaintextNoKeyNamesAPeerSoEveryConnectionGetsAServer
 
 TEST(ConnectionGuardTest, BoundsAboveTheLimitsAreTheLimits) {
   FakeKernel kernel;
-  ConnectionGuard guard(OneMiB(), 8, /*curve=*/true, kernel.Reader());
+  ConnectionGuard guard(OneMiB(), 8, Link::kCurve, kernel.Reader());
   const uint64_t limit = guard.unfinished_bound(PeerKind::kServer);
   EXPECT_EQ(guard.unfinished_bound(PeerKind::kClient), limit) << "none set: the limits'";
   guard.SetMessageBounds(64 << 20, 64 << 20);
@@ -274,11 +276,13 @@ TEST(ConnectionGuardTest, BoundsAboveTheLimitsAreTheLimits) {
   EXPECT_EQ(guard.unfinished_bound(PeerKind::kServer), limit);
 }
 
-TEST(ConnectionGuardTest, ServerCutsAPeerSendingMoreOfOneMessageThanAMessageMayBe) {
+// A server socket bound at `endpoint` cuts a peer that sends it 256 MiB of one message, and
+// serves the others on; the cut names the peer as `peer_prefix`...
+void ExpectCutWhileOthersServed(const std::string& endpoint, const std::string& peer_prefix) {
   MessageLimits limits = OneMiB();
   limits.max_header_bytes = 1 << 20;
   limits.max_tensor_bytes = 1 << 20;
-  auto server = ServerSocket::Bind("tcp://127.0.0.1:0", limits);
+  auto server = ServerSocket::Bind(endpoint, limits);
   ASSERT_TRUE(server.ok()) << server.status().ToString();
   void* peer = zmq_socket(ZmqContext(), ZMQ_DEALER);
   const int linger = 0;
@@ -301,9 +305,9 @@ TEST(ConnectionGuardTest, ServerCutsAPeerSendingMoreOfOneMessageThanAMessageMayB
   }
   ASSERT_EQ(cut.size(), 1u) << "the peer was not cut";
   EXPECT_EQ(cut[0].endpoint, (*server)->endpoint());
-  EXPECT_EQ(cut[0].peer.rfind("127.0.0.1:", 0), 0u) << cut[0].peer;
+  EXPECT_EQ(cut[0].peer.rfind(peer_prefix, 0), 0u) << cut[0].peer;
   EXPECT_GT(cut[0].held_bytes, cut[0].bound_bytes);
-  EXPECT_EQ(cut[0].bound_bytes, ConnectionGuard(limits, 8, false).unfinished_bound())
+  EXPECT_EQ(cut[0].bound_bytes, ConnectionGuard(limits, 8, Link::kPlaintext).unfinished_bound())
       << "cut as a message unfinished, with no finished one waiting";
   EXPECT_EQ(zmq_poll(&disconnected, 1, 5000), 1) << "the peer still has its connection";
   zmq_socket_monitor(peer, nullptr, 0);
@@ -316,6 +320,20 @@ TEST(ConnectionGuardTest, ServerCutsAPeerSendingMoreOfOneMessageThanAMessageMayB
   Result<Incoming> in = (*server)->Receive(milliseconds(5000));
   ASSERT_TRUE(in.ok()) << in.status().ToString();
   EXPECT_TRUE(in->message.ok()) << in->message.status().ToString();
+}
+
+TEST(ConnectionGuardTest, ServerCutsAPeerSendingMoreOfOneMessageThanAMessageMayBe) {
+  ExpectCutWhileOthersServed("tcp://127.0.0.1:0", "127.0.0.1:");
+}
+
+// The kernel counts no bytes of a Unix connection; the process's own count (unix_read_count.h)
+// stands in for it, so a same-host peer is cut as a TCP one is, named by its process.
+TEST(ConnectionGuardTest, ServerCutsASameHostPeerSendingMoreOfOneMessageThanAMessageMayBe) {
+  const std::string dir = ::testing::TempDir() + "/guard_ipc_" + std::to_string(getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  ExpectCutWhileOthersServed("ipc://" + dir + "/ps.sock", "localhost:" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
