@@ -28,6 +28,10 @@ struct Pending {
   Message reply;
   bool done = false;
   bool reinit = false;  // a register this client added to initialise a server again
+  // Its place among the caller's requests, which Send's order, `on_reply` and Await's replies go
+  // by; -1 for a re-initialisation, which may come between them (added while the caller awaits
+  // some of its requests, and sends more after).
+  int64_t caller = -1;
 };
 
 // What an exchange knows of one server. Requests to a server are only ever sent again as a
@@ -58,7 +62,7 @@ struct RouteState {
 
 // Defined here, where Pending and ServerRound are.
 struct RequestRouter::InFlight {
-  std::vector<Pending> pending;     // the caller's requests in the order sent, then reinits
+  std::vector<Pending> pending;     // the caller's requests and reinits, in the order sent
   std::vector<ServerRound> rounds;  // by server
   size_t requested = 0;             // the caller's requests
   RouteState route;
@@ -103,8 +107,8 @@ Status RequestRouter::SendTo(InFlight* f, int shard, int task, Message message) 
   p.message = std::move(message);
   if (shard >= 0) p.message.shard = routes_->ShardField(shard);
   p.message.request_id = next_id_++;
+  p.caller = static_cast<int64_t>(f->requested++);
   f->pending.push_back(std::move(p));
-  ++f->requested;
   if (task < 0) {  // Await sends it once a map names a head
     f->route.parked_since.emplace(shard, Clock::now());
     return Status::OK();
@@ -354,7 +358,7 @@ Status RequestRouter::TakeReply(InFlight* f, int server, Message reply,
   if (!status.ok()) return HandleRefusal(f, k, server, status, backoff);
   pending[k].done = true;
   pending[k].reply = std::move(reply);
-  if (on_reply && k < f->requested) on_reply(k, pending[k].reply);
+  if (on_reply && pending[k].caller >= 0) on_reply(pending[k].caller, pending[k].reply);
   if (pending[k].reinit) {
     LOG(WARNING) << options_.who << ": " << ServerName(server) << " initialised again";
     f->rounds[server].reinit_pending = false;
@@ -371,7 +375,7 @@ Status RequestRouter::AwaitUntil(InFlight* f, milliseconds timeout,
                                  const std::function<bool(size_t)>& wanted) {
   std::vector<Pending>& pending = f->pending;
   const auto waits_for = [&](size_t i) {
-    return !pending[i].done && (i >= f->requested || wanted(i));
+    return !pending[i].done && (pending[i].caller < 0 || wanted(pending[i].caller));
   };
   auto deadline = Clock::now() + timeout;
   milliseconds backoff(100);
@@ -470,8 +474,10 @@ Result<std::vector<Message>> RequestRouter::Await(
     InFlight* f, milliseconds timeout,
     const std::function<void(size_t, const Message&)>& on_reply) {
   RETURN_IF_ERROR(AwaitUntil(f, timeout, on_reply, [](size_t) { return true; }));
-  std::vector<Message> replies;
-  for (size_t i = 0; i < f->requested; ++i) replies.push_back(std::move(f->pending[i].reply));
+  std::vector<Message> replies(f->requested);
+  for (Pending& p : f->pending) {
+    if (p.caller >= 0) replies[p.caller] = std::move(p.reply);
+  }
   return replies;
 }
 
