@@ -199,6 +199,35 @@ TEST(TrainerTest, BadFlagsAndConfigsStopAtStartWithANamedError) {
   EXPECT_NE(out.find("no_such_flag"), std::string::npos) << out;
 }
 
+// A run whose model goes non-finite (here SGD at a rate of 1e30) never says "done": it stops at
+// the step the loss went NaN, naming it, exits 1, and exports no model.
+TEST(TrainerTest, ARunThatDivergesFailsNamingTheStepAndNeverSaysDone) {
+  if (!HaveData()) GTEST_SKIP() << "Fashion-MNIST is not installed (dataset-fashion-mnist)";
+  const std::string dir = FreshDir("diverges");
+  std::ifstream tiny(TinyConfig());
+  std::string config((std::istreambuf_iterator<char>(tiny)), std::istreambuf_iterator<char>());
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{"{type: adam}", "{type: sgd}"},
+                                 {"initial: 0.003", "initial: 1.0e30"}}) {
+    const size_t at = config.find(from);
+    ASSERT_NE(at, std::string::npos) << from << " not in " << TinyConfig();
+    config.replace(at, from.size(), to);
+  }
+  std::ofstream(dir + "/diverges.yaml") << config;
+  std::string out;
+  EXPECT_EQ(RunTrainer("--config=" + dir + "/diverges.yaml --train_dir=" + dir +
+                           " --log_every_n_steps=10 --eval_every_n_steps=100000 "
+                           "--save_checkpoints_secs=0 --max_steps=30",
+                       &out),
+            1)
+      << out;
+  EXPECT_NE(out.find("training diverged"), std::string::npos) << out;
+  EXPECT_EQ(out.find("done:"), std::string::npos) << out;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    EXPECT_TRUE(name == "diverges.yaml" || name == "logs") << "wrote " << name << " over it";
+  }
+}
+
 TEST(TrainerTest, WritesTrainAndEvalEventsThatTensorBoardReads) {
   if (!HaveData()) GTEST_SKIP() << "Fashion-MNIST is not installed (dataset-fashion-mnist)";
   const std::string python = testing::TestPython();
