@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/data/chunk_lease.h"
 #include "common/status.h"
 #include "common/wire/message.h"
 
@@ -36,15 +37,8 @@ struct DataLedgerOptions {
 // Whether `o` describes a ledger (examples > 0): the flag that set each field is named.
 Status CheckDataLedgerOptions(const DataLedgerOptions& o);
 
-// A lease's answer: chunk `chunk` of epoch `epoch`, of which `skip` examples (the first `skip`
-// of its ExampleOrder) are already used; its examples are first .. first + size - 1.
-struct ChunkLease {
-  int64_t epoch = 0;
-  int64_t chunk = 0;
-  int64_t skip = 0;
-  int64_t first = 0;
-  int64_t size = 0;
-};
+// A lease's answer (common/data/chunk_lease.h).
+using data::ChunkLease;
 
 // A lease a worker holds (its name as the server writes it: "worker 1").
 struct HeldLease {

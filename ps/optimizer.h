@@ -40,9 +40,10 @@ class Optimizer {
   virtual std::vector<std::string> slot_names() const = 0;
 
   // The largest |gradient element| one update may take without this optimizer's state or the
-  // variable overflowing float32. Optimizers that square the gradient (Adam, Adagrad, RMSProp)
-  // bound it by kSquaredGradientBound; the others by finiteness alone. The server refuses a
-  // push beyond it, changing nothing.
+  // variable overflowing float32. Optimizers that square the gradient (Adam, Adagrad, FTRL,
+  // RMSProp: optimizers/optimizer_base.h, SquaringOptimizerWith) bound it by
+  // kSquaredGradientBound; the others by finiteness alone. The server refuses a push beyond it,
+  // changing nothing.
   virtual float gradient_bound() const;
   // 2^60: its square, 2^120, leaves 2^8 of headroom under float32's 2^128 for the moving
   // averages and sums of squares that hold it.

@@ -8,11 +8,10 @@
 namespace pstrain::ps {
 namespace {
 
-class AdagradOptimizer : public internal::OptimizerWith<AdagradOptions> {
+class AdagradOptimizer : public internal::SquaringOptimizerWith<AdagradOptions> {
  public:
-  using OptimizerWith::OptimizerWith;
+  using SquaringOptimizerWith::SquaringOptimizerWith;
   const char* name() const override { return "adagrad"; }
-  float gradient_bound() const override { return kSquaredGradientBound; }
   std::vector<std::string> slot_names() const override { return {"accumulator"}; }
 
  protected:

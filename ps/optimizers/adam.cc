@@ -9,11 +9,10 @@
 namespace pstrain::ps {
 namespace {
 
-class AdamOptimizer : public internal::OptimizerWith<AdamOptions> {
+class AdamOptimizer : public internal::SquaringOptimizerWith<AdamOptions> {
  public:
-  using OptimizerWith::OptimizerWith;
+  using SquaringOptimizerWith::SquaringOptimizerWith;
   const char* name() const override { return "adam"; }
-  float gradient_bound() const override { return kSquaredGradientBound; }
   std::vector<std::string> slot_names() const override { return {"m", "v"}; }
 
  protected:

@@ -11,11 +11,10 @@
 namespace pstrain::ps {
 namespace {
 
-class FtrlOptimizer : public internal::OptimizerWith<FtrlOptions> {
+class FtrlOptimizer : public internal::SquaringOptimizerWith<FtrlOptions> {
  public:
-  using OptimizerWith::OptimizerWith;
+  using SquaringOptimizerWith::SquaringOptimizerWith;
   const char* name() const override { return "ftrl"; }
-  float gradient_bound() const override { return kSquaredGradientBound; }
   std::vector<std::string> slot_names() const override { return {"accumulator", "linear"}; }
 
  protected:

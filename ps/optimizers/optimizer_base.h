@@ -27,6 +27,15 @@ class OptimizerWith : public Optimizer {
   const Options options_;
 };
 
+// An optimizer whose state holds the gradient's square (Adam, Adagrad, FTRL, RMSProp): its pushes
+// are bounded by kSquaredGradientBound, so that the square cannot overflow float32.
+template <typename Options>
+class SquaringOptimizerWith : public OptimizerWith<Options> {
+ public:
+  using OptimizerWith<Options>::OptimizerWith;
+  float gradient_bound() const override { return Optimizer::kSquaredGradientBound; }
+};
+
 // One field of an optimizer's options as its config key names it: a float with its bound, or a
 // flag (any bool).
 template <typename Options>

@@ -9,11 +9,10 @@
 namespace pstrain::ps {
 namespace {
 
-class RMSPropOptimizer : public internal::OptimizerWith<RMSPropOptions> {
+class RMSPropOptimizer : public internal::SquaringOptimizerWith<RMSPropOptions> {
  public:
-  using OptimizerWith::OptimizerWith;
+  using SquaringOptimizerWith::SquaringOptimizerWith;
   const char* name() const override { return "rmsprop"; }
-  float gradient_bound() const override { return kSquaredGradientBound; }
   std::vector<std::string> slot_names() const override {
     if (options_.centered) return {"ms", "mom", "mg"};
     return {"ms", "mom"};

@@ -41,10 +41,9 @@ ps::DataLedgerOptions LedgerOptions(int64_t examples, int64_t chunk, int64_t epo
 std::mutex ledger_mutex;
 
 LeaseChunk LeaseFrom(ps::DataLedger* ledger, const std::string& worker) {
-  return [ledger, worker](int64_t epoch) -> Result<DataLease> {
+  return [ledger, worker](int64_t epoch) -> Result<data::ChunkLease> {
     std::lock_guard<std::mutex> lock(ledger_mutex);
-    ASSIGN_OR_RETURN(ps::ChunkLease l, ledger->Lease(worker, epoch));
-    return DataLease{l.epoch, l.chunk, l.skip, l.first, l.size};
+    return ledger->Lease(worker, epoch);
   };
 }
 
@@ -175,8 +174,8 @@ TEST(LeasedSourceTest, AfterADropTheExamplesReadBeforeCountNothingAndItLeasesAfr
 
 TEST(LeasedSourceTest, AnEmptyOrMalformedLeaseIsAnErrorNotAnEndOfEpoch) {
   LeasedExampleSource source(
-      [](int64_t) -> Result<DataLease> {
-        return DataLease{0, 0, 5, 0, 5};
+      [](int64_t) -> Result<data::ChunkLease> {
+        return data::ChunkLease{0, 0, 5, 0, 5};
       },
       ReadImageSet(IndexedSet(10)), {1, 1, 1}, Fast());
   ASSERT_TRUE(source.StartEpoch(nullptr).ok());

@@ -43,7 +43,7 @@ TEST(DataLeaseClientTest, AWorkerLeasesAChunkAndItsPushCarriesTheBatchsUses) {
   auto leases = worker::DataLeaseClient::Connect({host_port}, "chief", 0, {});
   ASSERT_TRUE(leases.ok()) << leases.status().ToString();
 
-  Result<DataLease> lease = (*leases)->Lease(0);
+  Result<data::ChunkLease> lease = (*leases)->Lease(0);
   ASSERT_TRUE(lease.ok()) << lease.status().ToString();
   EXPECT_EQ(lease->epoch, 0);
   EXPECT_EQ(lease->skip, 0);

@@ -206,7 +206,6 @@ TEST_F(OnnxExportTest, EveryLayerTypeFromACheckpointFileMatchesPstrainsLogitsInO
 // A layer type pstrain-export has no ONNX form for (registered only in this test).
 class Square : public worker::Layer {
  public:
-  explicit Square(const std::string& name) : Layer(name, "onnx_test_square") {}
   Status Configure(const ConfigNode& node) override {
     return node.CheckKeys({"name", "type", "inputs"});
   }

@@ -185,6 +185,20 @@ TEST(OptimizerTest, GradientsAtTheBoundKeepEveryOptimizerFinite) {
   }
 }
 
+// Which optimizers the squared bound holds: those whose state sums the gradient's square.
+TEST(OptimizerTest, OnlyOptimizersThatSquareTheGradientTakeTheSquaredBound) {
+  for (const char* type : {"adam", "adagrad", "ftrl", "rmsprop"}) {
+    EXPECT_EQ(MustOptimizer(std::string("{type: ") + type + "}")->gradient_bound(),
+              Optimizer::kSquaredGradientBound)
+        << type;
+  }
+  for (const char* type : {"sgd", "momentum"}) {
+    EXPECT_EQ(MustOptimizer(std::string("{type: ") + type + "}")->gradient_bound(),
+              std::numeric_limits<float>::max())
+        << type;
+  }
+}
+
 // Subnormal moments are flushed to zero, as TensorFlow's CPU threads do: Adam's second moment of
 // a 1e-20 gradient (1e-43) would otherwise be subnormal, and every later update of it 10-60x
 // slower on x86. The calling thread and its OpenMP team flush from the first update on.

@@ -94,6 +94,18 @@ TEST(LayerCasesTest, EveryRegisteredLayerTypeHasAGradientCaseAndADeviceCase) {
   }
 }
 
+// A layer's name and type come from the registry that makes it, so the type it reports (in
+// errors, checkpoints' variable owners, exported graphs) is always the one it registered under.
+TEST(LayerRegistryTest, ALayerIsNamedAndTypedByTheRegistryThatMakesIt) {
+  for (const std::string& type : LayerRegistry::Global().Types()) {
+    Result<std::unique_ptr<Layer>> layer = LayerRegistry::Global().Create(type, "block3");
+    ASSERT_TRUE(layer.ok()) << layer.status().ToString();
+    EXPECT_EQ((*layer)->type(), type);
+    EXPECT_EQ((*layer)->name(), "block3");
+    EXPECT_EQ((*layer)->Describe(), "layer 'block3' (" + type + ")");
+  }
+}
+
 // What a layer exports lives in its own files (Layer::TensorFlowOp, Layer::OnnxOp): every case,
 // so every registered type (above), must have both, or TensorBoard draws the layer under its type
 // name and pstrain-export refuses the model.

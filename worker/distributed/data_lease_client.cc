@@ -17,7 +17,7 @@ Result<std::unique_ptr<DataLeaseClient>> DataLeaseClient::Connect(
   return c;
 }
 
-Result<DataLease> DataLeaseClient::Lease(int64_t epoch) {
+Result<data::ChunkLease> DataLeaseClient::Lease(int64_t epoch) {
   std::lock_guard<std::mutex> lock(mutex_);
   wire::Message request;
   request.type = wire::MessageType::kDataLease;
@@ -32,7 +32,8 @@ Result<DataLease> DataLeaseClient::Lease(int64_t epoch) {
                     " chunk entries; expected 1");
   }
   const wire::ChunkUse& u = reply->uses[0];
-  return DataLease{u.epoch, u.chunk, u.count, static_cast<int64_t>(reply->sequence), reply->value};
+  return data::ChunkLease{u.epoch, u.chunk, u.count, static_cast<int64_t>(reply->sequence),
+                          reply->value};
 }
 
 }  // namespace worker

@@ -28,7 +28,7 @@ class DataLeaseClient {
                                                           const wire::ClusterKeys& curve);
   // One dataLease while reading `epoch`; the ledger's refusals keep their codes (OutOfRange,
   // Unavailable, ResourceExhausted, Aborted: see LeaseChunk), a lost reply is Unavailable.
-  Result<DataLease> Lease(int64_t epoch);
+  Result<data::ChunkLease> Lease(int64_t epoch);
   // For InputOptions::lease.
   LeaseChunk AsCallback() {
     return [this](int64_t epoch) { return Lease(epoch); };

@@ -103,7 +103,10 @@ Result<std::unique_ptr<Layer>> LayerRegistry::Create(const std::string& type,
     return InvalidArgument("layer '" + name + "': unknown layer type '" + type +
                            "' (known types: " + known + ")");
   }
-  return it->second(name);
+  std::unique_ptr<Layer> layer = it->second();
+  layer->name_ = name;
+  layer->type_ = type;
+  return layer;
 }
 
 std::vector<std::string> LayerRegistry::Types() const {

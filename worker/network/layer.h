@@ -65,9 +65,10 @@ struct LayerContext {
   const int32_t* device_labels = nullptr;
 };
 
+// A layer's name and type are given by the registry that makes it (LayerRegistry::Create), so the
+// type name is written once, where the layer registers.
 class Layer {
  public:
-  Layer(std::string name, std::string type) : name_(std::move(name)), type_(std::move(type)) {}
   virtual ~Layer() = default;
   Layer(const Layer&) = delete;
   Layer& operator=(const Layer&) = delete;
@@ -114,6 +115,8 @@ class Layer {
   void set_device(Device device) { device_ = device; }
 
  protected:
+  Layer() = default;
+
   virtual void ForwardCpu(const std::vector<const Tensor*>& in, Tensor* out,
                           const LayerContext& ctx) = 0;
   virtual void BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& out,
@@ -137,6 +140,8 @@ class Layer {
   }
 
  private:
+  friend class LayerRegistry;
+
   std::string name_;
   std::string type_;
   std::vector<Variable> variables_;
@@ -147,16 +152,15 @@ class Layer {
 // A layer whose output has its one input's shape (activations, dropout).
 class ElementwiseLayer : public Layer {
  public:
-  using Layer::Layer;
   Result<Shape> Setup(const std::vector<Shape>& inputs) override { return inputs[0]; }
 };
 
 class LayerRegistry {
  public:
-  using Factory = std::function<std::unique_ptr<Layer>(const std::string& name)>;
+  using Factory = std::function<std::unique_ptr<Layer>()>;
   static LayerRegistry& Global();
   void Register(const std::string& type, Factory factory);
-  // Unknown types are an error listing the known ones.
+  // A layer of `type` named `name`; unknown types are an error listing the known ones.
   Result<std::unique_ptr<Layer>> Create(const std::string& type, const std::string& name) const;
   std::vector<std::string> Types() const;
 
@@ -199,13 +203,12 @@ class LayerRegistry {
 #define PSTRAIN_DECLARE_GPU_KERNELS()
 #endif
 
-#define PSTRAIN_REGISTER_LAYER(type_name, Class)                                              \
-  static const bool PSTRAIN_CONCAT(kRegistered_, Class) = [] {                                \
-    ::pstrain::worker::LayerRegistry::Global().Register(                                      \
-        type_name, [](const std::string& name) -> std::unique_ptr<::pstrain::worker::Layer> { \
-          return std::make_unique<Class>(name);                                               \
-        });                                                                                   \
-    return true;                                                                              \
+#define PSTRAIN_REGISTER_LAYER(type_name, Class)                                                  \
+  static const bool PSTRAIN_CONCAT(kRegistered_, Class) = [] {                                    \
+    ::pstrain::worker::LayerRegistry::Global().Register(                                          \
+        type_name,                                                                                \
+        []() -> std::unique_ptr<::pstrain::worker::Layer> { return std::make_unique<Class>(); }); \
+    return true;                                                                                  \
   }()
 
 }  // namespace worker

@@ -11,7 +11,6 @@ namespace worker {
 // Elementwise sum of two inputs of the same shape (residual connections).
 class Add : public Layer {
  public:
-  explicit Add(const std::string& name) : Layer(name, "add") {}
   Result<Shape> Setup(const std::vector<Shape>& inputs) override;
   int num_inputs() const override { return 2; }
 

@@ -14,7 +14,6 @@ namespace worker {
 
 class BatchNorm : public Layer {
  public:
-  explicit BatchNorm(const std::string& name) : Layer(name, "batch_norm") {}
   Result<Shape> Setup(const std::vector<Shape>& inputs) override;
   void InitVariables(std::mt19937_64* rng) override;
 

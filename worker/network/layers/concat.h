@@ -15,7 +15,6 @@ namespace worker {
 
 class Concat : public Layer {
  public:
-  explicit Concat(const std::string& name) : Layer(name, "concat") {}
   Result<Shape> Setup(const std::vector<Shape>& inputs) override;
   int num_inputs() const override { return num_inputs_; }
 

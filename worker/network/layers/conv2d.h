@@ -11,7 +11,7 @@ namespace worker {
 
 class Conv2D : public ConvBase {
  public:
-  explicit Conv2D(const std::string& name) : ConvBase(name, "conv2d", /*transposed=*/false) {}
+  Conv2D() : ConvBase(/*transposed=*/false) {}
   Status Configure(const ConfigNode& node) override { return ConfigureConv(node, {}); }
   Result<GraphOp> TensorFlowOp() const override;
   Result<GraphOp> OnnxOp() const override;

@@ -24,8 +24,7 @@ namespace worker {
 
 class Conv2DTranspose : public ConvBase {
  public:
-  explicit Conv2DTranspose(const std::string& name)
-      : ConvBase(name, "conv2d_transpose", /*transposed=*/true) {}
+  Conv2DTranspose() : ConvBase(/*transposed=*/true) {}
   Status Configure(const ConfigNode& node) override;
   // tf.nn.conv2d_transpose's op; ONNX's ConvTranspose, whose weights layout (C, M/group, kH, kW)
   // is ours.

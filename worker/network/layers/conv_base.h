@@ -41,8 +41,7 @@ class ConvBase : public Layer {
   struct CpuPlan;
 
  protected:
-  ConvBase(const std::string& name, const std::string& type, bool transposed)
-      : Layer(name, type), transposed_(transposed) {}
+  explicit ConvBase(bool transposed) : transposed_(transposed) {}
 
   // Reads the fields both layers share and allows the subclass's `extra_keys` (read by it).
   Status ConfigureConv(const ConfigNode& node, const std::vector<std::string>& extra_keys);

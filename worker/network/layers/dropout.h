@@ -13,7 +13,6 @@ namespace worker {
 // 1/keep_prob; in evaluation it is the identity.
 class Dropout : public ElementwiseLayer {
  public:
-  explicit Dropout(const std::string& name) : ElementwiseLayer(name, "dropout") {}
   float keep_prob() const { return keep_prob_; }
 
   PSTRAIN_DECLARE_LAYER()

@@ -29,7 +29,6 @@ class Embedding : public Layer {
  public:
   enum class Combiner { kSum, kMean };
 
-  explicit Embedding(const std::string& name) : Layer(name, "embedding") {}
   Result<Shape> Setup(const std::vector<Shape>& inputs) override;
   void InitVariables(std::mt19937_64* rng) override;
 

@@ -10,7 +10,6 @@ namespace worker {
 
 class Flatten : public Layer {
  public:
-  explicit Flatten(const std::string& name) : Layer(name, "flatten") {}
   Result<Shape> Setup(const std::vector<Shape>& inputs) override {
     return Shape{inputs[0].num_elements()};
   }

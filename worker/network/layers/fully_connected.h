@@ -10,7 +10,6 @@ namespace worker {
 
 class FullyConnected : public Layer {
  public:
-  explicit FullyConnected(const std::string& name) : Layer(name, "fully_connected") {}
   Result<Shape> Setup(const std::vector<Shape>& inputs) override;
   void InitVariables(std::mt19937_64* rng) override;
 

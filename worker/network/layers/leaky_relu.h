@@ -12,8 +12,6 @@ namespace worker {
 
 class LeakyRelu : public ElementwiseLayer {
  public:
-  explicit LeakyRelu(const std::string& name) : ElementwiseLayer(name, "leaky_relu") {}
-
   PSTRAIN_DECLARE_LAYER()
 
  private:

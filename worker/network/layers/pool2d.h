@@ -14,8 +14,7 @@ namespace worker {
 class Pool2D : public Layer {
  public:
   enum class Kind { kMax, kAvg };
-  Pool2D(const std::string& name, Kind kind)
-      : Layer(name, kind == Kind::kMax ? "max_pool" : "avg_pool"), kind_(kind) {}
+  explicit Pool2D(Kind kind) : kind_(kind) {}
   Result<Shape> Setup(const std::vector<Shape>& inputs) override;
 
   PSTRAIN_DECLARE_LAYER()
@@ -37,12 +36,12 @@ class Pool2D : public Layer {
 
 class MaxPool2D : public Pool2D {
  public:
-  explicit MaxPool2D(const std::string& name) : Pool2D(name, Kind::kMax) {}
+  MaxPool2D() : Pool2D(Kind::kMax) {}
 };
 
 class AvgPool2D : public Pool2D {
  public:
-  explicit AvgPool2D(const std::string& name) : Pool2D(name, Kind::kAvg) {}
+  AvgPool2D() : Pool2D(Kind::kAvg) {}
 };
 
 }  // namespace worker

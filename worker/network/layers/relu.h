@@ -10,8 +10,6 @@ namespace worker {
 
 class Relu : public ElementwiseLayer {
  public:
-  explicit Relu(const std::string& name) : ElementwiseLayer(name, "relu") {}
-
   PSTRAIN_DECLARE_LAYER()
 };
 

@@ -13,7 +13,6 @@ namespace worker {
 // The model averages the per-example losses over the batch.
 class SoftmaxCrossEntropy : public Layer {
  public:
-  explicit SoftmaxCrossEntropy(const std::string& name) : Layer(name, "softmax_cross_entropy") {}
   Result<Shape> Setup(const std::vector<Shape>& inputs) override;
   // Softmax probabilities of the last forward pass, [N, classes].
   const std::vector<float>& probabilities() const { return probs_; }

@@ -35,7 +35,7 @@ Status LeasedExampleSource::LeaseNext() {
   while (true) {
     ApplyDrop();
     if (stop_.load()) return Unavailable("the input is stopping");
-    Result<DataLease> lease = lease_(epoch_);
+    Result<data::ChunkLease> lease = lease_(epoch_);
     const StatusCode code = lease.status().code();
     if (code == StatusCode::kOutOfRange) {
       finished_ = true;

@@ -22,6 +22,7 @@
 #include <optional>
 #include <vector>
 
+#include "common/data/chunk_lease.h"
 #include "common/data/idx.h"
 #include "common/status.h"
 #include "common/wire/message.h"
@@ -29,20 +30,12 @@
 
 namespace pstrain {
 
-// A dataLease reply: chunk `chunk` of epoch `epoch`, examples first .. first + size - 1 of the
-// epoch's global order, of which the first `skip` in the chunk's order are already used.
-struct DataLease {
-  int64_t epoch = 0;
-  int64_t chunk = 0;
-  int64_t skip = 0;
-  int64_t first = 0;
-  int64_t size = 0;
-};
+// A dataLease reply is a data::ChunkLease (common/data/chunk_lease.h).
 
 // Asks the ledger for a chunk while reading `epoch`. Expected failures: OutOfRange (the data's
 // epochs are used), Unavailable (every chunk left is leased to others), ResourceExhausted (two
 // held: pushes must catch up), kAborted (the leases were revoked: drop them).
-using LeaseChunk = std::function<Result<DataLease>(int64_t epoch)>;
+using LeaseChunk = std::function<Result<data::ChunkLease>(int64_t epoch)>;
 // Reads example `index` of the epoch's global order (the sorted file list's record order).
 using ReadExample = std::function<Status(int64_t index, RawExample* out)>;
 
@@ -82,7 +75,7 @@ class LeasedExampleSource : public ExampleSource {
 
  private:
   struct Chunk {
-    DataLease lease;
+    data::ChunkLease lease;
     std::vector<int64_t> order;
     int64_t next = 0;
   };
