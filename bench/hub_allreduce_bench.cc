@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bench/raw_tcp.h"
+#include "bench/timing.h"
 #include "tools/tool_main.h"
 #include "worker/distributed/collectives/host_hub.h"
 #include "worker/distributed/collectives/hub_collectives.h"
@@ -66,7 +67,7 @@ double RawPairs(size_t bytes, int iters) {
   return sum;
 }
 
-int Main() {
+Status Main() {
   const int64_t floats = (int64_t{FLAGS_mib} << 20) / static_cast<int64_t>(sizeof(float));
   HostHubOptions options;
   options.size = FLAGS_ranks;
@@ -75,18 +76,15 @@ int Main() {
   std::printf("== %d ranks, all-reduce of %d MiB float32 each, %d trials of %d, %u cores\n",
               FLAGS_ranks, FLAGS_mib, FLAGS_trials, FLAGS_iters,
               std::thread::hardware_concurrency());
-  std::vector<double> ours, raw;
-  for (int t = 0; t < FLAGS_trials; ++t) {
-    ours.push_back(HubAllReduce(**hub, floats, FLAGS_iters));
-    raw.push_back(RawPairs(static_cast<size_t>(floats) * sizeof(float), FLAGS_iters));
-    std::printf("trial %d: hub all-reduce %.2f GB/s, raw socket pairs %.2f GB/s\n", t, ours.back(),
-                raw.back());
-  }
-  const double a = bench::Median(ours), b = bench::Median(raw);
+  const bench::TrialMedians medians = bench::AlternatingTrials(
+      FLAGS_trials, "hub all-reduce", [&] { return HubAllReduce(**hub, floats, FLAGS_iters); },
+      "raw socket pairs",
+      [&] { return RawPairs(static_cast<size_t>(floats) * sizeof(float), FLAGS_iters); });
+  const double a = medians.a, b = medians.b;
   std::printf("hub all-reduce (sent + received by every rank): %.2f GB/s (median)\n", a);
   std::printf("raw TCP socket pairs, the same bytes: %.2f GB/s (median)\n", b);
   std::printf("ratio: %.2f\n", a / b);
-  return 0;
+  return Status::OK();
 }
 
 }  // namespace
@@ -97,8 +95,5 @@ int main(int argc, char** argv) {
       argc, argv,
       "Intra-node sync of CPU workers through the host hub against raw loopback socket "
       "pairs.\nUsage: pstrain-bench-hub-allreduce [--ranks=N ...]",
-      __FILE__, [] {
-        pstrain::Main();  // CHECKs what it needs; prints its figures and the ratio
-        return pstrain::Status::OK();
-      });
+      __FILE__, pstrain::Main);
 }

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "bench/raw_tcp.h"
+#include "bench/timing.h"
 #include "common/config.h"
 #include "common/wire/transport.h"
 #include "ps/server_task.h"
@@ -197,20 +198,17 @@ class BenchServer {
 };
 
 // Plaintext and CURVE servers side by side, trials alternating between them.
-int CompareCurve(size_t bytes) {
+Status CompareCurve(size_t bytes) {
   BenchServer plain(bytes, false), curve(bytes, true);
   std::printf(
       "== loopback TCP, %d MiB float32 variable, %d trials of %d push+pull rounds, %u cores: "
       "CurveZMQ vs plaintext\n",
       FLAGS_mib, FLAGS_trials, FLAGS_iters, std::thread::hardware_concurrency());
-  std::vector<double> plain_trials, curve_trials;
-  for (int t = 0; t < FLAGS_trials; ++t) {
-    plain_trials.push_back(TransportPushPull(plain.conn(), bytes, FLAGS_iters));
-    curve_trials.push_back(TransportPushPull(curve.conn(), bytes, FLAGS_iters));
-    std::printf("trial %d: plaintext %.2f GB/s, CURVE %.2f GB/s\n", t, plain_trials.back(),
-                curve_trials.back());
-  }
-  const double plain_gbps = Median(plain_trials), curve_gbps = Median(curve_trials);
+  const bench::TrialMedians medians = bench::AlternatingTrials(
+      FLAGS_trials, "plaintext",
+      [&] { return TransportPushPull(plain.conn(), bytes, FLAGS_iters); }, "CURVE",
+      [&] { return TransportPushPull(curve.conn(), bytes, FLAGS_iters); });
+  const double plain_gbps = medians.a, curve_gbps = medians.b;
   std::printf("push+pull of %d MiB (SGD applied), median: plaintext %.2f GB/s, CURVE %.2f GB/s\n",
               FLAGS_mib, plain_gbps, curve_gbps);
   for (const auto& [vars, iters] :
@@ -223,11 +221,11 @@ int CompareCurve(size_t bytes) {
         vars, FLAGS_small_floats, p, c, c / p);
   }
   std::printf("ratio: %.2f\n", curve_gbps / plain_gbps);
-  return 0;
+  return Status::OK();
 }
 
 // Servers without and with the role's checks side by side, trials alternating between them.
-int CompareChecks(size_t bytes) {
+Status CompareChecks(size_t bytes) {
   BenchServer none(bytes, false, false), checked(bytes, false, true);
   std::printf(
       "== loopback TCP, %d trials: a server with the role's checks (one push per pull, outlier "
@@ -254,10 +252,10 @@ int CompareChecks(size_t bytes) {
               FLAGS_mib, Median(none_big), Median(checked_big),
               Median(checked_big) / Median(none_big));
   std::printf("ratio: %.2f\n", small_checked / small_none);
-  return 0;
+  return Status::OK();
 }
 
-int Main() {
+Status Main() {
   const size_t bytes = static_cast<size_t>(FLAGS_mib) << 20;
   if (FLAGS_curve) return CompareCurve(bytes);
   if (FLAGS_checks) return CompareChecks(bytes);
@@ -273,15 +271,10 @@ int Main() {
   std::printf(
       "== loopback TCP, %d MiB float32 variable, %d trials of %d push+pull rounds, %u cores\n",
       FLAGS_mib, FLAGS_trials, FLAGS_iters, std::thread::hardware_concurrency());
-  std::vector<double> ours_trials, raw_trials;
-  for (int t = 0; t < FLAGS_trials; ++t) {
-    ours_trials.push_back(TransportPushPull(conn.get(), bytes, FLAGS_iters));
-    raw_trials.push_back(RawTcpPushPull(bytes, FLAGS_iters));
-    std::printf("trial %d: pstrain %.2f GB/s, raw %.2f GB/s\n", t, ours_trials.back(),
-                raw_trials.back());
-  }
-  const double ours = Median(ours_trials);
-  const double raw = Median(raw_trials);
+  const bench::TrialMedians medians = bench::AlternatingTrials(
+      FLAGS_trials, "pstrain", [&] { return TransportPushPull(conn.get(), bytes, FLAGS_iters); },
+      "raw", [&] { return RawTcpPushPull(bytes, FLAGS_iters); });
+  const double ours = medians.a, raw = medians.b;
   std::printf(
       "pstrain push+pull through the parameter server (SGD applied): %.2f GB/s of tensor bytes "
       "(median)\n",
@@ -297,7 +290,7 @@ int Main() {
   CHECK(conn->Call(FromChief(MessageType::kShutdown, conn.get()), kTimeout).ok());
   serving.reset();
   std::printf("ratio: %.2f\n", ours / raw);
-  return 0;
+  return Status::OK();
 }
 
 }  // namespace
@@ -309,8 +302,5 @@ int main(int argc, char** argv) {
       "Push+pull through a parameter server against a raw TCP socket pair (or CURVE against "
       "plaintext, or checks on against off).\nUsage: pstrain-bench-ps-transport [--mib=N --curve "
       "--checks ...]",
-      __FILE__, [] {
-        pstrain::Main();  // CHECKs what it needs; prints its figures and the ratio
-        return pstrain::Status::OK();
-      });
+      __FILE__, pstrain::Main);
 }

@@ -6,11 +6,11 @@
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <string>
 
+#include "bench/timing.h"
 #include "common/wire/record_tag.h"
 #include "tools/tool_main.h"
 
@@ -21,11 +21,7 @@ DEFINE_int32(records, 200, "records timed");
 namespace pstrain {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double NanosPer(Clock::time_point since, double n) {
-  return std::chrono::duration<double, std::nano>(Clock::now() - since).count() / n;
-}
+using bench::NanosPerCall;
 
 Status Main() {
   if (FLAGS_mib <= 0 || FLAGS_servers < 2 || FLAGS_records < 1) {
@@ -45,36 +41,30 @@ Status Main() {
   record.tensors = {{"w", Tensor::Filled(Shape{floats}, 0.5f)}};
   const double mib = static_cast<double>(record.tensors[0].tensor.bytes()) / (1 << 20);
 
-  auto start = Clock::now();
-  std::string digest;
-  for (int i = 0; i < FLAGS_records; ++i) digest = wire::RecordDigest(record);
-  const double digest_ns = NanosPer(start, FLAGS_records);
+  std::string digest;  // kept, so that the digest is made
+  ASSIGN_OR_RETURN(const double digest_ns, NanosPerCall(FLAGS_records, [&] {
+                     digest = wire::RecordDigest(record);
+                     return Status::OK();
+                   }));
 
   // As servers tag and check: each pair's key made once (wire::PairKeys).
   wire::PairKeys head_pairs(head.own.secret_key), tail_pairs(tail.own.secret_key);
-  start = Clock::now();
-  for (int i = 0; i < FLAGS_records; ++i) {
-    ASSIGN_OR_RETURN(record.record_tags, wire::TagRecord(record, head, &head_pairs));
-  }
-  const double head_ns = NanosPer(start, FLAGS_records);
-  start = Clock::now();
-  for (int i = 0; i < FLAGS_records; ++i) {
-    RETURN_IF_ERROR(wire::CheckRecordTag(record, 0, tail, &tail_pairs));
-  }
-  const double replica_ns = NanosPer(start, FLAGS_records);
+  ASSIGN_OR_RETURN(record.record_tags, wire::TagRecord(record, head, &head_pairs));
+  ASSIGN_OR_RETURN(const double head_ns, NanosPerCall(FLAGS_records, [&] {
+                     return wire::TagRecord(record, head, &head_pairs).status();
+                   }));
+  ASSIGN_OR_RETURN(const double replica_ns, NanosPerCall(FLAGS_records, [&] {
+                     return wire::CheckRecordTag(record, 0, tail, &tail_pairs);
+                   }));
 
   wire::Message empty = record;  // the tags alone: a record without tensor bytes
   empty.tensors.clear();
-  start = Clock::now();
-  for (int i = 0; i < FLAGS_records; ++i) {
-    ASSIGN_OR_RETURN(empty.record_tags, wire::TagRecord(empty, head, &head_pairs));
-  }
-  const double kept_ns = NanosPer(start, FLAGS_records);
-  start = Clock::now();
-  for (int i = 0; i < FLAGS_records; ++i) {
-    ASSIGN_OR_RETURN(empty.record_tags, wire::TagRecord(empty, head));
-  }
-  const double anew_ns = NanosPer(start, FLAGS_records);
+  ASSIGN_OR_RETURN(const double kept_ns, NanosPerCall(FLAGS_records, [&] {
+                     return wire::TagRecord(empty, head, &head_pairs).status();
+                   }));
+  ASSIGN_OR_RETURN(const double anew_ns, NanosPerCall(FLAGS_records, [&] {
+                     return wire::TagRecord(empty, head).status();
+                   }));
 
   const double wire_ns = mib * (1 << 20) * 8.0;  // 1 Gbit/s: 8 ns a byte
   std::printf("digest: %.0f ns per MiB (BLAKE2b over the tensor bytes)\n", digest_ns / mib);

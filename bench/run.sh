@@ -50,13 +50,24 @@ bench_python() {
   bash scripts/bench-venv.sh "${PSTRAIN_BENCH_VENV:-$bdir/bench-venv}"
 }
 
+# Runs a command with the environment pstrain-launch gives roles (idle OpenMP threads sleep;
+# large ZeroMQ frames on transparent huge pages), saying so first.
+as_launched() {
+  echo "== as pstrain-launch runs roles: GLIBC_TUNABLES=glibc.malloc.hugetlb=1 OMP_WAIT_POLICY=PASSIVE"
+  GLIBC_TUNABLES=glibc.malloc.hugetlb=1 OMP_WAIT_POLICY=PASSIVE "$@"
+}
+
+load_average() {
+  echo "== load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+}
+
 case "$name" in
   refnet)
     build
     steps=${BENCH_STEPS:-50}
     echo "== pstrain: RefNet training steps, batch 128, $(nproc) cores"
     py=$(bench_python)
-    echo "== load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+    load_average
     # As pstrain-launch runs roles and as the PyTorch script runs itself: idle OpenMP threads
     # sleep; spinning ones lose whole time slices to any other load on 2 cores (3x slower here).
     echo "== as pstrain-launch runs roles: OMP_WAIT_POLICY=PASSIVE"
@@ -67,7 +78,7 @@ case "$name" in
     echo "== PyTorch $torch_version (PyPI, $py): $ref_script --bench-steps $steps"
     ref=$("$py" "$ref_script" --bench-steps "$steps" | tee /dev/stderr |
       awk '/^BENCH_TRAIN/{print $3}')
-    echo "== load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+    load_average
     echo "pstrain ${ours} img/s, PyTorch $torch_version ${ref} img/s"
     awk -v a="$ours" -v b="$ref" 'BEGIN{printf "ratio: %.2f\n", a/b}'
     ;;
@@ -83,15 +94,14 @@ case "$name" in
     ;;
   ps)
     build
-    echo "== load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+    load_average
     bin=$bdir/bench/pstrain-bench-ps-transport
     # Every received tensor is a fresh ZeroMQ frame; with plain glibc malloc each 64 MiB frame is
     # a new mmap paid for in 4 KiB page faults, which transparent huge pages (glibc >= 2.35)
     # avoid. The raw socket reuses one buffer. Both are shown; the last ratio uses huge pages.
     echo "== glibc malloc defaults"
     "$bin" "$@" | sed 's/^ratio:/ratio with default malloc:/'
-    echo "== as pstrain-launch runs roles: GLIBC_TUNABLES=glibc.malloc.hugetlb=1 OMP_WAIT_POLICY=PASSIVE"
-    GLIBC_TUNABLES=glibc.malloc.hugetlb=1 OMP_WAIT_POLICY=PASSIVE "$bin" "$@"
+    as_launched "$bin" "$@"
     ;;
   hub)
     build
@@ -100,15 +110,13 @@ case "$name" in
     ;;
   curve)
     build
-    echo "== as pstrain-launch runs roles: GLIBC_TUNABLES=glibc.malloc.hugetlb=1 OMP_WAIT_POLICY=PASSIVE"
-    GLIBC_TUNABLES=glibc.malloc.hugetlb=1 OMP_WAIT_POLICY=PASSIVE \
-      "$bdir"/bench/pstrain-bench-ps-transport --curve "$@"
+    as_launched "$bdir"/bench/pstrain-bench-ps-transport --curve "$@"
     ;;
   tables)
     # Real servers (build/pstrain); sizes from PSTRAIN_TABLE_ROWS, "1000000 10000000 50000000"
     # by default (the largest needs about 9 GB of memory over the 4 servers).
     build
-    echo "== load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+    load_average
     for rows in ${PSTRAIN_TABLE_ROWS:-1000000 10000000 50000000}; do
       echo "== a table of $rows rows"
       "$bdir"/bench/pstrain-bench-tables --pstrain="$bdir"/pstrain --rows="$rows" "$@"
@@ -116,9 +124,8 @@ case "$name" in
     ;;
   checks)
     build
-    echo "== load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-    GLIBC_TUNABLES=glibc.malloc.hugetlb=1 OMP_WAIT_POLICY=PASSIVE \
-      "$bdir"/bench/pstrain-bench-ps-transport --checks "$@"
+    load_average
+    as_launched "$bdir"/bench/pstrain-bench-ps-transport --checks "$@"
     ;;
   gpu)
     # Runs where the GPU is: no build here (a GPU machine may lack our build dependencies: build
@@ -152,7 +159,7 @@ case "$name" in
     old=${1:?usage: bench/run.sh versus OLD_BUILD_DIR [-- flags for both]}
     shift
     [[ ${1:-} == -- ]] && shift
-    echo "== load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+    load_average
     python3 bench/versus.py --old "$old/bench/pstrain-bench-ps-transport" \
       --new "$bdir/bench/pstrain-bench-ps-transport" -- "$@"
     ;;

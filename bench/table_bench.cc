@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "bench/raw_tcp.h"
+#include "bench/timing.h"
 #include "common/row_owner.h"
 #include "common/wire/transport.h"
 #include "tools/tool_main.h"
@@ -47,15 +48,11 @@ DEFINE_int64(dense_rows, 1000000, "rows of the dense variable the dense step is 
 namespace pstrain {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using bench::Clock;
 using wire::Message;
 using wire::MessageType;
 constexpr auto kTimeout = std::chrono::seconds(600);
 const char* kTable = "T";
-
-double Seconds(Clock::time_point since) {
-  return std::chrono::duration<double>(Clock::now() - since).count();
-}
 
 // A loopback port free now (a server binds it next).
 int FreePort() {
@@ -277,7 +274,7 @@ Status Main() {
       for (auto& p : pending) p.clear();
     }
   }
-  const double fill_secs = Seconds(fill_start);
+  const double fill_secs = bench::SecondsSince(fill_start);
   std::printf("rows %ld x %d floats over %d servers: filled in %.1f s (%.0f rows/s)\n",
               static_cast<long>(FLAGS_rows), FLAGS_dimension, servers.size(), fill_secs,
               FLAGS_rows / fill_secs);
@@ -303,7 +300,7 @@ Status Main() {
     bytes += PushRows(servers, by_owner, step);
   }
   const double sparse_cpu_ms = (servers.Cpu() - cpu_before) * 1e3 / FLAGS_steps;
-  const double sparse_wall_ms = Seconds(steps_start) * 1e3 / FLAGS_steps;
+  const double sparse_wall_ms = bench::SecondsSince(steps_start) * 1e3 / FLAGS_steps;
   const double sparse_bytes = static_cast<double>(bytes) / FLAGS_steps;
   std::printf(
       "sparse: %.0f distinct ids a step (of %d), %.2f MB a step, server CPU %.2f ms a step, "
