@@ -32,14 +32,20 @@ void JpegMessage(j_common_ptr cinfo, int level) {
   if (level < 0) JpegFail(cinfo);
 }
 
+// `errors`, reset, as the error manager of a (de)compressor: each error longjmps to its `jump`.
+jpeg_error_mgr* ArmedErrors(JpegErrors* errors) {
+  jpeg_error_mgr* mgr = jpeg_std_error(&errors->mgr);
+  mgr->error_exit = JpegFail;
+  errors->message[0] = '\0';
+  return mgr;
+}
+
 // Returns false with errors->message set. `pixels` is resized only after the header is read.
 bool DecodeJpeg(const uint8_t* data, size_t size, int channels, JpegErrors* errors,
                 ImageShape* shape, std::string* pixels) {
   jpeg_decompress_struct cinfo;
-  cinfo.err = jpeg_std_error(&errors->mgr);
-  errors->mgr.error_exit = JpegFail;
-  errors->mgr.emit_message = JpegMessage;
-  errors->message[0] = '\0';
+  cinfo.err = ArmedErrors(errors);
+  errors->mgr.emit_message = JpegMessage;  // warnings fail a decode too
   if (setjmp(errors->jump)) {
     jpeg_destroy_decompress(&cinfo);
     return false;
@@ -76,9 +82,7 @@ bool DecodeJpeg(const uint8_t* data, size_t size, int channels, JpegErrors* erro
 bool EncodeJpeg(const uint8_t* pixels, const ImageShape& shape, int quality, JpegErrors* errors,
                 unsigned char** out, unsigned long* out_size) {
   jpeg_compress_struct cinfo;
-  cinfo.err = jpeg_std_error(&errors->mgr);
-  errors->mgr.error_exit = JpegFail;
-  errors->message[0] = '\0';
+  cinfo.err = ArmedErrors(errors);
   if (setjmp(errors->jump)) {
     jpeg_destroy_compress(&cinfo);
     return false;
