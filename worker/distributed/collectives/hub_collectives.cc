@@ -33,11 +33,7 @@ Result<std::unique_ptr<HubCollectives>> HubCollectives::Connect(
 }
 
 HubCollectives::~HubCollectives() {
-  {
-    std::lock_guard<std::mutex> lock(stop_mutex_);
-    stop_ = true;
-  }
-  stop_changed_.notify_all();
+  stop_.Stop();
   if (heartbeat_.joinable()) heartbeat_.join();
 }
 
@@ -47,14 +43,11 @@ void HubCollectives::Heartbeat() {
   beat.role = "rank";
   beat.task_index = options_.rank;
   beat.incarnation = wire::ProcessIncarnation();
-  std::unique_lock<std::mutex> lock(stop_mutex_);
-  while (!stop_) {
-    lock.unlock();
+  while (!stop_.stopped()) {
     if (heartbeat_connection_->Call(beat, options_.heartbeat_interval * 2).ok()) {
       last_answer_ms_ = NowMs();
     }
-    lock.lock();
-    stop_changed_.wait_for(lock, options_.heartbeat_interval, [&] { return stop_; });
+    stop_.WaitFor(options_.heartbeat_interval);
   }
 }
 

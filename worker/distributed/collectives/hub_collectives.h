@@ -8,12 +8,11 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
+#include "common/stop_signal.h"
 #include "common/wire/transport.h"
 #include "worker/distributed/collectives/collectives.h"
 
@@ -69,9 +68,7 @@ class HubCollectives : public Collectives {
   int64_t calls_ = 0;  // the number of the next call, the same on every rank
   std::unique_ptr<wire::Connection> heartbeat_connection_;  // the heartbeat thread's own
   std::atomic<int64_t> last_answer_ms_{0};                  // steady clock, ms
-  std::mutex stop_mutex_;
-  std::condition_variable stop_changed_;
-  bool stop_ = false;
+  StopSignal stop_;                                         // ends the heartbeat thread
   std::thread heartbeat_;
 };
 
