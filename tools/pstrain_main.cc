@@ -20,6 +20,7 @@
 #include "common/tf_config.h"
 #include "ps/ps_role.h"
 #include "tools/device_flags.h"
+#include "tools/run_flags.h"
 #include "worker/distributed/intra_node.h"
 #include "worker/distributed/leave_signal.h"
 #include "worker/distributed/pull_schedule.h"
@@ -67,15 +68,9 @@ DEFINE_int32(max_workers, 0,
 DEFINE_int64(partition_bytes, pstrain::worker::kDefaultPartitionBytes,
              "split variables larger than this across servers (with --replicas: 1 MiB unless "
              "given, so that each part's record crosses to the backups while the rest arrives)");
-DEFINE_int64(max_steps, 0, "stop at this global step (0: the config's max_steps or epochs)");
-DEFINE_int64(epochs, 0, "epochs to train (0: the config's train.epochs)");
-DEFINE_int64(log_every_n_steps, 100, "local steps between progress lines");
 DEFINE_double(log_every_n_secs, 10,
               "also a progress line once this many seconds passed since the last (0: by "
               "--log_every_n_steps only), so that the launcher's progress follows the global step");
-DEFINE_int64(histogram_every_n_steps, 500, "chief: local steps between weight histograms");
-DEFINE_int64(save_checkpoints_steps, 0, "chief: checkpoint every N global steps");
-DEFINE_double(save_checkpoints_secs, 60, "chief: checkpoint every N seconds");
 DEFINE_int32(max_to_keep, 5, "checkpoints kept per server shard (and TensorFlow checkpoints)");
 DEFINE_bool(tf_checkpoints, false,
             "chief: after each committed checkpoint, also write it as TensorFlow's checkpoint "
@@ -342,7 +337,8 @@ int main(int argc, char** argv) {
   gflags::SetUsageMessage(
       "one role of a pstrain cluster.\n  pstrain --job_name=ps|worker|evaluator --task_index=N "
       "--ps_hosts=h:p,... --worker_hosts=h:p,... --config=FILE --train_dir=DIR");
-  pstrain::ParseFlags(&argc, &argv, {"tools/pstrain_main.cc", "tools/device_flags.cc"});
+  pstrain::ParseFlags(&argc, &argv,
+                      {"tools/pstrain_main.cc", "tools/device_flags.cc", "tools/run_flags.cc"});
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
   if (argc > 1) {
@@ -441,13 +437,8 @@ int main(int argc, char** argv) {
     o.restore_exclude = FLAGS_restore_exclude;
     const pstrain::worker::PushSizes sizes = ChosenPushSizes();
     o.partition_bytes = sizes.partition_bytes;
-    o.max_steps = FLAGS_max_steps;
-    o.epochs = FLAGS_epochs;
-    o.log_every_n_steps = std::max<int64_t>(1, FLAGS_log_every_n_steps);
+    pstrain::worker::SetRunScheduleFromFlags(&o);  // --max_steps, --epochs...
     o.log_every_n_secs = std::max(0.0, FLAGS_log_every_n_secs);
-    o.histogram_every_n_steps = FLAGS_histogram_every_n_steps;
-    o.save_checkpoints_steps = FLAGS_save_checkpoints_steps;
-    o.save_checkpoints_secs = FLAGS_save_checkpoints_secs;
     o.eval_interval_secs = FLAGS_eval_interval_secs;
     o.curve = curve;
     o.insecure = FLAGS_insecure;

@@ -14,21 +14,16 @@
 #include "common/flags.h"
 #include "common/signal_watch.h"
 #include "tools/device_flags.h"
+#include "tools/run_flags.h"
 #include "worker/training/trainer.h"
 
 DEFINE_string(config, "configs/refnet.yaml", "model and training config (YAML)");
 DEFINE_string(train_dir, "", "directory for checkpoints; a run resumes from its latest one");
 DEFINE_string(logdir, "", "TensorBoard log directory (default: <train_dir>/logs)");
-DEFINE_int64(max_steps, 0, "stop at this global step (0: the config's max_steps or epochs)");
-DEFINE_int64(epochs, 0, "epochs to train (0: the config's train.epochs)");
-DEFINE_int64(log_every_n_steps, 100, "steps between progress lines and scalar summaries");
 DEFINE_double(log_every_n_secs, 0,
               "also a progress line (and its scalars) once this many seconds of training "
               "passed since the last (0: by --log_every_n_steps only)");
 DEFINE_int64(eval_every_n_steps, 0, "steps between test-set evaluations (0: every epoch)");
-DEFINE_int64(histogram_every_n_steps, 500, "steps between variable/gradient histograms");
-DEFINE_int64(save_checkpoints_steps, 0, "save a checkpoint every N steps (0: by time only)");
-DEFINE_double(save_checkpoints_secs, 60, "save a checkpoint every N seconds (0: by steps only)");
 DEFINE_int32(max_to_keep, 5, "checkpoints kept in --train_dir (0 keeps all)");
 DEFINE_string(checkpoint_path, "",
               "restore this checkpoint (a name in --train_dir or a path) instead of the latest");
@@ -87,7 +82,8 @@ int main(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) command_line += (i ? " " : "") + std::string(argv[i]);
   gflags::SetUsageMessage("Trains a model from a config in one process.\n  " +
                           std::string(argv[0]) + " --config=configs/refnet.yaml --train_dir=DIR");
-  pstrain::ParseFlags(&argc, &argv, {"tools/train_main.cc", "tools/device_flags.cc"});
+  pstrain::ParseFlags(&argc, &argv,
+                      {"tools/train_main.cc", "tools/device_flags.cc", "tools/run_flags.cc"});
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
   // Before any thread: Ctrl-C or SIGTERM ends the run with a checkpoint, and interrupts nothing.
@@ -119,14 +115,9 @@ int main(int argc, char** argv) {
   o.config_path = FLAGS_config;
   o.train_dir = FLAGS_train_dir;
   o.logdir = FLAGS_logdir.empty() ? FLAGS_train_dir + "/logs" : FLAGS_logdir;
-  o.max_steps = FLAGS_max_steps;
-  o.epochs = FLAGS_epochs;
-  o.log_every_n_steps = std::max<int64_t>(1, FLAGS_log_every_n_steps);
+  pstrain::worker::SetRunScheduleFromFlags(&o);  // --max_steps, --epochs...
   o.log_every_n_secs = std::max(0.0, FLAGS_log_every_n_secs);
   o.eval_every_n_steps = FLAGS_eval_every_n_steps;
-  o.histogram_every_n_steps = FLAGS_histogram_every_n_steps;
-  o.save_checkpoints_steps = FLAGS_save_checkpoints_steps;
-  o.save_checkpoints_secs = FLAGS_save_checkpoints_secs;
   o.max_to_keep = FLAGS_max_to_keep;
   o.checkpoint_path = FLAGS_checkpoint_path;
   o.restore_exclude = FLAGS_restore_exclude;
