@@ -165,7 +165,7 @@ int64_t ParameterServer::Replicate(int64_t step, NamedTensors prepared, NamedTen
     LOG(ERROR) << "ps " << options_.task_index << ": record " << record.sequence
                << " goes untagged: " << s.ToString();
   }
-  if (chain_.TakeFirstAsHead()) {
+  if (!stamp_at && chain_.TakeFirstAsHead()) {  // a record of no update is no failover's end
     LOG(INFO) << "ps " << options_.task_index << ": applied update " << record.sequence
               << " as head of shard " << options_.shard << " (step " << global_step_
               << ", map epoch " << chain_.epoch() << ")";
