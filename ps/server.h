@@ -288,8 +288,8 @@ class ParameterServer : private UpdateShard {
   static wire::PushEntry EntryOf(const wire::Message& request, const wire::Message& reply);
   // Makes the record of an update this head applied at `step` (the global step already
   // advanced, or not): sends it down the chain and returns its sequence; the caller holds the
-  // replies it justifies with HoldUntil. `stamp_at`: stamp it made at that time, whether due or
-  // not (a record of no update made for its stamp).
+  // replies it justifies with HoldUntil. `stamp_at`: the record carries a stamp of this time,
+  // due or not (a record of no update, made for its stamp).
   int64_t Replicate(int64_t step, NamedTensors prepared, NamedTensors assigns,
                     std::vector<wire::PushEntry> pushes, std::vector<Outgoing>* out,
                     std::optional<std::chrono::steady_clock::time_point> stamp_at = {});
