@@ -22,7 +22,7 @@ bool ParameterServer::StampDue(std::chrono::steady_clock::time_point now) const 
 
 void ParameterServer::StampIdleShard(std::chrono::steady_clock::time_point now,
                                      std::vector<Outgoing>* out) {
-  if (!initialized_ || !chain_.head() || !held_pushes_.empty() || !StampDue(now)) return;
+  if (!initialized_ || !chain_.head() || !StampDue(now)) return;
   Replicate(global_step_, {}, {}, {}, out, now);  // a record of no update, for its stamp
 }
 
