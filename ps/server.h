@@ -131,6 +131,9 @@ class ParameterServer : private UpdateShard {
   // Joiners this shard, as the tail, has found caught up: it now waits for their
   // acknowledgements (the shardMap get reply lists them as caught up; docs/replication.md, 5).
   std::vector<int> CaughtUpJoiners() const;
+  // Whether this shard is a joiner whose copy the head's stamp has verified (ps/state_stamps.h):
+  // the chief makes a joiner a member only once it says so itself, whatever its tail says.
+  bool CopyVerified() const { return chain_.joiner() && initialized_ && !stamps_.unverified(); }
   int shard() const { return options_.shard; }
 
   // Reads which steps this shard holds whole (setting damaged files aside, with a warning naming

@@ -91,6 +91,17 @@ class ReplicaUnderTest {
     auto installed = from->Call(copy, milliseconds(5000));
     ASSERT_TRUE(installed.ok()) << installed.status().ToString();
   }
+  // The joiners the real server lists as caught up with shard 0 in its shardMap get reply.
+  std::vector<int> CaughtUp() {
+    Message get = wire::Request(MessageType::kShardMap, "chief", 0, wire::ProcessIncarnation());
+    auto reply = chief_->Call(get, milliseconds(5000));
+    EXPECT_TRUE(reply.ok()) << reply.status().ToString();
+    if (!reply.ok()) return {};
+    for (const wire::Chain& c : reply->caught_up) {
+      if (c.shard == 0) return c.tasks;
+    }
+    return {};
+  }
   // Makes the real server shard 0's head, then pulls its weights as the chief.
   Message PullAsHead(uint64_t epoch) {
     SetMap(epoch, {last_}, {});
@@ -228,8 +239,8 @@ TEST(HostileReplicaTest, AMiddleReplicaThatAltersARecordIsRefusedByTheTail) {
 // copies the shard with altered weights, then forwards a record the head stamped with its
 // state's digest. The joiner finds its copy wrong at that stamp and drops it, naming the shard,
 // the record and the task that sent the copy, and refuses what follows until a new copy; an
-// honest copy is then acknowledged no further than itself until the next stamp verifies it,
-// and the joiner, made head, serves the head's values.
+// honest copy is then acknowledged no further than itself until the next stamp verifies it (only
+// then does the joiner tell the chief so), and the joiner, made head, serves the head's values.
 TEST(HostileReplicaTest, AJoinerDropsATailsAlteredCopyAtTheHeadsNextStamp) {
   ReplicaUnderTest replica("altered_copy", /*servers=*/3);
   auto tail = replica.Open("ps", 1);
@@ -272,9 +283,11 @@ TEST(HostileReplicaTest, AJoinerDropsATailsAlteredCopyAtTheHeadsNextStamp) {
   auto unverified = send(3, /*stamped=*/false);
   ASSERT_TRUE(unverified.ok()) << unverified.status().ToString();
   EXPECT_EQ(unverified->sequence, 2u) << "an unverified joiner acknowledged past its copy";
+  EXPECT_TRUE(replica.CaughtUp().empty()) << "it told the chief its copy was verified";
   auto verified = send(4, /*stamped=*/true);
   ASSERT_TRUE(verified.ok()) << verified.status().ToString();
   EXPECT_EQ(verified->sequence, 4u) << "verified, it acknowledges what it holds";
+  EXPECT_EQ(replica.CaughtUp(), std::vector<int>{2}) << "its own word, which the chief needs";
   EXPECT_TRUE(replica.process().LogHas(
       "shard 0: the copy of task 1 at record 2 verified by the head's stamp at record 4"));
 
