@@ -149,12 +149,14 @@ void WireSeeds(const fs::path& dir) {
   record.link = std::string(32, 'l');
   record.made_epoch = 2;
   record.record_tags = {{"ps-1", std::string(32, 't')}, {"ps-2", std::string(32, 'u')}};
+  record.state_digest = std::string(wire::kStateDigestBytes, 's');
   Write(dir, "replicate", WireSeed(record, 0));
   Message copy = record;
   copy.type = MessageType::kReplicaCopy;
   copy.step = 0;
   copy.made_epoch = 0;
   copy.record_tags.clear();
+  copy.state_digest.clear();
   copy.assigns.clear();
   copy.tensors = {{"w", Iota(Shape{2, 3})}, {"w/Momentum", Iota(Shape{2, 3})}};
   copy.text = "fingerprint";

@@ -120,8 +120,11 @@ void ReplicaChain::Acknowledged(int from, int64_t sequence) {
   if (j == joiners_.end() || !j->second.copied || j->second.refused) return;
   j->second.copy_acked = true;
   j->second.acked = std::max(j->second.acked, sequence);
-  // Caught up: it holds everything this tail holds; from now on it must acknowledge.
-  if (j->second.acked >= records_) j->second.caught_up = true;
+  // Caught up: it holds everything this tail holds, and a record after its copy verified it;
+  // from now on it must acknowledge.
+  if (j->second.acked >= records_ && j->second.acked > j->second.copy_record) {
+    j->second.caught_up = true;
+  }
 }
 
 std::vector<HeldReply> ReplicaChain::Advance(int64_t step) {
@@ -160,6 +163,7 @@ void ReplicaChain::CopySent(int joiner, std::chrono::steady_clock::time_point no
   j = Joiner{};
   j.copied = true;  // acknowledged by the joiner's reply, which names the copy's sequence
   j.copied_at = now;
+  j.copy_record = records_;
 }
 
 void ReplicaChain::CopyRefused(int joiner) {

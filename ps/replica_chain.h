@@ -105,7 +105,10 @@ class ReplicaChain {
   // replies that were waiting for it. `step`: the shard's global step now.
   std::vector<HeldReply> Advance(int64_t step);
 
-  // Joiners (tail only): which have been sent a copy, which still need one, which caught up.
+  // Joiners (tail only): which have been sent a copy, which still need one, which caught up: a
+  // joiner is caught up once it acknowledges this tail's latest record, and a record after its
+  // copy (which it acknowledges only once the head's stamp has verified the copy:
+  // ps/state_stamps.h).
   std::vector<int> JoinersToCopy() const;
   void CopySent(int joiner, std::chrono::steady_clock::time_point now);
   // A joiner that refused its copy (another train config): no records go to it.
@@ -125,6 +128,7 @@ class ReplicaChain {
     bool copied = false, refused = false, caught_up = false;
     bool copy_acked = false;  // its copy is installed
     int64_t acked = 0;
+    int64_t copy_record = 0;  // the record its copy was taken at
     std::chrono::steady_clock::time_point copied_at;
   };
   View view_;

@@ -28,6 +28,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,7 @@
 #include "ps/server_stats.h"
 #include "ps/server_summary.h"
 #include "ps/shard_checkpoints.h"
+#include "ps/state_stamps.h"
 #include "ps/table_shard.h"
 #include "ps/update_mode.h"
 #include "ps/update_policy.h"
@@ -129,6 +131,9 @@ class ParameterServer : private UpdateShard {
   // Joiners this shard, as the tail, has found caught up: it now waits for their
   // acknowledgements (the shardMap get reply lists them as caught up; docs/replication.md, 5).
   std::vector<int> CaughtUpJoiners() const;
+  // Whether this shard is a joiner whose copy the head's stamp has verified (ps/state_stamps.h):
+  // the chief makes a joiner a member only once it says so itself, whatever its tail says.
+  bool CopyVerified() const { return chain_.joiner() && initialized_ && !stamps_.unverified(); }
   int shard() const { return options_.shard; }
 
   // Reads which steps this shard holds whole (setting damaged files aside, with a warning naming
@@ -151,9 +156,10 @@ class ParameterServer : private UpdateShard {
   // Logs every peer that has been silent for longer than the peer timeout (once per silence).
   // ServerTask::Serve calls it between requests; returns how many were newly found missing.
   int CheckPeers(std::chrono::steady_clock::time_point now);
-  // CheckPeers, then, with --min_workers, what the live workers now release: a sync window or
-  // barrier that waited for a worker gone, pushes held while too few were live. ServerTask calls it
-  // between requests and sends what it returns (ps/server_membership.cc).
+  // CheckPeers; a head's record of no update to carry its state's stamp to a joiner of an idle
+  // shard (ps/state_stamps.h); then, with --min_workers, what the live workers now release: a
+  // sync window or barrier that waited for a worker gone, pushes held while too few were live.
+  // ServerTask calls it between requests and sends what it returns (ps/server_membership.cc).
   std::vector<Outgoing> CheckMembership(std::chrono::steady_clock::time_point now);
 
   bool initialized() const { return initialized_; }
@@ -285,9 +291,11 @@ class ParameterServer : private UpdateShard {
   static wire::PushEntry EntryOf(const wire::Message& request, const wire::Message& reply);
   // Makes the record of an update this head applied at `step` (the global step already
   // advanced, or not): sends it down the chain and returns its sequence; the caller holds the
-  // replies it justifies with HoldUntil.
+  // replies it justifies with HoldUntil. `stamp_at`: the record carries a stamp of this time,
+  // due or not (a record of no update, made for its stamp).
   int64_t Replicate(int64_t step, NamedTensors prepared, NamedTensors assigns,
-                    std::vector<wire::PushEntry> pushes, std::vector<Outgoing>* out);
+                    std::vector<wire::PushEntry> pushes, std::vector<Outgoing>* out,
+                    std::optional<std::chrono::steady_clock::time_point> stamp_at = {});
   void HoldUntil(int64_t sequence, const std::string& peer, const wire::Message& reply,
                  std::vector<Outgoing>* out);
   // Releases the replies whose records the chain has acknowledged.
@@ -315,6 +323,19 @@ class ParameterServer : private UpdateShard {
   Status InstallSnapshot(const wire::Message& copy);
   // The train config's fingerprint and the protocol version: replicas must agree.
   std::string Fingerprint() const;
+  // Defined in ps/server_copy_check.cc: the head's stamps of the shard's state and their checks
+  // (ps/state_stamps.h). The digest of this shard's state now.
+  std::string StateDigest() const;
+  // Whether a record the head makes at `now` carries a stamp.
+  bool StampDue(std::chrono::steady_clock::time_point now) const;
+  // The head, between requests: while a joiner is listed and no record carried a stamp for a
+  // second, a record of no update to carry one (a joiner of an idle shard is verified too).
+  void StampIdleShard(std::chrono::steady_clock::time_point now, std::vector<Outgoing>* out);
+  // A replica, after applying a stamped record: compares its state. False: its copy was wrong
+  // and is dropped, the refusal in `out`.
+  bool CheckStamp(const std::string& peer, const wire::Message& record, std::vector<Outgoing>* out);
+  // A joiner's copy found wrong: this shard holds nothing again, and waits for a new copy.
+  void DropCopy();
 
   ServerOptions options_;
   std::unique_ptr<VariableStore> store_;
@@ -339,6 +360,7 @@ class ParameterServer : private UpdateShard {
   // Replication: this shard's chain (inactive before a map: an unreplicated server).
   ReplicaChain chain_;
   RecordSignature signature_;    // the head's tags of each record, made here or checked
+  StateStamps stamps_;           // the head's stamps of the state, made here or checked
   std::vector<Waiting> future_;  // replication requests of an epoch this task has not yet seen
   PushAdmission admission_;      // a push's checks before the policy: pace, fields, retry, contents
   std::unique_ptr<TableShard> tables_;  // embedding-table rows this server owns, or null

@@ -71,6 +71,7 @@ std::vector<ParameterServer::Outgoing> ParameterServer::CheckMembership(
     std::chrono::steady_clock::time_point now) {
   CheckPeers(now);
   std::vector<Outgoing> out;
+  StampIdleShard(now, &out);
   if (!membership_->elastic()) return out;
   if (const std::string line = membership_->WaitLine(peers_, now); !line.empty()) {
     LOG(WARNING) << line;

@@ -140,8 +140,8 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandleServerReply(int fr
 std::vector<int> ParameterServer::CaughtUpJoiners() const { return chain_.CaughtUpJoiners(); }
 
 int64_t ParameterServer::Replicate(int64_t step, NamedTensors prepared, NamedTensors assigns,
-                                   std::vector<wire::PushEntry> pushes,
-                                   std::vector<Outgoing>* out) {
+                                   std::vector<wire::PushEntry> pushes, std::vector<Outgoing>* out,
+                                   std::optional<std::chrono::steady_clock::time_point> stamp_at) {
   Message record = FromThisServer(MessageType::kReplicate);
   record.shard = options_.shard;
   record.map_epoch = chain_.epoch();
@@ -156,11 +156,16 @@ int64_t ParameterServer::Replicate(int64_t step, NamedTensors prepared, NamedTen
     record.assigns.push_back(name);
   }
   record.pushes = std::move(pushes);
+  const auto now = stamp_at.value_or(std::chrono::steady_clock::now());
+  if (stamp_at || StampDue(now)) {  // before the tags, which cover the stamp
+    record.state_digest = StateDigest();
+    stamps_.Stamped(now);
+  }
   if (Status s = signature_.Sign(chain_.epoch(), &record); !s.ok()) {
     LOG(ERROR) << "ps " << options_.task_index << ": record " << record.sequence
                << " goes untagged: " << s.ToString();
   }
-  if (chain_.TakeFirstAsHead()) {
+  if (!stamp_at && chain_.TakeFirstAsHead()) {  // a record of no update is no failover's end
     LOG(INFO) << "ps " << options_.task_index << ": applied update " << record.sequence
               << " as head of shard " << options_.shard << " (step " << global_step_
               << ", map epoch " << chain_.epoch() << ")";
@@ -183,7 +188,12 @@ void ParameterServer::Release(std::vector<Outgoing>* out) {
   for (HeldReply& h : chain_.Advance(global_step_)) {
     h.message.step = chain_.committed_step();
     h.message.map_epoch = chain_.epoch();
-    if (h.ack) h.message.sequence = static_cast<uint64_t>(chain_.committed());
+    // An unverified joiner acknowledges nothing past its copy: the tail finds it caught up only
+    // once a stamp has verified it (ps/state_stamps.h).
+    if (h.ack) {
+      h.message.sequence =
+          static_cast<uint64_t>(stamps_.Acknowledgeable(chain_.committed(), chain_.joiner()));
+    }
     out->push_back({h.peer, std::move(h.message)});
   }
 }
@@ -331,6 +341,7 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandleReplicate(const st
     ApplyDenseRecord(record);
   }
   signature_.Took(record);
+  if (!record.state_digest.empty() && !CheckStamp(peer, record, &out)) return out;
   Message forward = record;
   forward.task_index = options_.task_index;
   forward.incarnation = wire::ProcessIncarnation();
@@ -393,11 +404,12 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandleReplicaCopy(const 
   }
   if (Status s = InstallSnapshot(copy); !s.ok()) return refuse(s);
   signature_.Reset();
+  stamps_.CopyInstalled(copy.task_index, static_cast<int64_t>(copy.sequence));
   LOG(INFO) << "ps " << options_.task_index << ": shard " << options_.shard
             << ": installed the copy"
             << " of task " << copy.task_index << " at record " << copy.sequence << ", step "
             << global_step_ << " (" << copy.tensors.size() << " tensors, " << copy.pushes.size()
-            << " retry-cache entries)";
+            << " retry-cache entries; unverified until the head's next stamp)";
   Message ack = Reply(copy, MessageType::kOk);
   ack.sequence = copy.sequence;
   out.push_back({peer, ack});

@@ -196,7 +196,8 @@ std::vector<ServerTask::Outgoing> ServerTask::ToEveryShard(const std::string& pe
 Message ServerTask::MapReply(const Message& request) const {
   Message m = Reply(request, MessageType::kOk);
   // The map exactly as the chief set it, with its proofs (wire/map_proof.h), so that clients can
-  // check it; the joiners this task's tails found caught up apart, for the chief to promote.
+  // check it; the joiners this task's tails found caught up apart, and the shards this task joins
+  // whose copy a stamp has verified, for the chief to promote.
   m.chains = wire::ChainsOf(map_);
   m.map_proofs = map_proofs_;
   for (int s = 0; s < map_.num_shards(); ++s) {
@@ -207,6 +208,7 @@ Message ServerTask::MapReply(const Message& request) const {
     for (int t : server->CaughtUpJoiners()) {
       if (Contains(map_.joining[s], t)) c.tasks.push_back(t);
     }
+    if (server->CopyVerified()) c.tasks.push_back(self());  // its own word, which the chief needs
     if (!c.tasks.empty()) m.caught_up.push_back(std::move(c));
   }
   return m;

@@ -74,6 +74,8 @@ class VariableStore {
                        uint32_t* exponent = nullptr) const;
 
   bool Has(const std::string& name) const { return variables_.count(name) > 0; }
+  // Drops every variable and its slots (a replica whose copy was found wrong).
+  void Clear() { variables_.clear(); }
   // The variable's value (shares the buffer); CHECKs that it exists.
   const Tensor& Value(const std::string& name) const { return variables_.at(name).value; }
   std::vector<std::string> Names() const;

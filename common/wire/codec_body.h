@@ -53,6 +53,7 @@ class Written {
   const std::vector<int64_t>& ids() { return Take(kIds, m_.ids); }
   uint64_t made_epoch() { return Take(kMadeEpoch, m_.made_epoch); }
   const std::vector<MapProof>& record_tags() { return Take(kRecordTags, m_.record_tags); }
+  const std::string& state_digest() { return Take(kStateDigest, m_.state_digest); }
 
   // InvalidArgument naming the first field the message carries (holds a value other than its
   // default) that was not written: "a pull carries no 'sequence' (...)".
@@ -80,6 +81,7 @@ class Written {
     kIds,
     kMadeEpoch,
     kRecordTags,
+    kStateDigest,
   };
   template <typename T>
   const T& Take(Field f, const T& field) {

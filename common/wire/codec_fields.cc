@@ -48,12 +48,13 @@ Status Written::Unwritten() const {
                                             {kPullDtype, m_.pull_dtype != TensorDType::kFloat32},
                                             {kIds, !m_.ids.empty()},
                                             {kMadeEpoch, m_.made_epoch != 0},
-                                            {kRecordTags, !m_.record_tags.empty()}};
+                                            {kRecordTags, !m_.record_tags.empty()},
+                                            {kStateDigest, !m_.state_digest.empty()}};
   // As wire::Message names them.
-  const char* names[] = {"step",     "value",     "text", "names",     "tensors",
-                         "sequence", "assigns",   "root", "steps",     "errorCode",
-                         "pushes",   "chains",    "uses", "mapProofs", "caughtUp",
-                         "link",     "pullDtype", "ids",  "madeEpoch", "recordTags"};
+  const char* names[] = {
+      "step",     "value", "text",      "names",  "tensors",   "sequence",   "assigns",
+      "root",     "steps", "errorCode", "pushes", "chains",    "uses",       "mapProofs",
+      "caughtUp", "link",  "pullDtype", "ids",    "madeEpoch", "recordTags", "stateDigest"};
   static_assert(sizeof(names) / sizeof(names[0]) == sizeof(carried) / sizeof(carried[0]));
   for (const auto& [field, set] : carried) {
     if (set && !(written_ & (1u << field))) {

@@ -18,6 +18,7 @@ Status WriteReplicationRequest(Written& w, schema::ReplicationRequest::Builder b
       if (!w.link().empty()) p.setLink(AsData(w.link()));
       p.setMadeEpoch(w.made_epoch());
       WriteMapProofs(w.record_tags(), p.initTags(w.record_tags().size()));
+      if (!w.state_digest().empty()) p.setStateDigest(AsData(w.state_digest()));
       WriteUses(w.uses(), p.initUses(w.uses().size()));
       RETURN_IF_ERROR(WritePushes(w.pushes(), type, p.initPushes(w.pushes().size())));
       RETURN_IF_ERROR(WriteNames(w.assigns(), "assign", type, p.initAssigns(w.assigns().size())));
@@ -50,6 +51,12 @@ Status ReadReplicationRequest(schema::ReplicationRequest::Reader b, Received& r)
       m.link = BytesOf(p.getLink());
       m.made_epoch = p.getMadeEpoch();
       RETURN_IF_ERROR(ReadKeyTags(p.getTags(), "record tags", r, &m.record_tags));
+      m.state_digest = BytesOf(p.getStateDigest());
+      if (!m.state_digest.empty() && m.state_digest.size() != kStateDigestBytes) {
+        return InvalidArgument(StrCat("the replicate from ", r.sender,
+                                      " carries a state digest of ", m.state_digest.size(),
+                                      " bytes (expected ", kStateDigestBytes, ", or none)"));
+      }
       RETURN_IF_ERROR(ReadNames(p.getAssigns(), "assign", r, &m.assigns));
       RETURN_IF_ERROR(ReadPushes(p.getPushes(), r));
       RETURN_IF_ERROR(ReadUses(p.getUses(), r));

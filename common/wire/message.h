@@ -22,8 +22,9 @@ namespace wire {
 // protocol, a struct per request type (pstrain.capnp); 7: tensor frames may be bfloat16, and a
 // pull may ask for its reply in it (--push_dtype=bf16); 8: embedding-table rows (row pull, row
 // push), their ids in a frame of their own; 9: a record carries the epoch its head made it under
-// and the head's tags of its content (record_tag.h)
-constexpr uint32_t kProtocolVersion = 9;
+// and the head's tags of its content (record_tag.h); 10: a record may carry the digest of the
+// shard's state after it, which the head's tags cover (ps/state_stamps.h)
+constexpr uint32_t kProtocolVersion = 10;
 
 // Each request type has its own fields (besides the envelope every message carries: role,
 // task_index, incarnation, request_id, shard, map_epoch), its struct's in pstrain.capnp: Encode
@@ -60,7 +61,8 @@ enum class MessageType {
   // code is built, and refuses them until then.
   // predecessor -> successor: one record of `shard` (section 2): sequence (the shard's step
   // after it), step (the step it was applied at), tensors (prepared gradients, then the values
-  // named in `assigns`), pushes (the retry-cache entries it answers), uses (ledger changes).
+  // named in `assigns`), pushes (the retry-cache entries it answers), uses (ledger changes),
+  // link, made_epoch, record_tags, state_digest (the head's stamp of the state after it, or none).
   kReplicate,
   // tail -> joining task: a snapshot of `shard` at `sequence`: tensors <var> and <var>/<slot>,
   // pushes (the whole retry cache), uses (the ledger), text (the train config's fingerprint).
@@ -172,7 +174,12 @@ struct Message {
   // it (record_tag.h). Both pass down the chain unchanged.
   uint64_t made_epoch = 0;
   std::vector<MapProof> record_tags;
+  // Replicate: the head's digest of the shard's state after this record (ps/state_stamps.h),
+  // 32 bytes, on at most one record a second while a joiner is listed; empty on the others.
+  std::string state_digest;
 };
+
+constexpr size_t kStateDigestBytes = 32;
 
 // A non-zero id for this process, drawn once, that grows with the process's start time: of two
 // processes of one role and task, the one started later has the larger id.

@@ -251,6 +251,9 @@ struct Replicate {
   # may take it (record_tag.h); both pass down the chain unchanged.
   madeEpoch @8 :UInt64;
   tags @9 :List(MapProof);
+  # The head's digest of the shard's state after this record (ps/state_stamps.h), 32 bytes, or
+  # none; its tags cover it.
+  stateDigest @10 :Data;
 }
 
 # Tail to joining task: a snapshot of the shard at record `record`.

@@ -20,6 +20,7 @@ std::string RecordDigest(const Message& record) {
   HashRecordPlace(record, &h);
   h.Number(record.made_epoch);
   h.String(record.link);
+  h.String(record.state_digest);
   for (const NamedTensor& t : record.tensors) {
     h.Number(t.tensor.shape().rank());
     for (int64_t d : t.tensor.shape().dims()) h.Number(d);

@@ -24,8 +24,9 @@ namespace pstrain {
 namespace wire {
 
 // BLAKE2b-256 of what every replica of the record must apply alike: shard, sequence, steps, the
-// epoch it was made under, its link, each tensor's name, shape and bytes, assigns, retry-cache
-// entries and ledger uses. Not the sender's own fields, which change hop by hop.
+// epoch it was made under, its link, the head's stamp of its state (ps/state_stamps.h), each
+// tensor's name, shape and bytes, assigns, retry-cache entries and ledger uses. Not the sender's
+// own fields, which change hop by hop.
 std::string RecordDigest(const Message& record);
 
 // The tags of `record` from the head's keys `head` (a ps-<t> key set) for every other server

@@ -16,6 +16,7 @@
 #include "common/wire/record_tag.h"
 #include "common/wire/request.h"
 #include "common/wire/transport.h"
+#include "ps/state_digest.h"
 #include "tests/distributed/curve_server_process.h"
 
 namespace pstrain {
@@ -67,15 +68,19 @@ class ReplicaUnderTest {
       ASSERT_TRUE(r.status().code() == StatusCode::kUnavailable && i < 40) << r.status().ToString();
     }
   }
-  // `from`'s copy of shard 0 at record 0 (weights all 1, under `link`), made with the server's
-  // own fingerprint (its refusal of a copy names it), sent under map epoch 1.
-  void Copy(wire::Connection* from, int from_task, const std::string& link) {
+  // `from`'s copy of shard 0 at record `record` and that step (weights all `weight`, under
+  // `link`), made with the server's own fingerprint (its refusal of a copy names it), sent under
+  // map epoch 1.
+  void Copy(wire::Connection* from, int from_task, const std::string& link, float weight = 1.0f,
+            uint64_t record = 0) {
     Message copy =
         wire::Request(MessageType::kReplicaCopy, "ps", from_task, wire::ProcessIncarnation());
     copy.shard = 0;
     copy.map_epoch = 1;
     copy.link = link;
-    copy.tensors.push_back({"fc/weights", Tensor::Filled(Shape{2, 4}, 1.0f)});
+    copy.sequence = record;
+    copy.value = static_cast<int64_t>(record);
+    copy.tensors.push_back({"fc/weights", Tensor::Filled(Shape{2, 4}, weight)});
     copy.text = "?";
     auto refused = from->Call(copy, milliseconds(5000));
     ASSERT_FALSE(refused.ok());
@@ -85,6 +90,17 @@ class ReplicaUnderTest {
     copy.text = why.substr(begin, end - begin);
     auto installed = from->Call(copy, milliseconds(5000));
     ASSERT_TRUE(installed.ok()) << installed.status().ToString();
+  }
+  // The joiners the real server lists as caught up with shard 0 in its shardMap get reply.
+  std::vector<int> CaughtUp() {
+    Message get = wire::Request(MessageType::kShardMap, "chief", 0, wire::ProcessIncarnation());
+    auto reply = chief_->Call(get, milliseconds(5000));
+    EXPECT_TRUE(reply.ok()) << reply.status().ToString();
+    if (!reply.ok()) return {};
+    for (const wire::Chain& c : reply->caught_up) {
+      if (c.shard == 0) return c.tasks;
+    }
+    return {};
   }
   // Makes the real server shard 0's head, then pulls its weights as the chief.
   Message PullAsHead(uint64_t epoch) {
@@ -215,6 +231,70 @@ TEST(HostileReplicaTest, AMiddleReplicaThatAltersARecordIsRefusedByTheTail) {
   for (int64_t i = 0; i < 8; ++i) {
     EXPECT_FLOAT_EQ(values.tensors.at(0).tensor[i], 1.0f) << "an altered record moved weight " << i;
   }
+  EXPECT_TRUE(replica.process().Alive());
+}
+
+// A tail's key: shard 0's chain is [ps-0, ps-1] and the real server ps-2 joins behind the tail
+// ps-1. The test makes the head's records (tagged with ps-0's key) and speaks for ps-1: it
+// copies the shard with altered weights, then forwards a record the head stamped with its
+// state's digest. The joiner finds its copy wrong at that stamp and drops it, naming the shard,
+// the record and the task that sent the copy, and refuses what follows until a new copy; an
+// honest copy is then acknowledged no further than itself until the next stamp verifies it (only
+// then does the joiner tell the chief so), and the joiner, made head, serves the head's values.
+TEST(HostileReplicaTest, AJoinerDropsATailsAlteredCopyAtTheHeadsNextStamp) {
+  ReplicaUnderTest replica("altered_copy", /*servers=*/3);
+  auto tail = replica.Open("ps", 1);
+  const wire::ClusterKeys head = replica.Keys("ps", 0);
+  replica.SetMap(1, {0, 1}, {2});
+  Message record = wire::Request(MessageType::kReplicate, "ps", 1, wire::ProcessIncarnation());
+  record.shard = 0;
+  record.map_epoch = 1;
+  record.made_epoch = 1;
+  record.link = wire::NewChainLink();
+  auto send = [&](uint64_t sequence, bool stamped) {
+    record.sequence = sequence;
+    record.value = static_cast<int64_t>(sequence);
+    record.tensors = {{"fc/weights", Tensor::Filled(Shape{2, 4}, 0.0f)}};  // the weights stay 1
+    record.state_digest.clear();
+    if (stamped) {
+      record.state_digest = ps::StateBlake2b({{"fc/weights", Tensor::Filled(Shape{2, 4}, 1.0f)}},
+                                             static_cast<int64_t>(sequence));
+    }
+    record.record_tags = wire::TagRecord(record, head).value();
+    auto r = tail->Call(record, milliseconds(5000));
+    record.link = wire::NextChainLink(record.link, record);
+    return r;
+  };
+  replica.Copy(tail.get(), 1, record.link, /*weight=*/5.0f);  // the head holds 1.0
+  auto refused = send(1, /*stamped=*/true);
+  ASSERT_FALSE(refused.ok()) << "a copy unlike the head's state was kept";
+  EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.status().message().find("has no copy yet"), std::string::npos)
+      << refused.status().ToString();
+  EXPECT_TRUE(replica.process().LogHas(
+      "shard 0: the copy of task 1 at record 0 differs from the head's stamp at record 1 "
+      "(forged or broken): dropped"));
+  auto after = send(2, /*stamped=*/false);
+  ASSERT_FALSE(after.ok()) << "a record was applied to a dropped copy";
+  EXPECT_NE(after.status().message().find("has no copy yet"), std::string::npos)
+      << after.status().ToString();
+
+  replica.Copy(tail.get(), 1, record.link, /*weight=*/1.0f, /*record=*/2);  // the honest one
+  auto unverified = send(3, /*stamped=*/false);
+  ASSERT_TRUE(unverified.ok()) << unverified.status().ToString();
+  EXPECT_EQ(unverified->sequence, 2u) << "an unverified joiner acknowledged past its copy";
+  EXPECT_TRUE(replica.CaughtUp().empty()) << "it told the chief its copy was verified";
+  auto verified = send(4, /*stamped=*/true);
+  ASSERT_TRUE(verified.ok()) << verified.status().ToString();
+  EXPECT_EQ(verified->sequence, 4u) << "verified, it acknowledges what it holds";
+  EXPECT_EQ(replica.CaughtUp(), std::vector<int>{2}) << "its own word, which the chief needs";
+  EXPECT_TRUE(replica.process().LogHas(
+      "shard 0: the copy of task 1 at record 2 verified by the head's stamp at record 4"));
+
+  const Message values = replica.PullAsHead(2);
+  EXPECT_EQ(values.step, 4);
+  ASSERT_EQ(values.tensors.size(), 1u);
+  for (int64_t i = 0; i < 8; ++i) EXPECT_FLOAT_EQ(values.tensors.at(0).tensor[i], 1.0f);
   EXPECT_TRUE(replica.process().Alive());
 }
 

@@ -82,14 +82,19 @@ TEST(ShardMasterTest, ARestartedTaskLeavesItsChainsAndJoinsThemAsTail) {
   EXPECT_EQ(again->map, change->map);
 }
 
-TEST(ShardMasterTest, ACaughtUpJoinerReportedByItsTailsGetReplyIsPromoted) {
+TEST(ShardMasterTest, ACaughtUpJoinerReportedByItsTailAndItselfIsPromoted) {
   const ShardMap map = Map(5, {{0}, {1, 2}, {2, 0}}, {{1}, {}, {}});
   wire::Message reply;
   reply.map_epoch = 5;
   reply.chains = {{0, {0}, {1}}, {1, {1, 2}, {}}, {2, {2, 0}, {}}};  // the map as the chief set it
   reply.caught_up = {{0, {1}, {}}};
+  wire::Message own = reply;  // the joiner's: the head's stamp verified its copy
   std::vector<Promotion> promoted;
-  const ShardMap next = PromoteCaughtUp(map, {{0, reply}}, &promoted);
+  EXPECT_EQ(PromoteCaughtUp(map, {{0, reply}}, &promoted), map) << "on the tail's word alone";
+  EXPECT_EQ(PromoteCaughtUp(map, {{1, own}}, &promoted), map) << "on the joiner's word alone";
+  EXPECT_EQ(PromoteCaughtUp(map, {{2, reply}, {1, own}}, &promoted), map) << "not its tail";
+  ASSERT_TRUE(promoted.empty());
+  const ShardMap next = PromoteCaughtUp(map, {{0, reply}, {1, own}}, &promoted);
   EXPECT_EQ(next, Map(6, {{0, 1}, {1, 2}, {2, 0}}, {{}, {}, {}})) << next.Describe();
   ASSERT_EQ(promoted.size(), 1u);
   EXPECT_EQ(promoted[0].shard, 0);
@@ -107,9 +112,11 @@ TEST(ShardMasterTest, AJoinerStillCopyingOrAReplyOfAnotherEpochPromotesNobody) {
   wire::Message hostile;  // a shard out of range, a task no map has
   hostile.map_epoch = 5;
   hostile.caught_up = {{7, {0, 1}, {}}, {0, {0, 99, -1}, {}}};
+  wire::Message verified = older;  // the joiner's own word, its tail's missing
+  verified.map_epoch = 5;
   std::vector<Promotion> promoted;
-  const ShardMap next =
-      PromoteCaughtUp(map, {{0, copying}, {0, older}, {0, hostile}, {9, copying}}, &promoted);
+  const ShardMap next = PromoteCaughtUp(
+      map, {{0, copying}, {0, older}, {0, hostile}, {9, copying}, {1, verified}}, &promoted);
   EXPECT_EQ(next, map);
   EXPECT_TRUE(promoted.empty());
 }
@@ -127,9 +134,10 @@ TEST(ShardMasterTest, AShardWithNoMemberLeftIsReportedFresh) {
   EXPECT_EQ(change->map.epoch, 3u);
 }
 
-TEST(ShardMasterTest, TailsToPollAreThoseOfShardsWithJoiners) {
+TEST(ShardMasterTest, TheTasksToPollAreTheTailsAndJoinersOfShardsWithJoiners) {
   const ShardMap map = Map(5, {{0}, {1, 2}, {}}, {{1}, {}, {0}});
-  EXPECT_EQ(TailsToPoll(map), (std::vector<std::pair<int, int>>{{0, 0}}));
+  EXPECT_EQ(TasksToPoll(map), (std::vector<int>{0, 1}));
+  EXPECT_TRUE(TasksToPoll(Map(5, {{0}, {1, 2}, {2}}, {{}, {}, {}})).empty());
 }
 
 TEST(ShardMasterTest, ARestartedChiefTakesTheHighestEpochTheServersHold) {

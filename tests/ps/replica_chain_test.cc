@@ -164,6 +164,11 @@ class Cluster {
   void Run() {
     while (!wire.empty()) Step();
   }
+  // The serve loop's turn between requests on task `task`, as at time `now` (a head with a
+  // joiner stamps an idle shard).
+  void Tick(int task, std::chrono::steady_clock::time_point now) {
+    Take(task, at(task).CheckMembership(now));
+  }
   void Lose() { wire.pop_front(); }
 
  private:
@@ -828,6 +833,9 @@ TEST(ReplicaChainTest, AJoinerThatNeverGotItsCopyIsCopiedAgainAtMostOnceASecond)
   EXPECT_EQ(c.at(0).stats().copies_sent, 2);
   EXPECT_TRUE(c.at(1).initialized());
   ExpectBitwiseEqual(c.at(0), c.at(1));
+  EXPECT_TRUE(c.at(0).CaughtUpJoiners().empty()) << "caught up before a stamp verified its copy";
+  c.Tick(0, std::chrono::steady_clock::now() + std::chrono::seconds(2));  // the idle shard's stamp
+  c.Run();
   EXPECT_EQ(c.at(0).CaughtUpJoiners(), std::vector<int>{1});
 }
 
@@ -849,6 +857,94 @@ TEST(ReplicaChainTest, AJoinerWithAnotherTrainConfigIsRefusedByName) {
   EXPECT_TRUE(c.wire.empty()) << "no records to a joiner that refused its copy";
   EXPECT_EQ(c.replies.size(), 1u);
   EXPECT_TRUE(c.at(0).CaughtUpJoiners().empty());
+}
+
+// An idle shard's joiner: its copy's acknowledgement alone does not make it caught up; the
+// head, with a joiner listed and nothing to record, makes a record of no update to carry its
+// stamp, at most once a second, and the joiner verified by it is caught up.
+TEST(ReplicaChainTest, AJoinerOfAnIdleShardIsCaughtUpOnlyOnceTheHeadsStampVerifiesItsCopy) {
+  Options o;
+  o.config = kAdamClipped;
+  Cluster c(2, o);
+  c.Initialize({0});
+  c.SetChain(1, {0}, {}, {0});
+  for (int i = 0; i < 5; ++i) c.Push(0, i % 2, i, 0.5f);
+  const auto now = std::chrono::steady_clock::now();
+  c.Tick(0, now);
+  EXPECT_TRUE(c.wire.empty()) << "a stamp with no joiner listed";
+  c.SetChain(2, {0}, {1});
+  c.Run();
+  ASSERT_TRUE(c.at(1).initialized());
+  EXPECT_TRUE(c.at(0).CaughtUpJoiners().empty()) << "caught up by its copy alone";
+  c.Tick(0, now);
+  ASSERT_EQ(c.wire.size(), 1u);
+  EXPECT_EQ(c.wire.front().message.state_digest.size(), wire::kStateDigestBytes);
+  EXPECT_TRUE(c.wire.front().message.tensors.empty());
+  c.Run();
+  EXPECT_EQ(c.at(0).CaughtUpJoiners(), std::vector<int>{1});
+  ExpectBitwiseEqual(c.at(0), c.at(1));
+  c.Tick(0, now + std::chrono::milliseconds(900));
+  EXPECT_TRUE(c.wire.empty()) << "a second stamp within a second";
+}
+
+// In accumulate mode a push's assigned values are applied on the head when it arrives but ride
+// in its window's record: the head stamps no record while a window is open, so an honest copy
+// is never taken for a forged one.
+TEST(ReplicaChainTest, AnOpenWindowDefersTheStampUntilItsRecord) {
+  Options o;
+  o.mode = UpdateMode::kAccumulate;
+  o.accumulate_n = 2;
+  Cluster c(2, o);
+  c.Initialize({0});
+  c.SetChain(1, {0}, {1});
+  c.Run();
+  ASSERT_TRUE(c.at(1).initialized());
+  Message m = c.PushOf(
+      0, 0, {{"w", Tensor::Filled(Shape{kW}, 1.0f)}, {"bn", Tensor::Filled(Shape{4}, 3.0f)}});
+  m.assigns = {"bn"};
+  c.Send(0, 0, m);
+  c.Tick(0, std::chrono::steady_clock::now());
+  EXPECT_TRUE(c.wire.empty()) << "a stamp while the window is open";
+  c.Push(0, 1, 0, 2.0f);  // the window's record, stamped
+  ASSERT_EQ(c.wire.size(), 1u);
+  EXPECT_FALSE(c.wire.front().message.state_digest.empty());
+  c.Run();
+  EXPECT_TRUE(c.at(1).initialized()) << "an honest copy was dropped";
+  EXPECT_EQ(c.at(0).CaughtUpJoiners(), std::vector<int>{1});
+  ExpectBitwiseEqual(c.at(0), c.at(1));
+}
+
+// A copy altered on its way (what a tail's key could send): the joiner installs it, finds it
+// unlike the head's state at the first stamped record, drops it and refuses records until the
+// tail copies it again; the new copy is verified and the joiner ends equal to its head.
+TEST(ReplicaChainTest, ACopyAlteredOnTheWayIsDroppedAtTheHeadsNextStampAndCopiedAgain) {
+  Cluster c(2, Options{});
+  c.Initialize({0});
+  c.SetChain(1, {0}, {1});
+  ASSERT_EQ(c.wire.size(), 1u);
+  Message& copy = c.wire.front().message;
+  ASSERT_EQ(copy.type, MessageType::kReplicaCopy);
+  for (auto& t : copy.tensors) {
+    if (t.name == "b") t.tensor = Tensor::Filled(t.tensor.shape(), 5.0f);  // the head's: -1
+  }
+  c.Run();
+  ASSERT_TRUE(c.at(1).initialized()) << "nothing tells an altered copy apart before a stamp";
+  c.Push(0, 0, 0, 1.0f);  // record 1, stamped: the first since the joiner was listed
+  c.Run();
+  EXPECT_FALSE(c.at(1).initialized()) << "the altered copy was kept";
+  EXPECT_EQ(c.at(1).stats().rejected, 1);
+  EXPECT_TRUE(c.at(0).CaughtUpJoiners().empty());
+  EXPECT_EQ(c.at(0).stats().copies_sent, 1) << "copied again at most once a second";
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  c.Push(0, 0, 1, 1.0f);  // record 2, refused for want of a copy: a new one goes
+  c.Run();
+  EXPECT_EQ(c.at(0).stats().copies_sent, 2);
+  ASSERT_TRUE(c.at(1).initialized());
+  ExpectBitwiseEqual(c.at(0), c.at(1));
+  c.Tick(0, std::chrono::steady_clock::now() + std::chrono::seconds(2));
+  c.Run();
+  EXPECT_TRUE(c.at(1).initialized()) << "the honest copy was dropped";
+  EXPECT_EQ(c.at(0).CaughtUpJoiners(), std::vector<int>{1});
 }
 
 TEST(ReplicaChainTest, AHeadThatLosesItsPlaceAnswersHeldRepliesAborted) {

@@ -1,5 +1,6 @@
-// StateCrc32c: what replicas compare at shutdown must see every value and slot bit, and nothing
-// but the state (not the order variables were added in).
+// StateCrc32c and StateBlake2b: what replicas compare at shutdown, and what a head stamps for a
+// joiner, must see every value and slot bit and the step, and nothing but the state (not the
+// order variables were added in).
 #include "ps/state_digest.h"
 
 #include <gtest/gtest.h>
@@ -61,6 +62,31 @@ TEST(StateDigestTest, ARenamedVariableChangesTheDigest) {
   ASSERT_TRUE(a->AddVariable("w1", Filled(Shape({4}), 0.5f)).ok());
   ASSERT_TRUE(b->AddVariable("w2", Filled(Shape({4}), 0.5f)).ok());
   EXPECT_NE(StateCrc32c(*a), StateCrc32c(*b));
+}
+
+TEST(StateDigestTest, TheStampSeesEveryBitAndTheStepButNotTheOrderOfAdding) {
+  auto a = MakeStore(), b = MakeStore();
+  ASSERT_TRUE(a->AddVariable("w", Filled(Shape({3, 2}), 1.0f)).ok());
+  ASSERT_TRUE(a->AddVariable("b", Filled(Shape({2}), -1.0f)).ok());
+  ASSERT_TRUE(b->AddVariable("b", Filled(Shape({2}), -1.0f)).ok());
+  ASSERT_TRUE(b->AddVariable("w", Filled(Shape({3, 2}), 1.0f)).ok());
+  const std::string stamp = StateBlake2b(a->StateTensors(), 7);
+  EXPECT_EQ(stamp.size(), 32u);
+  EXPECT_EQ(StateBlake2b(b->StateTensors(), 7), stamp);
+  EXPECT_NE(StateBlake2b(b->StateTensors(), 8), stamp) << "the step is part of the state";
+  auto state = b->StateTensors();
+  uint32_t bits;
+  std::memcpy(&bits, state.at("b/m").data() + 1, sizeof bits);
+  bits ^= 1u << 31;
+  std::memcpy(state.at("b/m").data() + 1, &bits, sizeof bits);
+  EXPECT_NE(StateBlake2b(b->StateTensors(), 7), stamp) << "a slot's flipped sign bit";
+  // Bytes moved from one tensor's end to the next one's start: the same bytes in the same
+  // order, another state.
+  std::map<std::string, Tensor> one = {{"x", Filled(Shape({3}), 1.0f)}};
+  std::map<std::string, Tensor> two = {{"x", Filled(Shape({2}), 1.0f)}};
+  two["x/"] = Tensor::Filled(Shape({1}), one["x"].data()[2]);
+  one["x/"] = Tensor(Shape({0}));
+  EXPECT_NE(StateBlake2b(one, 0), StateBlake2b(two, 0));
 }
 
 }  // namespace

@@ -176,6 +176,7 @@ Message Record(MessageType type = MessageType::kReplicate) {
   m.uses = {{0, 4, 128}};
   m.made_epoch = 2;
   m.record_tags = {{"ps-0", std::string(32, 't')}, {"ps-2", std::string(32, 'u')}};
+  m.state_digest = std::string(kStateDigestBytes, 's');
   return m;
 }
 
@@ -237,6 +238,8 @@ TEST(CodecFieldsTest, AReplicateCarryingAPushFieldIsRefused) {
            "a replica copy carries no 'recordTags'", "recordTags"},
           {MessageType::kPush, [](Message* m) { m->made_epoch = 4; },
            "a push carries no 'madeEpoch'", "madeEpoch"},
+          {MessageType::kReplicaCopy, [](Message* m) { m->state_digest = std::string(32, 's'); },
+           "a replica copy carries no 'stateDigest'", "stateDigest"},
           {MessageType::kShardMap,
            [](Message* m) {
              m->uses = {{0, 1, 2}};
@@ -256,6 +259,16 @@ TEST(CodecFieldsTest, AReplicateCarryingAPushFieldIsRefused) {
   EXPECT_NE(ThroughTheWire(record).message().find(
                 "the replicate assigns 'bn/variance' but carries no tensor of that name"),
             std::string::npos);
+  record = Record();
+  record.state_digest = std::string(31, 's');
+  Result<EncodedMessage> encoded = Encode(record);
+  ASSERT_TRUE(encoded.ok()) << encoded.status().ToString();
+  Result<Message> decoded = Decode(FramesOf(*encoded));
+  ASSERT_FALSE(decoded.ok()) << "a state digest of 31 bytes was read";
+  EXPECT_NE(
+      decoded.status().message().find("carries a state digest of 31 bytes (expected 32, or none)"),
+      std::string::npos)
+      << decoded.status().ToString();
 }
 
 TEST(CodecFieldsTest, APushAssignsOnlyTensorsItCarriesAndRepliesAreNoRequests) {

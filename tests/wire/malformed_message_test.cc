@@ -105,9 +105,10 @@ TEST_F(MalformedMessageTest, WrongVersionNamesBothVersionsAndTheSender) {
 
 TEST_F(MalformedMessageTest, OlderPeersAreRefusedNamingBothVersions) {
   // Two releases spoke protocol 6: the one flat header with bfloat16 tensor frames, and the first
-  // schema per protocol, without them; 7 had no embedding-table rows. A process of any of them
-  // meets one of this release, which would read its header as something else.
-  for (uint32_t version : {6u, 7u}) {
+  // schema per protocol, without them; 7 had no embedding-table rows; 8 no head's tags on
+  // records; 9's tags cover no state digest. A process of any of them meets one of this release,
+  // which would read its header as something else.
+  for (uint32_t version : {6u, 7u, 8u, 9u}) {
     const std::string header = RawHeader([version](schema::Header::Builder h) {
       h.setVersion(version);
       h.setRole("chief");

@@ -87,6 +87,7 @@ TEST_F(RecordTagTest, EveryFieldAReplicaAppliesIsCoveredByTheDigest) {
       [](Message* m) { m->value += 1; },
       [](Message* m) { m->made_epoch += 1; },
       [](Message* m) { m->link[0] ^= 1; },
+      [](Message* m) { m->state_digest = std::string(32, 's'); },
       [](Message* m) { m->tensors[0].name = "fc/bias"; },
       [](Message* m) {
         m->tensors[0].tensor = m->tensors[0].tensor.Reshaped(Shape{4, 2});

@@ -202,6 +202,7 @@ inline void ExpectSameMessage(const Message& a, const Message& b) {
   EXPECT_EQ(a.made_epoch, b.made_epoch) << type;
   EXPECT_EQ(a.caught_up, b.caught_up) << type;
   EXPECT_EQ(a.link, b.link) << type;
+  EXPECT_EQ(a.state_digest, b.state_digest) << type;
   EXPECT_EQ(a.pull_dtype, b.pull_dtype) << type;
   ASSERT_EQ(a.tensors.size(), b.tensors.size()) << type;
   for (size_t i = 0; i < a.tensors.size(); ++i) {

@@ -56,32 +56,47 @@ Result<replication::MapChange> DecideOnHealth(const ShardMap& map, const ShardMa
   return replication::NextMap(map, health, placement);
 }
 
-std::vector<std::pair<int, int>> TailsToPoll(const ShardMap& map) {
-  std::vector<std::pair<int, int>> tails;
+std::vector<int> TasksToPoll(const ShardMap& map) {
+  std::set<int> tasks;
   for (int s = 0; s < map.num_shards(); ++s) {
     if (s < static_cast<int>(map.joining.size()) && !map.joining[s].empty() &&
         !map.chains[s].empty()) {
-      tails.emplace_back(s, map.chains[s].back());
+      tasks.insert(map.chains[s].back());
+      tasks.insert(map.joining[s].begin(), map.joining[s].end());
     }
   }
-  return tails;
+  return std::vector<int>(tasks.begin(), tasks.end());
 }
+
+namespace {
+
+// Whether task `task`'s reply lists `joiner` as caught up with `shard` under `map`'s epoch.
+bool Lists(const std::vector<std::pair<int, Message>>& replies, const ShardMap& map, int task,
+           int shard, int joiner) {
+  for (const auto& [from, reply] : replies) {
+    if (from != task || reply.map_epoch != map.epoch) continue;
+    for (const wire::Chain& c : reply.caught_up) {
+      if (c.shard == shard && Contains(c.tasks, joiner)) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
 
 ShardMap PromoteCaughtUp(const ShardMap& map, const std::vector<std::pair<int, Message>>& replies,
                          std::vector<Promotion>* promoted) {
   ShardMap next = map;
   const size_t before = promoted->size();
-  for (const auto& [shard, reply] : replies) {
-    if (reply.map_epoch != map.epoch || shard < 0 || shard >= map.num_shards()) continue;
-    for (const wire::Chain& c : reply.caught_up) {
-      if (c.shard != shard) continue;
-      for (int32_t t : c.tasks) {
-        if (!Contains(next.joining[shard], t)) continue;
-        Result<ShardMap> promotion = replication::PromoteJoiner(next, shard, t);
-        if (!promotion.ok()) continue;
-        next = std::move(promotion).value();
-        promoted->push_back({shard, t});
-      }
+  for (int shard = 0; shard < map.num_shards(); ++shard) {
+    if (map.chains[shard].empty() || shard >= static_cast<int>(map.joining.size())) continue;
+    const int tail = map.chains[shard].back();
+    for (int t : map.joining[shard]) {
+      if (!Lists(replies, map, tail, shard, t) || !Lists(replies, map, t, shard, t)) continue;
+      Result<ShardMap> promotion = replication::PromoteJoiner(next, shard, t);
+      if (!promotion.ok()) continue;
+      next = std::move(promotion).value();
+      promoted->push_back({shard, t});
     }
   }
   next.epoch = promoted->size() > before ? map.epoch + 1 : map.epoch;
@@ -262,14 +277,14 @@ void ShardMaster::Publish() {
 
 void ShardMaster::PollJoiners() {
   const ShardMap map = this->map();
-  const std::vector<std::pair<int, int>> tails = TailsToPoll(map);
-  if (tails.empty()) return;
+  const std::vector<int> tasks = TasksToPoll(map);
+  if (tasks.empty()) return;
   std::vector<std::pair<int, Message>> out;
-  for (const auto& [shard, tail] : tails) out.emplace_back(tail, Get());
+  for (int t : tasks) out.emplace_back(t, Get());
   std::vector<Result<Message>> replies = connections_.Call(out, options_.call_timeout);
   std::vector<std::pair<int, Message>> answered;
-  for (size_t i = 0; i < tails.size(); ++i) {
-    if (replies[i].ok()) answered.emplace_back(tails[i].first, std::move(replies[i]).value());
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    if (replies[i].ok()) answered.emplace_back(tasks[i], std::move(replies[i]).value());
   }
   std::vector<Promotion> promoted;
   ShardMap next = PromoteCaughtUp(map, answered, &promoted);

@@ -3,7 +3,8 @@
 // epoch-1 map at start (each shard's placed head alone, its backups joining by copy), then
 // watches the chief's heartbeats: a task found down leaves its chains (a head's next member takes
 // over), a task back or restarted rejoins as a joiner, and a joiner its tail reports caught up
-// (in a shardMap get reply's `caught_up`) becomes a member. Each change is one new
+// (in a shardMap get reply's `caught_up`) becomes a member once its own reply says so too (the
+// head's stamp has verified the copy the tail sent it, ps/state_stamps.h). Each change is one new
 // epoch, sent to every live server; a shard left with no member starts afresh and the chief
 // initialises it from its own values, as it re-initialises a restarted server without replicas.
 //
@@ -47,17 +48,21 @@ Result<replication::MapChange> DecideOnHealth(const replication::ShardMap& map,
                                               const std::vector<HeartbeatMonitor::Health>& seen,
                                               std::vector<uint64_t>* known);
 
-// Shards with joiners, each with its tail (the member that copies to them): whom to poll.
-std::vector<std::pair<int, int>> TailsToPoll(const replication::ShardMap& map);
+// The tasks to poll: the tail (the member that copies) and the joiners of each shard with joiners,
+// each task once, in order.
+std::vector<int> TasksToPoll(const replication::ShardMap& map);
 
 struct Promotion {
   int shard = 0;
   int task = 0;
 };
-// The map after the tails' shardMap get replies, given as (shard, reply): a task the reply
-// lists as caught up (`caught_up`) for a shard that `map` has it joining becomes a member. Replies
-// under another epoch than `map`'s report on another map and are ignored, as is anything
-// malformed. All promotions together make one new epoch; `promoted` lists them.
+// The map after the polled tasks' shardMap get replies, given as (task, reply): a task that
+// `map` has joining a shard becomes a member when the shard's tail lists it as caught up
+// (`caught_up`) for that shard and its own reply lists itself so (a joiner does once the head's
+// stamp has verified its copy: the tail's word alone does not make a member of a joiner whose
+// copy it made). Replies under another epoch than `map`'s report on another map and are
+// ignored, as is anything malformed. All promotions together make one new epoch; `promoted`
+// lists them.
 replication::ShardMap PromoteCaughtUp(const replication::ShardMap& map,
                                       const std::vector<std::pair<int, wire::Message>>& replies,
                                       std::vector<Promotion>* promoted);
