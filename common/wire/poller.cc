@@ -23,8 +23,10 @@ Result<PollResult> Poll(ServerSocket* server, const std::vector<Connection*>& co
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   PollResult result;
   while (true) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
+    // Rounded up: a wait of under a millisecond left is a millisecond, not a poll that returns
+    // at once (the serving loop would spin until its deadline).
+    const auto left =
+        std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     for (auto& item : items) item.revents = 0;
     const int rc =
         zmq_poll(items.data(), static_cast<int>(items.size()), std::max<int64_t>(left.count(), 0));
