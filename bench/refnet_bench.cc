@@ -1,6 +1,8 @@
 // Times training steps (forward, backward, optimizer update) of a model config on one fixed
 // batch, the way ../shared/bench/torch_refnet.py --bench-steps does for PyTorch: warm-up steps,
-// then --repeats timed runs of --steps steps; prints the median images/s.
+// then --repeats timed runs of --steps steps; prints the median images/s. On a GPU the optimizer
+// runs on the host (--update=host, a cluster's worker: gradients out, values back) or on the
+// device beside the model (--update=device, as pstrain-train on one GPU and as PyTorch).
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
@@ -8,11 +10,13 @@
 #include <chrono>
 #include <cstdio>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "common/config.h"
 #include "ps/optimizer.h"
 #include "tools/device_flags.h"
+#include "worker/network/device_update.h"
 #include "worker/network/model.h"
 
 DEFINE_string(config, "configs/refnet.yaml", "model config (its `model:` section is used)");
@@ -28,6 +32,10 @@ DEFINE_bool(
     relu_after_max_pool, true,
     "run a relu that only a max_pool reads after the pool (Model::set_relu_after_max_pool); "
     "false: in config order, to compare");
+DEFINE_string(update, "host",
+              "where the optimizer runs on a GPU: host (as a cluster's worker: gradients to the "
+              "host, the update there, values back) or device (as pstrain-train on one GPU: "
+              "worker/network/device_update.h)");
 DEFINE_string(optimizer, "{type: momentum, momentum: 0.9}",
               "optimizer config (YAML), as the PyTorch reference's default SGD with momentum");
 
@@ -57,6 +65,40 @@ int Run() {
   std::vector<worker::Variable*> vars = model->trainable_variables();
   std::vector<ps::Slots> slots;
   for (auto* v : vars) slots.push_back(opt.value()->CreateSlots(v->value.shape()));
+  CHECK(FLAGS_update == "host" || FLAGS_update == "device")
+      << "--update=" << FLAGS_update << ": expected host or device";
+  int64_t step = 0;
+  std::unique_ptr<worker::DeviceUpdate> on_device;
+  if (FLAGS_update == "device") {
+    CHECK(device.value()->device() == worker::Device::kGpu) << "--update=device needs the GPU";
+    std::vector<worker::UpdatedVariable> updated;
+    for (size_t i = 0; i < vars.size(); ++i) {
+      worker::UpdatedVariable u{vars[i], {}};
+      for (const std::string& name : opt.value()->slot_names()) u.slots.push_back(slots[i][name]);
+      updated.push_back(std::move(u));
+    }
+    auto made = worker::NewGpuUpdate(device.value()->gpu(), opt.value()->rule(),
+                                     std::move(updated), model->variables());
+    CHECK(made.ok()) << made.status().ToString();
+    on_device = std::move(made).value();
+    model->set_update_on_device(true);
+  }
+  // The optimizer's update of every variable: on the device, or on the host (the gradients
+  // there), at the PyTorch reference's learning rate. A step the device refuses (a non-finite
+  // gradient) is counted and reported with the rate, not hidden.
+  const float lr = 0.01f;
+  int64_t refused = 0;
+  auto update = [&] {
+    if (on_device) {
+      Status s = on_device->Apply(lr, step);
+      if (!s.ok() && refused++ == 0) LOG(WARNING) << "step " << step << ": " << s.ToString();
+      return;
+    }
+    for (size_t i = 0; i < vars.size(); ++i) {
+      Status s = opt.value()->Apply(lr, step, vars[i]->grad, &vars[i]->value, &slots[i]);
+      CHECK(s.ok()) << s.ToString();
+    }
+  };
 
   // Values do not change the cost of dense kernels; normal noise like normalised images.
   std::mt19937_64 rng(1);
@@ -68,17 +110,14 @@ int Run() {
   std::vector<int32_t> labels(FLAGS_batch);
   for (int i = 0; i < FLAGS_batch; ++i) labels[i] = i % model->num_classes();
 
-  int64_t step = 0;
   auto train_step = [&] {
     model->Forward(images, labels, true, &rng);
     model->Backward([&](int layer) { model->DownloadLayerGradientsAsync(layer); });
-    // On a GPU, as a worker does: gradients to the host (each layer's starting while backward
-    // goes on), where the update runs (the parameter server's place), and the new values back.
+    // On a GPU with --update=host, as a worker does: gradients to the host (each layer's
+    // starting while backward goes on), where the update runs (the parameter server's place),
+    // and the new values back. With --update=device the model copies nothing.
     model->DownloadGradients();
-    for (size_t i = 0; i < vars.size(); ++i) {
-      Status s = opt.value()->Apply(0.05f, step, vars[i]->grad, &vars[i]->value, &slots[i]);
-      CHECK(s.ok()) << s.ToString();
-    }
+    update();
     model->UploadVariables();
     ++step;
   };
@@ -95,24 +134,24 @@ int Run() {
     std::fflush(stdout);
   }
   if (FLAGS_profile) {
-    double update = 0;
+    double update_seconds = 0;
     model->set_profiling(true);
     for (int i = 0; i < FLAGS_steps; ++i) {
       model->Forward(images, labels, true, &rng);
       model->Backward();
       auto t0 = std::chrono::steady_clock::now();
-      for (size_t k = 0; k < vars.size(); ++k) {
-        CHECK(opt.value()->Apply(0.05f, step, vars[k]->grad, &vars[k]->value, &slots[k]).ok());
-      }
-      update += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      update();
+      model->Synchronize();
+      update_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
-    std::printf("%s%-20s %10.3f\n", model->ProfileReport().c_str(), "optimizer update", update);
+    std::printf("%s%-20s %10.3f\n", model->ProfileReport().c_str(), "optimizer update", update_seconds);
   }
   if (FLAGS_breakdown_steps > 0) {
     // Each stage alone, the device drained after it: what a step costs where, without the
     // overlap of gradient copies with backward that the timed steps above have.
     using Clock = std::chrono::steady_clock;
-    const char* names[] = {"forward", "backward", "gradients to host", "update on host",
+    const char* names[] = {"forward", "backward", "gradients to host",
+                           on_device ? "update on device" : "update on host",
                            "variables to device"};
     double sum[5] = {0, 0, 0, 0, 0};
     for (int i = 0; i < FLAGS_breakdown_steps; ++i) {
@@ -129,9 +168,7 @@ int Run() {
       lap(1);
       model->DownloadGradients();
       lap(2);
-      for (size_t k = 0; k < vars.size(); ++k) {
-        CHECK(opt.value()->Apply(0.05f, step, vars[k]->grad, &vars[k]->value, &slots[k]).ok());
-      }
+      update();
       lap(3);
       model->UploadVariables();
       lap(4);
@@ -148,9 +185,14 @@ int Run() {
     std::printf("  %-20s %8.2f\n", "sum", total / FLAGS_breakdown_steps * 1e3);
   }
   std::sort(rates.begin(), rates.end());
-  std::printf("PSTRAIN_BENCH_TRAIN median %.1f img/s (batch %d, %d steps, %d repeats, %s)\n",
-              rates[rates.size() / 2], FLAGS_batch, FLAGS_steps, FLAGS_repeats,
-              device.value()->Description().c_str());
+  std::printf(
+      "PSTRAIN_BENCH_TRAIN median %.1f img/s (batch %d, %d steps, %d repeats, update on the %s%s, "
+      "%s)\n",
+      rates[rates.size() / 2], FLAGS_batch, FLAGS_steps, FLAGS_repeats,
+      on_device ? "device" : "host",
+      refused > 0 ? (", " + std::to_string(refused) + " steps refused: non-finite gradients").c_str()
+                  : "",
+      device.value()->Description().c_str());
   const std::string memory = device.value()->MemoryStatsLine();
   if (!memory.empty()) std::printf("%s\n", memory.c_str());
   return 0;

@@ -14,7 +14,8 @@
 #                         and log loss, bytes per step; the ratio is of examples/s (bench/ctr_job.py)
 #   bench/run.sh ps       wire transport push+pull of a 64 MiB variable vs a raw TCP socket pair
 #   bench/run.sh gpu      RefNet (batch 128) and ResNet-50 (batch 64, 224x224x3 synthetic) training
-#                         on the GPU vs the same nets in PyTorch (bench/torch_gpu_ref.py); no build
+#                         on the GPU vs the same nets in PyTorch (bench/torch_gpu_ref.py), FP32
+#                         (the update on the GPU, then on the host) and TF32; no build
 #   bench/run.sh tables   an embedding table of 1M, 10M and 50M rows x 16 floats over 4 real servers:
 #                         fill time, memory per server, bytes and server CPU per step of a Zipf
 #                         batch's row pulls and pushes against pushing the table densely (the
@@ -137,21 +138,43 @@ case "$name" in
       exit 2
     fi
     nvidia-smi -L
+    ours_rate() {  # ours_rate CONFIG BATCH FLAGS...: pstrain's median images/s
+      local config=$1 batch=$2
+      shift 2
+      "$bin" --config="$config" --batch="$batch" --device=gpu --allow_soft_placement=false \
+        --steps="${BENCH_STEPS:-50}" --warmup=10 "$@" | tee /dev/stderr |
+        awk '/^PSTRAIN_BENCH_TRAIN/{print $3}'
+    }
+    torch_rate() {  # torch_rate MODEL BATCH MATH: PyTorch's median images/s
+      "$py" bench/torch_gpu_ref.py --model "$1" --batch "$2" --device cuda --math "$3" \
+        --steps="${BENCH_STEPS:-50}" | tee /dev/stderr | awk '/^BENCH_TRAIN/{print $3}'
+    }
+    ratio() { awk -v a="$1" -v b="$2" 'BEGIN{if (b > 0) printf "%.2f", a/b; else print "n/a"}'; }
     ratios=()
     for spec in "refnet configs/refnet.yaml 128" "resnet50 configs/resnet50.yaml 64"; do
       read -r model config batch <<<"$spec"
-      echo "== pstrain: $model training steps on the GPU, batch $batch (update on the host, as a worker)"
-      ours=$("$bin" --config="$config" --batch="$batch" --device=gpu --allow_soft_placement=false \
-        --steps="${BENCH_STEPS:-50}" --warmup=10 "$@" | tee /dev/stderr |
-        awk '/^PSTRAIN_BENCH_TRAIN/{print $3}')
-      echo "== PyTorch: bench/torch_gpu_ref.py --model $model --batch $batch"
-      ref=$("$py" bench/torch_gpu_ref.py --model "$model" --batch "$batch" --device cuda \
-        --steps="${BENCH_STEPS:-50}" | tee /dev/stderr | awk '/^BENCH_TRAIN/{print $3}')
-      r=$(awk -v a="$ours" -v b="$ref" 'BEGIN{printf "%.2f", a/b}')
-      echo "$model: pstrain ${ours} img/s, PyTorch ${ref} img/s, ratio $r"
+      # Plain FP32 on both sides. pstrain twice: the optimizer on the GPU (as pstrain-train on
+      # one GPU, and as PyTorch) and on the host (as a cluster's worker: gradients out, values
+      # back every step).
+      echo "== PyTorch: bench/torch_gpu_ref.py --model $model --batch $batch --math fp32"
+      ref=$(torch_rate "$model" "$batch" fp32)
+      echo "== pstrain: $model, batch $batch, FP32, update on the device"
+      ours=$(ours_rate "$config" "$batch" --update=device "$@")
+      echo "== pstrain: $model, batch $batch, FP32, update on the host (as a worker)"
+      host=$(ours_rate "$config" "$batch" --update=host "$@")
+      r=$(ratio "$ours" "$ref")
+      echo "$model: pstrain ${ours} img/s (FP32, update on the GPU), PyTorch ${ref} img/s (FP32), ratio $r"
+      echo "$model: pstrain ${host} img/s (FP32, update on the host as a worker), ratio $(ratio "$host" "$ref")"
       ratios+=("$r")
+      if [[ ${BENCH_TF32:-1} == 1 ]]; then
+        # TF32 on both sides (PyTorch's default for convolutions, TensorFlow's on this GPU).
+        echo "== TF32: PyTorch and pstrain --allow_tf32, $model"
+        ref32=$(torch_rate "$model" "$batch" tf32)
+        ours32=$(ours_rate "$config" "$batch" --update=device --allow_tf32 "$@")
+        echo "$model: pstrain ${ours32} img/s (TF32, update on the GPU), PyTorch ${ref32} img/s (TF32), ratio $(ratio "$ours32" "$ref32")"
+      fi
     done
-    # The weaker of the two models is the one that counts.
+    # The weaker of the two models in FP32 is the one that counts.
     printf '%s\n' "${ratios[@]}" | sort -n | head -1 | sed 's/^/ratio: /'
     ;;
   versus)

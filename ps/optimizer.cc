@@ -50,6 +50,13 @@ Result<std::unique_ptr<Optimizer>> Optimizer::FromConfig(const ConfigNode& optim
 
 float Optimizer::InitialSlotValue(const std::string& /*slot*/) const { return 0.0f; }
 
+OptimizerRule Optimizer::rule() const {
+  OptimizerRule rule;
+  rule.type = name();
+  DescribeOptions(&rule);
+  return rule;
+}
+
 Slots Optimizer::CreateSlots(const Shape& shape) const {
   Slots slots;
   for (const std::string& slot : slot_names()) {

@@ -5,6 +5,7 @@
 // the global step the caller passes in, never from hidden counters.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -19,6 +20,8 @@ namespace pstrain::ps {
 
 // Per-variable optimizer state by slot name ("m", "v", "accumulator", ...).
 using Slots = std::map<std::string, Tensor>;
+
+struct OptimizerRule;
 
 class Optimizer {
  public:
@@ -38,6 +41,9 @@ class Optimizer {
   virtual const char* name() const = 0;
   // The slots Apply needs, in a fixed order; empty for SGD.
   virtual std::vector<std::string> slot_names() const = 0;
+  // Its type and hyper-parameters, for code that runs the same element-wise rule elsewhere (the
+  // GPU's update kernels, worker/network/device_update.h).
+  OptimizerRule rule() const;
 
   // The largest |gradient element| one update may take without this optimizer's state or the
   // variable overflowing float32. Optimizers that square the gradient (Adam, Adagrad, FTRL,
@@ -78,6 +84,8 @@ class Optimizer {
  protected:
   // The value a fresh slot is filled with (0 unless overridden).
   virtual float InitialSlotValue(const std::string& slot) const;
+  // Writes this optimizer's options into its field of `rule` (none for SGD).
+  virtual void DescribeOptions(OptimizerRule* /*rule*/) const {}
   // The element-wise update over `n` elements after all checks passed: reads `var`, writes
   // `out` (the same buffer for an update in place, never overlapping it otherwise). `slots`
   // points at the slot buffers in slot_names() order, updated in place.
@@ -100,6 +108,14 @@ struct AdamOptions {
   float beta2 = 0.999f;   // in [0, 1)
   float epsilon = 1e-8f;  // >= 0, outside the sqrt
 };
+// Adam's bias-corrected step size lr_t after `global_step` updates, computed in double as TF
+// keeps beta^t (shared by the host's rule and the GPU's).
+inline float AdamStepSize(const AdamOptions& o, float lr, int64_t global_step) {
+  const double t = static_cast<double>(global_step) + 1.0;
+  const double beta1_power = std::pow(static_cast<double>(o.beta1), t);
+  const double beta2_power = std::pow(static_cast<double>(o.beta2), t);
+  return static_cast<float>(lr * std::sqrt(1.0 - beta2_power) / (1.0 - beta1_power));
+}
 
 // tf.train.AdagradOptimizer: accum += g^2; var -= lr * g / sqrt(accum). Slot "accumulator".
 struct AdagradOptions {
@@ -126,6 +142,17 @@ struct FtrlOptions {
   float initial_accumulator_value = 0.1f;   // > 0
   float l1_regularization_strength = 0.0f;  // >= 0
   float l2_regularization_strength = 0.0f;  // >= 0
+};
+
+// An optimizer's type (its config `type`) and the options of that type; the other fields keep
+// their defaults.
+struct OptimizerRule {
+  std::string type;
+  MomentumOptions momentum;
+  AdamOptions adam;
+  AdagradOptions adagrad;
+  RMSPropOptions rmsprop;
+  FtrlOptions ftrl;
 };
 
 // Constructors for code that builds optimizers without a config (the errors name the field).

@@ -65,7 +65,7 @@ fi
 # 1. Tests: every layer's forward and gradients against the CPU, the model, placement flags,
 # the allocator over real device memory, NCCL with one rank. A skip counts as a failure here.
 check_tests() {
-  for t in gpu_layers_test gpu_model_test gpu_placement_flags_test gpu_device_placement_test \
+  for t in gpu_layers_test gpu_model_test gpu_update_test gpu_placement_flags_test gpu_device_placement_test \
     gpu_cuda_backing_test gpu_growth_allocator_test gpu_growth_allocator_stress_test \
     collectives_nccl_test; do
     timeout 60 "$t" >"$out/$t.log" 2>&1
@@ -80,6 +80,8 @@ check_tests() {
   grep -h '^\[ max rel error \]' "$out/gpu_layers_test.log" >"$out/layer_errors.txt"
   worst=$(sort -t: -k2 -g "$out/layer_errors.txt" | tail -1)
   row "largest layer error (GPU vs CPU)" "INFO" "${worst:-none printed}"
+  worst=$(grep -h '^\[ max rel error \]' "$out/gpu_update_test.log" | sort -t: -k2 -g | tail -1)
+  row "largest update error (GPU vs host)" "INFO" "${worst:-none printed}"
 }
 
 # 2. RefNet on the GPU to >= 91%, with growth on: nvidia-smi against the allocator's peak.
@@ -145,12 +147,12 @@ check_oom() {
   row "out of memory names the request" "$status" "rc $rc: $(grep -m1 -oE 'out of GPU memory allocating.{0,160}' "$out/oom.log")"
 }
 
-# 5. Throughput against PyTorch on the same GPU (both in plain FP32), then PyTorch's TF32 and
-# AMP for context, then where ResNet-50's step goes.
+# 5. Throughput against PyTorch on the same GPU (FP32 both, pstrain's update on the GPU and on
+# the host; then TF32 both), then where each model's step goes.
 check_speed() {
-  BENCH_STEPS=30 PSTRAIN_BENCH_TRAIN=$(command -v pstrain-bench-train) timeout 240 bash bench/run.sh gpu \
+  BENCH_STEPS=30 PSTRAIN_BENCH_TRAIN=$(command -v pstrain-bench-train) timeout 420 bash bench/run.sh gpu \
     2>&1 | cat >"$out/bench.log"
-  row "bench/run.sh gpu, FP32 both (goal >= 1.0)" "INFO" "$(grep -aE '^(refnet|resnet50): |^ratio:' "$out/bench.log" | paste -sd';')"
+  row "bench/run.sh gpu (goal >= 1.0, FP32)" "INFO" "$(grep -aE '^(refnet|resnet50): |^ratio:' "$out/bench.log" | paste -sd';')"
   # Where each model's step goes: stage by stage (each drained), then layer by layer summed by
   # kind. (docs/gpu.md compares --cudnn_autotune=false --cudnn_deterministic=true, the
   # heuristics' choice, with the same command.)

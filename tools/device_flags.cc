@@ -22,6 +22,11 @@ DEFINE_bool(cudnn_deterministic, false,
             "only convolution algorithms whose results repeat bit for bit (as "
             "TF_DETERMINISTIC_OPS, torch.backends.cudnn.deterministic); slower on some shapes");
 
+DEFINE_bool(allow_tf32, false,
+            "on the GPU, convolutions and matrix products in TF32 on the tensor cores (as "
+            "TensorFlow's enable_tensor_float_32_execution and PyTorch's allow_tf32): faster, "
+            "with about 10 mantissa bits in the products; false: plain FP32");
+
 namespace pstrain {
 namespace worker {
 
@@ -34,6 +39,7 @@ DeviceOptions DeviceOptionsFromFlags() {
   o.gpu_memory_fraction = FLAGS_gpu_memory_fraction;
   o.cudnn_autotune = FLAGS_cudnn_autotune;
   o.cudnn_deterministic = FLAGS_cudnn_deterministic;
+  o.allow_tf32 = FLAGS_allow_tf32;
   return o;
 }
 

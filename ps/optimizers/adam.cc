@@ -21,10 +21,7 @@ class AdamOptimizer : public internal::SquaringOptimizerWith<AdamOptions> {
     float* m = slots[0];
     float* v = slots[1];
     // TF keeps beta^t in variables that start at beta and are multiplied after each update.
-    const double t = static_cast<double>(global_step) + 1.0;
-    const double beta1_power = std::pow(static_cast<double>(options_.beta1), t);
-    const double beta2_power = std::pow(static_cast<double>(options_.beta2), t);
-    const float alpha = static_cast<float>(lr * std::sqrt(1.0 - beta2_power) / (1.0 - beta1_power));
+    const float alpha = AdamStepSize(options_, lr, global_step);
     const float one_minus_beta1 = 1.0f - options_.beta1;
     const float one_minus_beta2 = 1.0f - options_.beta2;
     const float epsilon = options_.epsilon;

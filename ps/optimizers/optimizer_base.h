@@ -18,12 +18,20 @@
 
 namespace pstrain::ps::internal {
 
+// Where each type's options sit in an OptimizerRule.
+inline void SetOptions(const MomentumOptions& o, OptimizerRule* r) { r->momentum = o; }
+inline void SetOptions(const AdamOptions& o, OptimizerRule* r) { r->adam = o; }
+inline void SetOptions(const AdagradOptions& o, OptimizerRule* r) { r->adagrad = o; }
+inline void SetOptions(const RMSPropOptions& o, OptimizerRule* r) { r->rmsprop = o; }
+inline void SetOptions(const FtrlOptions& o, OptimizerRule* r) { r->ftrl = o; }
+
 template <typename Options>
 class OptimizerWith : public Optimizer {
  public:
   explicit OptimizerWith(const Options& options) : options_(options) {}
 
  protected:
+  void DescribeOptions(OptimizerRule* rule) const override { SetOptions(options_, rule); }
   const Options options_;
 };
 

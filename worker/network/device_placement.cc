@@ -101,6 +101,7 @@ Result<std::unique_ptr<ComputeDevice>> ComputeDevice::Open(const DeviceOptions& 
     go.memory_fraction = o.gpu_memory_fraction;
     go.cudnn_autotune = o.cudnn_autotune;
     go.cudnn_deterministic = o.cudnn_deterministic;
+    go.allow_tf32 = o.allow_tf32;
     auto gpu = cuda::GpuContext::Create(go);
     if (!gpu.ok()) return gpu.status().WithContext(who + ": opening GPU 0");
     d->gpu_ = std::shared_ptr<cuda::GpuContext>(std::move(gpu).value());
@@ -123,7 +124,9 @@ std::string ComputeDevice::Description() const {
            " with cuDNN and cuBLAS (device memory: allow_growth=" +
            (options_.gpu_allow_growth ? "true" : "false") +
            ", memory_fraction=" + std::to_string(options_.gpu_memory_fraction) +
-           "; convolutions in FP32, cuDNN algorithms " +
+           (options_.allow_tf32 ? "; convolutions and matrix products in TF32"
+                                : "; convolutions in FP32") +
+           ", cuDNN algorithms " +
            (options_.cudnn_autotune ? "timed per shape" : "by cuDNN's heuristics") +
            (options_.cudnn_deterministic ? ", deterministic only" : "") + ")";
   }

@@ -26,6 +26,7 @@ struct DeviceOptions {
   double gpu_memory_fraction = 1.0;
   bool cudnn_autotune = true;        // time cuDNN's convolution algorithms per shape
   bool cudnn_deterministic = false;  // only algorithms that repeat bit for bit
+  bool allow_tf32 = false;           // TF32 tensor cores in convolutions and matrix products
 };
 
 // Errors name the flag and the expected values.

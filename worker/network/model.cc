@@ -283,12 +283,16 @@ Status Model::SetDevice(Device device, cuda::GpuContext* gpu) {
   return Status::OK();
 }
 
-void Model::UploadVariables() { device_->UploadValues(variables()); }
+void Model::UploadVariables() {
+  if (!update_on_device_) device_->UploadValues(variables());
+}
 
-void Model::DownloadGradients() { device_->DownloadGradients(layers_); }
+void Model::DownloadGradients() {
+  if (!update_on_device_) device_->DownloadGradients(layers_);
+}
 
 void Model::DownloadLayerGradientsAsync(int layer) {
-  device_->DownloadLayerGradientsAsync(layers_, layer);
+  if (!update_on_device_) device_->DownloadLayerGradientsAsync(layers_, layer);
 }
 
 void Model::Synchronize() { device_->Synchronize(); }

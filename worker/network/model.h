@@ -71,6 +71,11 @@ class Model {
   // GPU only: waits until the device has finished the work queued so far (before another
   // stream, such as NCCL's, reads what it wrote).
   void Synchronize();
+  // With `on`, the optimizer runs where the model computes (device_update.h): the three copies
+  // above do nothing, and the host's values and gradients are refreshed only by
+  // DeviceUpdate::DownloadState.
+  void set_update_on_device(bool on) { update_on_device_ = on; }
+  bool update_on_device() const { return update_on_device_; }
 
   // Runs the layers on a batch [N, C, H, W]; returns the mean loss over the batch.
   // `before_layer(i)`, when given, runs just before layer i does (so that a distributed step can
@@ -156,6 +161,7 @@ class Model {
   std::vector<double> forward_seconds_, backward_seconds_;
   // Where the layers run: memory, copies and waits (model_device.h).
   std::unique_ptr<ModelDevice> device_ = NewHostModelDevice();
+  bool update_on_device_ = false;
 };
 
 }  // namespace worker

@@ -27,6 +27,7 @@
 #include "worker/training/progress_window.h"
 #include "worker/training/tf_layout.h"
 #include "worker/training/train_config.h"
+#include "worker/training/update_placement.h"
 #include "worker/training/warm_start.h"
 
 namespace pstrain {
@@ -47,6 +48,7 @@ struct Run {
   std::unique_ptr<ComputeDevice> device;
   std::unique_ptr<Model> model;
   std::unique_ptr<ps::VariableStore> store;
+  std::unique_ptr<DeviceUpdate> device_update;  // null: the store updates on the host
   std::unique_ptr<TrainingInput> input;
   std::map<std::string, Tensor> state;  // what a checkpoint holds
   std::unique_ptr<CheckpointManager> checkpoints;
@@ -164,6 +166,8 @@ Result<Run> Prepare(const TrainerOptions& o) {
   RETURN_IF_ERROR(Restore(o, &run));
   // After the restore: the device mirrors start from the values training resumes from.
   RETURN_IF_ERROR(run.device->Place(run.model.get()));
+  ASSIGN_OR_RETURN(run.device_update,
+                   PlaceUpdate(run.train, clicks, *run.device, run.store.get(), run.model.get()));
   RETURN_IF_ERROR(OpenLogs(o, &run));
   if (images) {
     ASSIGN_OR_RETURN(run.input, ImageInput::Create(*images, run.train.batch_size, run.train.seed,
@@ -188,6 +192,12 @@ Result<TrainingInput::Pass> Step(Run* run) {
   if (!std::isfinite(pass.loss)) {
     return Internal(at + ": the loss is " + std::to_string(pass.loss) +
                     "; training diverged (lower the learning rate)");
+  }
+  if (run->device_update) {  // on the GPU: nothing to prepare (update_placement.h), no copies
+    RETURN_IF_ERROR(
+        run->device_update->Apply(run->store->learning_rate(), step).WithContext(at));
+    run->store->set_global_step(step + 1);
+    return pass;
   }
   PrepareGradients(run->train, run->model.get());
   std::vector<std::pair<std::string, Tensor>> grads;
@@ -216,7 +226,14 @@ void LogProgress(Run* run, int64_t step, ProgressWindow* window) {
   ReportDeviceMemory(*run->device, "trainer", step, run->train_log.get());
 }
 
+// The values, gradients and slots the GPU's update holds, into the host buffers that
+// histograms, checkpoints and the export read; nothing when the update runs on the host.
+void SyncToHost(Run* run) {
+  if (run->device_update) run->device_update->DownloadState();
+}
+
 void LogHistograms(Run* run, int64_t step) {
+  SyncToHost(run);
   for (Variable* v : run->model->variables()) {
     run->train_log->AddHistogram(v->name, step, v->value);
     if (v->trainable) run->train_log->AddHistogram(v->name + "/gradient", step, v->grad);
@@ -254,6 +271,7 @@ void Record(const Evaluation& e, TrainResult* result) {
 }
 
 Status Save(Run* run, int64_t step) {
+  SyncToHost(run);
   CheckpointData data;
   data.global_step = step;
   data.tensors = run->state;
@@ -331,6 +349,7 @@ Result<TrainResult> Train(const TrainerOptions& o) {
   result.train_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (StopRequested()) LOG(INFO) << "trainer: stop requested at step " << result.global_step;
   // Never saved, exported or "done" over a broken model: the last checkpoint stays the valid one.
+  SyncToHost(&run);
   RETURN_IF_ERROR(
       CheckModelFinite(run.model->variables(), result.global_step).WithContext("trainer"));
   if (result.global_step != last_saved) RETURN_IF_ERROR(Save(&run, result.global_step));

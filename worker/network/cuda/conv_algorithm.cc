@@ -19,40 +19,44 @@ namespace {
 constexpr int kMaxResults = 16;
 
 // The first usable result: cuDNN ranks them (by measured time when autotuning, by its
-// heuristics otherwise); usable means it ran, fits `workspace`, computes in FP32 FMA and, when
-// asked, is deterministic. Else algorithm 0, which every shape supports.
+// heuristics otherwise); usable means it ran, fits `workspace`, computes in FP32 FMA (or, with
+// allow_tf32, in TF32 on the tensor cores: cuDNN's default math) and, when asked, is
+// deterministic. Else algorithm 0, which every shape supports.
 template <typename Perf>
-decltype(Perf::algo) FirstUsable(const Perf* perf, int count, size_t workspace, bool deterministic,
-                                 const std::string& what) {
+decltype(Perf::algo) FirstUsable(const Perf* perf, int count, size_t workspace,
+                                 const GpuOptions& o, const std::string& what) {
+  const bool deterministic = o.cudnn_deterministic;
   for (int i = 0; i < count; ++i) {
     const Perf& p = perf[i];
-    if (p.status == CUDNN_STATUS_SUCCESS && p.memory <= workspace && p.mathType == CUDNN_FMA_MATH &&
+    const bool math_ok =
+        p.mathType == CUDNN_FMA_MATH || (o.allow_tf32 && p.mathType == CUDNN_DEFAULT_MATH);
+    if (p.status == CUDNN_STATUS_SUCCESS && p.memory <= workspace && math_ok &&
         (!deterministic || p.determinism == CUDNN_DETERMINISTIC)) {
       return p.algo;
     }
   }
-  LOG(WARNING) << "cuDNN offers no FP32 " << what << " algorithm within " << FormatBytes(workspace)
-               << " of workspace" << (deterministic ? " that is deterministic" : "")
-               << "; using algorithm 0";
+  LOG(WARNING) << "cuDNN offers no " << (o.allow_tf32 ? "FP32 or TF32 " : "FP32 ") << what
+               << " algorithm within " << FormatBytes(workspace) << " of workspace"
+               << (deterministic ? " that is deterministic" : "") << "; using algorithm 0";
   return static_cast<decltype(Perf::algo)>(0);
 }
 
-ConvAlgorithms ByHeuristics(cudnnHandle_t h, const ConvDescriptors& d, bool deterministic) {
+ConvAlgorithms ByHeuristics(cudnnHandle_t h, const ConvDescriptors& d, const GpuOptions& o) {
   ConvAlgorithms a;
   int count = 0;
   cudnnConvolutionFwdAlgoPerf_t fwd[kMaxResults];
   PSTRAIN_CUDNN_CHECK(
       cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, kMaxResults, &count, fwd));
-  a.forward = FirstUsable(fwd, count, kMaxConvWorkspace, deterministic, "forward");
+  a.forward = FirstUsable(fwd, count, kMaxConvWorkspace, o, "forward");
   cudnnConvolutionBwdDataAlgoPerf_t data[kMaxResults];
   PSTRAIN_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, d.x,
                                                                   kMaxResults, &count, data));
-  a.backward_data = FirstUsable(data, count, kMaxConvWorkspace, deterministic, "backward data");
+  a.backward_data = FirstUsable(data, count, kMaxConvWorkspace, o, "backward data");
   cudnnConvolutionBwdFilterAlgoPerf_t filter[kMaxResults];
   PSTRAIN_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w,
                                                                     kMaxResults, &count, filter));
   a.backward_filter =
-      FirstUsable(filter, count, kMaxConvWorkspace, deterministic, "backward filter");
+      FirstUsable(filter, count, kMaxConvWorkspace, o, "backward filter");
   return a;
 }
 
@@ -64,7 +68,7 @@ size_t TensorBytes(cudnnTensorDescriptor_t t) {
 
 // Times every algorithm on scratch buffers (zeroed: cuDNN reads them, the values do not
 // matter) with as much workspace as the allocator gives, up to kMaxConvWorkspace.
-Result<ConvAlgorithms> ByTiming(GpuContext* gpu, const ConvDescriptors& d, bool deterministic) {
+Result<ConvAlgorithms> ByTiming(GpuContext* gpu, const ConvDescriptors& d, const GpuOptions& o) {
   cudnnDataType_t type;
   cudnnTensorFormat_t format;
   int k = 0, c = 0, r = 0, s = 0;
@@ -96,17 +100,17 @@ Result<ConvAlgorithms> ByTiming(GpuContext* gpu, const ConvDescriptors& d, bool 
   PSTRAIN_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(h, d.x, x.data(), d.w, w.data(),
                                                              d.conv, d.y, y.data(), kMaxResults,
                                                              &count, fwd, workspace.data(), ws));
-  a.forward = FirstUsable(fwd, count, ws, deterministic, "forward");
+  a.forward = FirstUsable(fwd, count, ws, o, "forward");
   cudnnConvolutionBwdDataAlgoPerf_t data[kMaxResults];
   PSTRAIN_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
       h, d.w, w.data(), d.y, y.data(), d.conv, d.x, x.data(), kMaxResults, &count, data,
       workspace.data(), ws));
-  a.backward_data = FirstUsable(data, count, ws, deterministic, "backward data");
+  a.backward_data = FirstUsable(data, count, ws, o, "backward data");
   cudnnConvolutionBwdFilterAlgoPerf_t filter[kMaxResults];
   PSTRAIN_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
       h, d.x, x.data(), d.y, y.data(), d.conv, d.w, w.data(), kMaxResults, &count, filter,
       workspace.data(), ws));
-  a.backward_filter = FirstUsable(filter, count, ws, deterministic, "backward filter");
+  a.backward_filter = FirstUsable(filter, count, ws, o, "backward filter");
   // The scratch goes back to the allocator once the timing kernels are done with it.
   gpu->Synchronize();
   return a;
@@ -157,7 +161,7 @@ ConvAlgorithms ChooseConvAlgorithms(GpuContext* gpu, const ConvDescriptors& d,
   const GpuOptions& o = gpu->options();
   ConvAlgorithms a;
   if (!o.cudnn_autotune) {
-    a = ByHeuristics(gpu->cudnn(), d, o.cudnn_deterministic);
+    a = ByHeuristics(gpu->cudnn(), d, o);
   } else {
     static std::mutex mu;
     static std::map<std::string, ConvAlgorithms>* tuned = new std::map<std::string, ConvAlgorithms>;
@@ -167,7 +171,7 @@ ConvAlgorithms ChooseConvAlgorithms(GpuContext* gpu, const ConvDescriptors& d,
     if (it != tuned->end()) {
       a = it->second;
     } else {
-      Result<ConvAlgorithms> timed = ByTiming(gpu, d, o.cudnn_deterministic);
+      Result<ConvAlgorithms> timed = ByTiming(gpu, d, o);
       // The timing's workspace (up to kMaxConvWorkspace) is a transient: give back the region
       // it grew, so that the process holds what training uses, not that too.
       gpu->allocator()->ReleaseFreeRegions();
@@ -178,7 +182,7 @@ ConvAlgorithms ChooseConvAlgorithms(GpuContext* gpu, const ConvDescriptors& d,
         // Too little memory left to time them: the heuristics need none.
         LOG(WARNING) << who << ": cannot time cuDNN's algorithms (" << timed.status().message()
                      << "); taking cuDNN's heuristic choice";
-        a = ByHeuristics(gpu->cudnn(), d, o.cudnn_deterministic);
+        a = ByHeuristics(gpu->cudnn(), d, o);
       }
     }
   }

@@ -123,8 +123,10 @@ Result<std::unique_ptr<GpuContext>> GpuContext::Create(const GpuOptions& options
     return Unavailable(std::string("cublasCreate failed: ") + cublasGetStatusString(bst));
   }
   PSTRAIN_CUBLAS_CHECK(cublasSetStream(c->cublas_, c->stream_));
-  // Plain FP32 (no TF32 tensor cores), so that the GPU matches the CPU's float32 results.
-  PSTRAIN_CUBLAS_CHECK(cublasSetMathMode(c->cublas_, CUBLAS_DEFAULT_MATH));
+  // Plain FP32 (no TF32 tensor cores), so that the GPU matches the CPU's float32 results,
+  // unless TF32 is allowed.
+  PSTRAIN_CUBLAS_CHECK(cublasSetMathMode(
+      c->cublas_, options.allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
   // Last, so that the limit without growth leaves the libraries what they took above.
   GrowthAllocatorOptions ao;
   ao.allow_growth = options.allow_growth;

@@ -33,6 +33,9 @@ struct GpuOptions {
   // deterministic ones.
   bool cudnn_autotune = true;
   bool cudnn_deterministic = false;
+  // TF32 on the tensor cores in convolutions and matrix products (about 10 mantissa bits in
+  // the products, FP32 sums); false: plain FP32, matching the CPU within float error.
+  bool allow_tf32 = false;
 };
 
 // What --log_device_placement prints about a GPU.

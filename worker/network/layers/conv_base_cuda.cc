@@ -131,10 +131,12 @@ ConvBase::GpuPlan& ConvBase::GetGpuPlan(int64_t n, const LayerContext& ctx) {
   PSTRAIN_CUDNN_CHECK(cudnnSetFilter4dDescriptor(p->w, f32, nchw, y_c, x_c, g.kh, g.kw));
   PSTRAIN_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&p->conv));
   // Cross-correlation, as TensorFlow and our CPU kernels compute; plain FP32 FMA (no TF32 tensor
-  // cores), so that the GPU matches the CPU within float error.
+  // cores), so that the GPU matches the CPU within float error, unless TF32 is allowed
+  // (cuDNN's default math then uses it, as PyTorch's allow_tf32 does).
   PSTRAIN_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(p->conv, pad_h, pad_w, g.sh, g.sw, 1, 1,
                                                       CUDNN_CROSS_CORRELATION, f32));
-  PSTRAIN_CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, CUDNN_FMA_MATH));
+  PSTRAIN_CUDNN_CHECK(cudnnSetConvolutionMathType(
+      p->conv, gpu->options().allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
   int out_n = 0, out_c = 0, out_h = 0, out_w = 0;
   PSTRAIN_CUDNN_CHECK(
       cudnnGetConvolution2dForwardOutputDim(p->conv, p->x, p->w, &out_n, &out_c, &out_h, &out_w));
