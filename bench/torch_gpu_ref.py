@@ -86,6 +86,9 @@ def main():
     p.add_argument("--math", choices=["fp32", "tf32", "amp"], default="fp32",
                    help="fp32 (the comparison: pstrain computes in plain FP32), or for context "
                    "tf32 (TF32 tensor cores) or amp (bf16 autocast)")
+    p.add_argument("--profile_steps", type=int, default=0,
+                   help="then profile this many steps and print the GPU kernels by total time "
+                   "(which cuDNN engines and elementwise kernels PyTorch runs)")
     args = p.parse_args()
     tf32 = args.math != "fp32"
     torch.backends.cuda.matmul.allow_tf32 = tf32
@@ -131,6 +134,14 @@ def main():
               flush=True)
     print(f"BENCH_TRAIN median {statistics.median(rates):.1f} img/s (batch {batch}, "
           f"{args.steps} steps, {args.repeats} repeats, {dev}, math {args.math})")
+    if args.profile_steps > 0:
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(args.profile_steps):
+                step()
+            sync()
+        print(f"GPU kernels over {args.profile_steps} steps, by total time:")
+        print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=30, max_name_column_width=90))
 
 
 if __name__ == "__main__":

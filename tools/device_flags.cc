@@ -27,6 +27,15 @@ DEFINE_bool(allow_tf32, false,
             "TensorFlow's enable_tensor_float_32_execution and PyTorch's allow_tf32): faster, "
             "with about 10 mantissa bits in the products; false: plain FP32");
 
+DEFINE_int64(cudnn_workspace_limit_mb, 4096,
+             "the most GPU scratch memory one convolution algorithm may use, in MiB (as "
+             "TF_CUDNN_WORKSPACE_LIMIT_IN_MB); at least 1");
+
+DEFINE_bool(cudnn_graph, true,
+            "with --cudnn_autotune, also time the engines cuDNN's graph API offers for each "
+            "convolution (as PyTorch's cudnn.benchmark) and run the fastest; false: the legacy "
+            "API's algorithms only");
+
 namespace pstrain {
 namespace worker {
 
@@ -40,6 +49,8 @@ DeviceOptions DeviceOptionsFromFlags() {
   o.cudnn_autotune = FLAGS_cudnn_autotune;
   o.cudnn_deterministic = FLAGS_cudnn_deterministic;
   o.allow_tf32 = FLAGS_allow_tf32;
+  o.cudnn_workspace_limit_mb = FLAGS_cudnn_workspace_limit_mb;
+  o.cudnn_graph = FLAGS_cudnn_graph;
   return o;
 }
 

@@ -88,8 +88,17 @@ TEST(DevicePlacementTest, BadFlagValuesAreRefusedByName) {
     ASSERT_FALSE(s.ok()) << fraction;
     EXPECT_TRUE(Contains(s.message(), "--gpu_memory_fraction must be in (0, 1]")) << s.message();
   }
+  for (int64_t mb : {int64_t{0}, int64_t{-1}, int64_t{1} << 40}) {
+    DeviceOptions o;
+    o.cudnn_workspace_limit_mb = mb;
+    Status s = ValidateDeviceOptions(o);
+    ASSERT_FALSE(s.ok()) << mb;
+    EXPECT_TRUE(Contains(s.message(), "--cudnn_workspace_limit_mb must be in [1, 1048576]"))
+        << s.message();
+  }
   DeviceOptions o;
   o.gpu_memory_fraction = 0.25;
+  o.cudnn_workspace_limit_mb = 512;
   EXPECT_TRUE(ValidateDeviceOptions(o).ok());
 }
 

@@ -20,6 +20,11 @@ Status ValidateDeviceOptions(const DeviceOptions& o) {
     return InvalidArgument("--gpu_memory_fraction must be in (0, 1], got " +
                            std::to_string(o.gpu_memory_fraction));
   }
+  // At most 1 TiB: the shift to bytes cannot overflow.
+  if (o.cudnn_workspace_limit_mb < 1 || o.cudnn_workspace_limit_mb > (int64_t{1} << 20)) {
+    return InvalidArgument("--cudnn_workspace_limit_mb must be in [1, 1048576] MiB, got " +
+                           std::to_string(o.cudnn_workspace_limit_mb));
+  }
   return Status::OK();
 }
 
@@ -102,6 +107,8 @@ Result<std::unique_ptr<ComputeDevice>> ComputeDevice::Open(const DeviceOptions& 
     go.cudnn_autotune = o.cudnn_autotune;
     go.cudnn_deterministic = o.cudnn_deterministic;
     go.allow_tf32 = o.allow_tf32;
+    go.cudnn_workspace_limit = static_cast<size_t>(o.cudnn_workspace_limit_mb) << 20;
+    go.cudnn_graph = o.cudnn_graph;
     auto gpu = cuda::GpuContext::Create(go);
     if (!gpu.ok()) return gpu.status().WithContext(who + ": opening GPU 0");
     d->gpu_ = std::shared_ptr<cuda::GpuContext>(std::move(gpu).value());
@@ -127,7 +134,10 @@ std::string ComputeDevice::Description() const {
            (options_.allow_tf32 ? "; convolutions and matrix products in TF32"
                                 : "; convolutions in FP32") +
            ", cuDNN algorithms " +
-           (options_.cudnn_autotune ? "timed per shape" : "by cuDNN's heuristics") +
+           (options_.cudnn_autotune
+                ? (options_.cudnn_graph ? "timed per shape, graph API engines too"
+                                        : "timed per shape")
+                : "by cuDNN's heuristics") +
            (options_.cudnn_deterministic ? ", deterministic only" : "") + ")";
   }
 #endif

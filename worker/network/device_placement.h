@@ -27,6 +27,8 @@ struct DeviceOptions {
   bool cudnn_autotune = true;        // time cuDNN's convolution algorithms per shape
   bool cudnn_deterministic = false;  // only algorithms that repeat bit for bit
   bool allow_tf32 = false;           // TF32 tensor cores in convolutions and matrix products
+  int64_t cudnn_workspace_limit_mb = 4096;  // the most scratch one convolution algorithm may use
+  bool cudnn_graph = true;  // convolutions through cuDNN's graph API's engines where they run
 };
 
 // Errors name the flag and the expected values.

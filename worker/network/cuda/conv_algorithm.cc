@@ -3,12 +3,14 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <mutex>
 #include <sstream>
 
 #include "worker/memory/growth_allocator.h"
 #include "worker/network/cuda/check.h"
+#include "worker/network/cuda/conv_graph.h"
 #include "worker/network/cuda/gpu_context.h"
 
 namespace pstrain {
@@ -47,16 +49,16 @@ ConvAlgorithms ByHeuristics(cudnnHandle_t h, const ConvDescriptors& d, const Gpu
   cudnnConvolutionFwdAlgoPerf_t fwd[kMaxResults];
   PSTRAIN_CUDNN_CHECK(
       cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, kMaxResults, &count, fwd));
-  a.forward = FirstUsable(fwd, count, kMaxConvWorkspace, o, "forward");
+  a.forward = FirstUsable(fwd, count, o.cudnn_workspace_limit, o, "forward");
   cudnnConvolutionBwdDataAlgoPerf_t data[kMaxResults];
   PSTRAIN_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, d.x,
                                                                   kMaxResults, &count, data));
-  a.backward_data = FirstUsable(data, count, kMaxConvWorkspace, o, "backward data");
+  a.backward_data = FirstUsable(data, count, o.cudnn_workspace_limit, o, "backward data");
   cudnnConvolutionBwdFilterAlgoPerf_t filter[kMaxResults];
   PSTRAIN_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w,
                                                                     kMaxResults, &count, filter));
   a.backward_filter =
-      FirstUsable(filter, count, kMaxConvWorkspace, o, "backward filter");
+      FirstUsable(filter, count, o.cudnn_workspace_limit, o, "backward filter");
   return a;
 }
 
@@ -67,7 +69,7 @@ size_t TensorBytes(cudnnTensorDescriptor_t t) {
 }
 
 // Times every algorithm on scratch buffers (zeroed: cuDNN reads them, the values do not
-// matter) with as much workspace as the allocator gives, up to kMaxConvWorkspace.
+// matter) with as much workspace as the allocator gives, up to the options' limit.
 Result<ConvAlgorithms> ByTiming(GpuContext* gpu, const ConvDescriptors& d, const GpuOptions& o) {
   cudnnDataType_t type;
   cudnnTensorFormat_t format;
@@ -78,7 +80,7 @@ Result<ConvAlgorithms> ByTiming(GpuContext* gpu, const ConvDescriptors& d, const
   // The workspace first, so that it takes a region of its own when it grows one, which
   // ChooseConvAlgorithms gives back once the buffers are freed.
   DeviceBuffer workspace;
-  for (size_t want = kMaxConvWorkspace; want >= (size_t{1} << 20); want /= 4) {
+  for (size_t want = o.cudnn_workspace_limit; want >= (size_t{1} << 20); want /= 4) {
     Result<DeviceBuffer> got = gpu->Allocate(want);
     if (got.ok()) {
       workspace = std::move(got).value();
@@ -154,6 +156,42 @@ size_t WorkspaceFor(cudnnHandle_t h, const ConvDescriptors& d, const ConvAlgorit
   return std::max(ws, bytes);
 }
 
+// Each direction's fastest engine through the graph API, remembered per shape as the legacy
+// choices are; a direction without one keeps its legacy algorithm.
+void AddGraphPlans(GpuContext* gpu, const ConvDescriptors& d, const std::string& who,
+                   ConvAlgorithms* a) {
+  static std::mutex mu;
+  using Plans = std::array<std::shared_ptr<const ConvGraphPlan>, 3>;
+  static std::map<std::string, Plans>* made = new std::map<std::string, Plans>;
+  const std::string key = ShapeKey(d, gpu->options().cudnn_deterministic);
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = made->find(key);
+  if (it == made->end()) {
+    Plans plans;
+    const ConvDirection directions[3] = {ConvDirection::kForward, ConvDirection::kBackwardData,
+                                         ConvDirection::kBackwardFilter};
+    for (int i = 0; i < 3; ++i) {
+      auto plan = ConvGraphPlan::Create(gpu, d, directions[i], who);
+      if (plan.ok()) {
+        plans[i] = *plan;
+      } else {
+        LOG(WARNING) << who << ": the legacy cuDNN algorithm runs: " << plan.status().message();
+      }
+    }
+    gpu->allocator()->ReleaseFreeRegions();  // the timing's scratch
+    it = made->emplace(key, plans).first;
+  }
+  a->forward_graph = it->second[0];
+  a->backward_data_graph = it->second[1];
+  a->backward_filter_graph = it->second[2];
+  for (const auto& plan : it->second) {
+    if (plan) {
+      a->workspace_bytes = std::max(a->workspace_bytes, plan->workspace_bytes());
+      VLOG(1) << who << ": cuDNN graph " << plan->description();
+    }
+  }
+}
+
 }  // namespace
 
 ConvAlgorithms ChooseConvAlgorithms(GpuContext* gpu, const ConvDescriptors& d,
@@ -172,7 +210,7 @@ ConvAlgorithms ChooseConvAlgorithms(GpuContext* gpu, const ConvDescriptors& d,
       a = it->second;
     } else {
       Result<ConvAlgorithms> timed = ByTiming(gpu, d, o);
-      // The timing's workspace (up to kMaxConvWorkspace) is a transient: give back the region
+      // The timing's workspace (up to the limit) is a transient: give back the region
       // it grew, so that the process holds what training uses, not that too.
       gpu->allocator()->ReleaseFreeRegions();
       if (timed.ok()) {
@@ -187,6 +225,7 @@ ConvAlgorithms ChooseConvAlgorithms(GpuContext* gpu, const ConvDescriptors& d,
     }
   }
   a.workspace_bytes = WorkspaceFor(gpu->cudnn(), d, a);
+  if (o.cudnn_autotune && o.cudnn_graph) AddGraphPlans(gpu, d, who, &a);
   VLOG(1) << who << ": cuDNN algorithms forward " << a.forward << ", backward data "
           << a.backward_data << ", backward filter " << a.backward_filter << ", workspace "
           << FormatBytes(a.workspace_bytes) << (o.cudnn_autotune ? " (timed)" : " (heuristics)");

@@ -11,6 +11,7 @@
 #include <cudnn.h>
 
 #include <cstddef>
+#include <memory>
 #include <string>
 
 namespace pstrain {
@@ -18,9 +19,6 @@ namespace worker {
 namespace cuda {
 
 class GpuContext;
-
-// The most workspace one convolution may ask of the context's shared workspace.
-constexpr size_t kMaxConvWorkspace = size_t{512} << 20;
 
 // One convolution as cuDNN sees it: x convolved with w gives y.
 struct ConvDescriptors {
@@ -30,10 +28,15 @@ struct ConvDescriptors {
   cudnnTensorDescriptor_t y;
 };
 
+class ConvGraphPlan;
+
 struct ConvAlgorithms {
   cudnnConvolutionFwdAlgo_t forward;
   cudnnConvolutionBwdDataAlgo_t backward_data;
   cudnnConvolutionBwdFilterAlgo_t backward_filter;
+  // With GpuOptions::cudnn_graph: each direction's engine through cuDNN's graph API
+  // (conv_graph.h), null where none could be made (the legacy algorithm above runs then).
+  std::shared_ptr<const ConvGraphPlan> forward_graph, backward_data_graph, backward_filter_graph;
   size_t workspace_bytes = 0;  // the most any of the three needs
 };
 

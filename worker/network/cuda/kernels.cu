@@ -1,5 +1,6 @@
 // Kernels more than one layer (or the model) uses: fills, sums, broadcasts, padding.
 #include "worker/network/cuda/check.h"
+#include "worker/network/cuda/elementwise.cuh"
 #include "worker/network/cuda/kernels.h"
 #include "worker/network/cuda/launch.cuh"
 
@@ -9,27 +10,33 @@ namespace cuda {
 namespace {
 
 __global__ void FillKernel(float* x, int64_t n, float v) { PSTRAIN_FOR_EACH(i, n) x[i] = v; }
-__global__ void AddKernel(const float* a, const float* b, float* y, int64_t n) {
-  PSTRAIN_FOR_EACH(i, n) y[i] = a[i] + b[i];
-}
-__global__ void AddInPlaceKernel(const float* x, float* y, int64_t n) {
-  PSTRAIN_FOR_EACH(i, n) y[i] += x[i];
-}
+struct Sum {
+  __device__ float operator()(float a, float b) const { return a + b; }
+};
 __global__ void BroadcastRowsKernel(const float* row, int64_t rows, int64_t cols, float* y) {
   PSTRAIN_FOR_EACH(i, rows * cols) y[i] = row[i % cols];
 }
+// Index type I: 32-bit where the sizes allow (64-bit division costs several times more).
+template <typename I>
 __global__ void PadKernel(const float* x, PaddedPlanes p, float border, float* y) {
-  PSTRAIN_FOR_EACH(e, p.planes * p.padded_h * p.padded_w) {
-    const int64_t c = e % p.padded_w, r = (e / p.padded_w) % p.padded_h;
-    const int64_t plane = e / (p.padded_w * p.padded_h);
-    const int64_t ih = r - p.top, iw = c - p.left;
-    y[e] = ih >= 0 && ih < p.h && iw >= 0 && iw < p.w ? x[(plane * p.h + ih) * p.w + iw] : border;
+  const I w = static_cast<I>(p.w), h = static_cast<I>(p.h);
+  const I pw = static_cast<I>(p.padded_w), ph = static_cast<I>(p.padded_h);
+  const I top = static_cast<I>(p.top), left = static_cast<I>(p.left);
+  const I count = static_cast<I>(p.planes) * ph * pw;
+  for (I e = blockIdx.x * blockDim.x + threadIdx.x; e < count; e += blockDim.x * gridDim.x) {
+    const I c = e % pw, rest = e / pw, r = rest % ph, plane = rest / ph;
+    const I ih = r - top, iw = c - left;
+    y[e] = ih >= 0 && ih < h && iw >= 0 && iw < w ? x[(plane * h + ih) * w + iw] : border;
   }
 }
+template <typename I>
 __global__ void CropKernel(const float* y, PaddedPlanes p, float* x) {
-  PSTRAIN_FOR_EACH(e, p.planes * p.h * p.w) {
-    const int64_t iw = e % p.w, ih = (e / p.w) % p.h, plane = e / (p.w * p.h);
-    x[e] = y[(plane * p.padded_h + ih + p.top) * p.padded_w + iw + p.left];
+  const I w = static_cast<I>(p.w), h = static_cast<I>(p.h);
+  const I pw = static_cast<I>(p.padded_w), ph = static_cast<I>(p.padded_h);
+  const I count = static_cast<I>(p.planes) * h * w;
+  for (I e = blockIdx.x * blockDim.x + threadIdx.x; e < count; e += blockDim.x * gridDim.x) {
+    const I iw = e % w, rest = e / w, ih = rest % h, plane = rest / h;
+    x[e] = y[(plane * ph + ih + static_cast<I>(p.top)) * pw + iw + static_cast<I>(p.left)];
   }
 }
 
@@ -43,23 +50,29 @@ void Copy(const float* from, float* to, int64_t n, cudaStream_t s) {
   PSTRAIN_CUDA_CHECK(cudaMemcpyAsync(to, from, n * sizeof(float), cudaMemcpyDeviceToDevice, s));
 }
 void Add(const float* a, const float* b, float* y, int64_t n, cudaStream_t s) {
-  AddKernel<<<Blocks(n), kThreads, 0, s>>>(a, b, y, n);
-  PSTRAIN_CUDA_CHECK_LAUNCH();
+  Binary(a, b, y, n, Sum{}, s);
 }
-void AddInPlace(const float* x, float* y, int64_t n, cudaStream_t s) {
-  AddInPlaceKernel<<<Blocks(n), kThreads, 0, s>>>(x, y, n);
-  PSTRAIN_CUDA_CHECK_LAUNCH();
-}
+void AddInPlace(const float* x, float* y, int64_t n, cudaStream_t s) { Binary(x, y, y, n, Sum{}, s); }
 void BroadcastRows(const float* row, int64_t rows, int64_t cols, float* y, cudaStream_t s) {
   BroadcastRowsKernel<<<Blocks(rows * cols), kThreads, 0, s>>>(row, rows, cols, y);
   PSTRAIN_CUDA_CHECK_LAUNCH();
 }
 void Pad(const float* x, const PaddedPlanes& p, float border, float* y, cudaStream_t s) {
-  PadKernel<<<Blocks(p.planes * p.padded_h * p.padded_w), kThreads, 0, s>>>(x, p, border, y);
+  const int64_t n = p.planes * p.padded_h * p.padded_w;
+  if (Fits32(n)) {
+    PadKernel<int32_t><<<Blocks(n), kThreads, 0, s>>>(x, p, border, y);
+  } else {
+    PadKernel<int64_t><<<Blocks(n), kThreads, 0, s>>>(x, p, border, y);
+  }
   PSTRAIN_CUDA_CHECK_LAUNCH();
 }
 void Crop(const float* y, const PaddedPlanes& p, float* x, cudaStream_t s) {
-  CropKernel<<<Blocks(p.planes * p.h * p.w), kThreads, 0, s>>>(y, p, x);
+  const int64_t n = p.planes * p.h * p.w;
+  if (Fits32(n)) {
+    CropKernel<int32_t><<<Blocks(n), kThreads, 0, s>>>(y, p, x);
+  } else {
+    CropKernel<int64_t><<<Blocks(n), kThreads, 0, s>>>(y, p, x);
+  }
   PSTRAIN_CUDA_CHECK_LAUNCH();
 }
 

@@ -15,6 +15,12 @@ inline unsigned Blocks(int64_t n) {
   return static_cast<unsigned>(blocks < 65535 ? (blocks > 0 ? blocks : 1) : 65535);
 }
 
+// Whether 32-bit indices cover `elements` and a grid-stride loop's last step past them (kernels
+// templated on their index type take int32_t then: 64-bit division costs several times more).
+inline bool Fits32(int64_t elements) {
+  return elements + int64_t{65535} * kThreads < (int64_t{1} << 31);
+}
+
 }  // namespace cuda
 }  // namespace worker
 }  // namespace pstrain

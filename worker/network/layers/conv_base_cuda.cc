@@ -7,6 +7,7 @@
 
 #include "worker/network/cuda/check.h"
 #include "worker/network/cuda/conv_algorithm.h"
+#include "worker/network/cuda/conv_graph.h"
 #include "worker/network/cuda/gpu_context.h"
 #include "worker/network/cuda/kernels.h"
 #include "worker/network/layers/conv_base.h"
@@ -44,6 +45,11 @@ const float* ConvBase::PaddedX(GpuPlan& p, const float* x, const LayerContext& c
 void ConvBase::ConvolveXToY(GpuPlan& p, const float* padded_x, float* y, const LayerContext& ctx) {
   const float one = 1.0f, zero = 0.0f;
   void* workspace = ctx.gpu->Workspace(p.algos.workspace_bytes, Describe());
+  const float* w = variables()[0].device_value.data();
+  if (p.algos.forward_graph &&
+      p.algos.forward_graph->Run(ctx.gpu->cudnn(), padded_x, w, y, workspace)) {
+    return;
+  }
   PSTRAIN_CUDNN_CHECK(cudnnConvolutionForward(
       ctx.gpu->cudnn(), &one, p.x, padded_x, p.w, variables()[0].device_value.data(), p.conv,
       p.algos.forward, workspace, p.algos.workspace_bytes, &zero, p.y, y));
@@ -53,9 +59,13 @@ void ConvBase::ConvolveYToX(GpuPlan& p, const float* y, float* x, const LayerCon
   const float one = 1.0f, zero = 0.0f;
   float* into = p.explicit_pad ? p.padded_x_out.as<float>() : x;
   void* workspace = ctx.gpu->Workspace(p.algos.workspace_bytes, Describe());
-  PSTRAIN_CUDNN_CHECK(cudnnConvolutionBackwardData(
-      ctx.gpu->cudnn(), &one, p.w, variables()[0].device_value.data(), p.y, y, p.conv,
-      p.algos.backward_data, workspace, p.algos.workspace_bytes, &zero, p.x, into));
+  const float* w = variables()[0].device_value.data();
+  if (!p.algos.backward_data_graph ||
+      !p.algos.backward_data_graph->Run(ctx.gpu->cudnn(), into, w, y, workspace)) {
+    PSTRAIN_CUDNN_CHECK(cudnnConvolutionBackwardData(ctx.gpu->cudnn(), &one, p.w, w, p.y, y,
+                                                     p.conv, p.algos.backward_data, workspace,
+                                                     p.algos.workspace_bytes, &zero, p.x, into));
+  }
   if (p.explicit_pad) cuda::Crop(into, p.pad, x, ctx.gpu->stream());
 }
 
@@ -63,6 +73,11 @@ void ConvBase::WeightsGradient(GpuPlan& p, const float* padded_x, const float* y
                                const LayerContext& ctx) {
   const float one = 1.0f, zero = 0.0f;
   void* workspace = ctx.gpu->Workspace(p.algos.workspace_bytes, Describe());
+  float* dw = variables()[0].device_grad.data();
+  if (p.algos.backward_filter_graph &&
+      p.algos.backward_filter_graph->Run(ctx.gpu->cudnn(), padded_x, dw, y, workspace)) {
+    return;
+  }
   PSTRAIN_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
       ctx.gpu->cudnn(), &one, p.x, padded_x, p.y, y, p.conv, p.algos.backward_filter, workspace,
       p.algos.workspace_bytes, &zero, p.w, variables()[0].device_grad.data()));

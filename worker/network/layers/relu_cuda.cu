@@ -1,8 +1,7 @@
-// ReLU on the GPU: our elementwise kernels on the compute stream.
+// ReLU on the GPU: our element-wise kernels (cuda/elementwise.cuh) on the compute stream.
 #include "worker/network/cuda/check.h"
+#include "worker/network/cuda/elementwise.cuh"
 #include "worker/network/cuda/gpu_context.h"
-#include "worker/network/cuda/kernels.h"
-#include "worker/network/cuda/launch.cuh"
 #include "worker/network/layers/relu.h"
 
 namespace pstrain {
@@ -11,23 +10,18 @@ namespace worker {
 namespace cuda {
 namespace {
 
-__global__ void ReluForwardKernel(const float* x, float* y, int64_t n) {
-  PSTRAIN_FOR_EACH(i, n) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
-}
-
-__global__ void ReluBackwardKernel(const float* y, const float* dy, float* dx, int64_t n) {
-  PSTRAIN_FOR_EACH(i, n) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
-}
-
-void ReluForward(const float* x, float* y, int64_t n, cudaStream_t s) {
-  ReluForwardKernel<<<Blocks(n), kThreads, 0, s>>>(x, y, n);
-  PSTRAIN_CUDA_CHECK_LAUNCH();
-}
-
+struct ReluOp {
+  __device__ float operator()(float x) const { return x > 0.0f ? x : 0.0f; }
+};
 // dx = y > 0 ? dy : 0, as the CPU layer (from the output).
+struct ReluGradOp {
+  __device__ float operator()(float y, float dy) const { return y > 0.0f ? dy : 0.0f; }
+};
+
+void ReluForward(const float* x, float* y, int64_t n, cudaStream_t s) { Unary(x, y, n, ReluOp{}, s); }
+
 void ReluBackward(const float* y, const float* dy, float* dx, int64_t n, cudaStream_t s) {
-  ReluBackwardKernel<<<Blocks(n), kThreads, 0, s>>>(y, dy, dx, n);
-  PSTRAIN_CUDA_CHECK_LAUNCH();
+  Binary(y, dy, dx, n, ReluGradOp{}, s);
 }
 
 }  // namespace
