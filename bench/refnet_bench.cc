@@ -77,8 +77,8 @@ int Run() {
       for (const std::string& name : opt.value()->slot_names()) u.slots.push_back(slots[i][name]);
       updated.push_back(std::move(u));
     }
-    auto made = worker::NewGpuUpdate(device.value()->gpu(), opt.value()->rule(),
-                                     std::move(updated), model->variables());
+    auto made = worker::NewGpuUpdate(device.value()->gpu(), opt.value()->rule(), std::move(updated),
+                                     model->variables());
     CHECK(made.ok()) << made.status().ToString();
     on_device = std::move(made).value();
     model->set_update_on_device(true);
@@ -142,9 +142,11 @@ int Run() {
       auto t0 = std::chrono::steady_clock::now();
       update();
       model->Synchronize();
-      update_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      update_seconds +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
-    std::printf("%s%-20s %10.3f\n", model->ProfileReport().c_str(), "optimizer update", update_seconds);
+    std::printf("%s%-20s %10.3f\n", model->ProfileReport().c_str(), "optimizer update",
+                update_seconds);
   }
   if (FLAGS_breakdown_steps > 0) {
     // Each stage alone, the device drained after it: what a step costs where, without the
@@ -190,8 +192,9 @@ int Run() {
       "%s)\n",
       rates[rates.size() / 2], FLAGS_batch, FLAGS_steps, FLAGS_repeats,
       on_device ? "device" : "host",
-      refused > 0 ? (", " + std::to_string(refused) + " steps refused: non-finite gradients").c_str()
-                  : "",
+      refused > 0
+          ? (", " + std::to_string(refused) + " steps refused: non-finite gradients").c_str()
+          : "",
       device.value()->Description().c_str());
   const std::string memory = device.value()->MemoryStatsLine();
   if (!memory.empty()) std::printf("%s\n", memory.c_str());

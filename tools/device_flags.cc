@@ -27,9 +27,9 @@ DEFINE_bool(allow_tf32, false,
             "TensorFlow's enable_tensor_float_32_execution and PyTorch's allow_tf32): faster, "
             "with about 10 mantissa bits in the products; false: plain FP32");
 
-DEFINE_int64(cudnn_workspace_limit_mb, 4096,
+DEFINE_int64(cudnn_workspace_limit_mb, 512,
              "the most GPU scratch memory one convolution algorithm may use, in MiB (as "
-             "TF_CUDNN_WORKSPACE_LIMIT_IN_MB); at least 1");
+             "TF_CUDNN_WORKSPACE_LIMIT_IN_MB, whose default is 4096); at least 1");
 
 DEFINE_bool(cudnn_graph, true,
             "with --cudnn_autotune, also time the engines cuDNN's graph API offers for each "

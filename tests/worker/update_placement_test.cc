@@ -25,22 +25,24 @@ TEST(UpdatePlacementTest, AnOptimizerDescribesItsOwnOptions) {
   EXPECT_EQ(adam.adam.beta1, 0.5f);
   EXPECT_EQ(adam.adam.beta2, 0.75f);
   EXPECT_EQ(adam.adam.epsilon, 0.25f);
-  const ps::OptimizerRule rms = RuleOf("{type: rmsprop, decay: 0.5, momentum: 0.25, centered: true}");
+  const ps::OptimizerRule rms =
+      RuleOf("{type: rmsprop, decay: 0.5, momentum: 0.25, centered: true}");
   EXPECT_EQ(rms.rmsprop.decay, 0.5f);
   EXPECT_EQ(rms.rmsprop.momentum, 0.25f);
   EXPECT_TRUE(rms.rmsprop.centered);
   const ps::OptimizerRule nesterov = RuleOf("{type: momentum, momentum: 0.5, nesterov: true}");
   EXPECT_EQ(nesterov.momentum.momentum, 0.5f);
   EXPECT_TRUE(nesterov.momentum.nesterov);
-  EXPECT_EQ(RuleOf("{type: adagrad, initial_accumulator_value: 0.5}").adagrad.initial_accumulator_value,
-            0.5f);
+  EXPECT_EQ(
+      RuleOf("{type: adagrad, initial_accumulator_value: 0.5}").adagrad.initial_accumulator_value,
+      0.5f);
   EXPECT_EQ(RuleOf("{type: sgd}").type, "sgd");
 }
 
 TEST(UpdatePlacementTest, APlainRunUpdatesOnTheGpu) {
   TrainConfig train;
-  for (const char* yaml : {"{type: sgd}", "{type: momentum}", "{type: adam}", "{type: adagrad}",
-                           "{type: rmsprop}"}) {
+  for (const char* yaml :
+       {"{type: sgd}", "{type: momentum}", "{type: adam}", "{type: adagrad}", "{type: rmsprop}"}) {
     EXPECT_EQ(HostOnlyReason(train, RuleOf(yaml), false), "") << yaml;
   }
 }
@@ -72,7 +74,8 @@ TEST(UpdatePlacementTest, OnTheCpuTheStoreUpdatesAndTheModelKeepsItsCopies) {
   ASSERT_TRUE(model_node.ok());
   auto model = Model::FromConfig(model_node.value());
   ASSERT_TRUE(model.ok()) << model.status().ToString();
-  auto update = PlaceUpdate(TrainConfig{}, false, *ComputeDevice::Cpu(), store->get(), model->get());
+  auto update =
+      PlaceUpdate(TrainConfig{}, false, *ComputeDevice::Cpu(), store->get(), model->get());
   ASSERT_TRUE(update.ok()) << update.status().ToString();
   EXPECT_EQ(update->get(), nullptr);
   EXPECT_FALSE((*model)->update_on_device());

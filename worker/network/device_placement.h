@@ -24,10 +24,10 @@ struct DeviceOptions {
   bool allow_soft_placement = true;
   bool gpu_allow_growth = true;
   double gpu_memory_fraction = 1.0;
-  bool cudnn_autotune = true;        // time cuDNN's convolution algorithms per shape
-  bool cudnn_deterministic = false;  // only algorithms that repeat bit for bit
-  bool allow_tf32 = false;           // TF32 tensor cores in convolutions and matrix products
-  int64_t cudnn_workspace_limit_mb = 4096;  // the most scratch one convolution algorithm may use
+  bool cudnn_autotune = true;              // time cuDNN's convolution algorithms per shape
+  bool cudnn_deterministic = false;        // only algorithms that repeat bit for bit
+  bool allow_tf32 = false;                 // TF32 tensor cores in convolutions and matrix products
+  int64_t cudnn_workspace_limit_mb = 512;  // the most scratch one convolution algorithm may use
   bool cudnn_graph = true;  // convolutions through cuDNN's graph API's engines where they run
 };
 

@@ -1,4 +1,5 @@
-// NewGpuModelDevice and NewGpuUpdate in a build without the CUDA backend (no CUDA compiler, cuDNN or cuBLAS).
+// NewGpuModelDevice and NewGpuUpdate in a build without the CUDA backend (no CUDA compiler, cuDNN
+// or cuBLAS).
 #include "worker/network/device_update.h"
 #include "worker/network/model_device.h"
 

@@ -194,8 +194,7 @@ Result<TrainingInput::Pass> Step(Run* run) {
                     "; training diverged (lower the learning rate)");
   }
   if (run->device_update) {  // on the GPU: nothing to prepare (update_placement.h), no copies
-    RETURN_IF_ERROR(
-        run->device_update->Apply(run->store->learning_rate(), step).WithContext(at));
+    RETURN_IF_ERROR(run->device_update->Apply(run->store->learning_rate(), step).WithContext(at));
     run->store->set_global_step(step + 1);
     return pass;
   }

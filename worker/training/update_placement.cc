@@ -33,7 +33,8 @@ Result<std::unique_ptr<DeviceUpdate>> PlaceUpdate(const TrainConfig& train, bool
     u.variable = v;
     for (const std::string& slot : slot_names) {
       auto it = state.find(v->name + "/" + slot);
-      if (it == state.end()) return Internal("the store holds no slot '" + slot + "' of " + v->name);
+      if (it == state.end())
+        return Internal("the store holds no slot '" + slot + "' of " + v->name);
       u.slots.push_back(it->second);  // shares the store's buffer: checkpoints see the download
     }
     variables.push_back(std::move(u));

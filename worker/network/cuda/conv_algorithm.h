@@ -37,6 +37,9 @@ struct ConvAlgorithms {
   // With GpuOptions::cudnn_graph: each direction's engine through cuDNN's graph API
   // (conv_graph.h), null where none could be made (the legacy algorithm above runs then).
   std::shared_ptr<const ConvGraphPlan> forward_graph, backward_data_graph, backward_filter_graph;
+  // The legacy algorithms' timed runs (infinity when chosen by heuristics), which a graph
+  // engine must beat.
+  float forward_ms = 1e30f, backward_data_ms = 1e30f, backward_filter_ms = 1e30f;
   size_t workspace_bytes = 0;  // the most any of the three needs
 };
 

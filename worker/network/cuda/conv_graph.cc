@@ -42,8 +42,8 @@ class Descriptor {
   }
   // The first failure of creating, setting or finalizing, kept so that a chain of calls is
   // checked once.
-  Descriptor& Set(cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type,
-                  int64_t count, const void* value) {
+  Descriptor& Set(cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, int64_t count,
+                  const void* value) {
     if (status_ == CUDNN_STATUS_SUCCESS)
       status_ = cudnnBackendSetAttribute(d_, name, type, count, value);
     return *this;
@@ -111,16 +111,22 @@ bool Forbidden(cudnnBackendDescriptor_t config, const GpuOptions& o) {
   return false;
 }
 
-// A variant pack of x, w and y with `workspace`, run on `plan`.
-cudnnStatus_t Execute(cudnnHandle_t handle, cudnnBackendDescriptor_t plan, const void* x,
-                      const void* w, const void* y, void* workspace) {
+// A finalized variant pack of x, w and y with `workspace`.
+cudnnStatus_t MakePack(const void* x, const void* w, const void* y, void* workspace,
+                       Descriptor* pack) {
   void* pointers[3] = {const_cast<void*>(x), const_cast<void*>(w), const_cast<void*>(y)};
   const int64_t uids[3] = {kX, kW, kY};
+  return pack->Set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, pointers)
+      .Set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids)
+      .Set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace)
+      .Finalize();
+}
+
+// `plan` over x, w and y with `workspace`, through a pack made for this call.
+cudnnStatus_t Execute(cudnnHandle_t handle, cudnnBackendDescriptor_t plan, const void* x,
+                      const void* w, const void* y, void* workspace) {
   Descriptor pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
-  cudnnStatus_t s = pack.Set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, pointers)
-                        .Set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids)
-                        .Set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace)
-                        .Finalize();
+  const cudnnStatus_t s = MakePack(x, w, y, workspace, &pack);
   if (s != CUDNN_STATUS_SUCCESS) return s;
   return cudnnBackendExecute(handle, plan, pack.get());
 }
@@ -146,8 +152,8 @@ Result<std::shared_ptr<const ConvGraphPlan>> ConvGraphPlan::Create(GpuContext* g
   int pad_h, pad_w, stride_h, stride_w, dil_h, dil_w;
   cudnnConvolutionMode_t mode;
   cudnnDataType_t compute;
-  PSTRAIN_CUDNN_CHECK(cudnnGetConvolution2dDescriptor(d.conv, &pad_h, &pad_w, &stride_h,
-                                                      &stride_w, &dil_h, &dil_w, &mode, &compute));
+  PSTRAIN_CUDNN_CHECK(cudnnGetConvolution2dDescriptor(d.conv, &pad_h, &pad_w, &stride_h, &stride_w,
+                                                      &dil_h, &dil_w, &mode, &compute));
 
   Descriptor x(CUDNN_BACKEND_TENSOR_DESCRIPTOR), wt(CUDNN_BACKEND_TENSOR_DESCRIPTOR),
       y(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
@@ -159,14 +165,15 @@ Result<std::shared_ptr<const ConvGraphPlan>> ConvGraphPlan::Create(GpuContext* g
   const int64_t spatial = 2, pads[2] = {pad_h, pad_w}, strides[2] = {stride_h, stride_w},
                 dilations[2] = {dil_h, dil_w};
   const cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
-  cudnnStatus_t st = conv.Set(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &spatial)
-                         .Set(CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f32)
-                         .Set(CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode)
-                         .Set(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, pads)
-                         .Set(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, pads)
-                         .Set(CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, dilations)
-                         .Set(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, strides)
-                         .Finalize();
+  cudnnStatus_t st =
+      conv.Set(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &spatial)
+          .Set(CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f32)
+          .Set(CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode)
+          .Set(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, pads)
+          .Set(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, pads)
+          .Set(CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, dilations)
+          .Set(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, strides)
+          .Finalize();
   if (st != CUDNN_STATUS_SUCCESS) return Failed("convolution descriptor", st);
 
   const float alpha = 1.0f, beta = 0.0f;
@@ -184,7 +191,8 @@ Result<std::shared_ptr<const ConvGraphPlan>> ConvGraphPlan::Create(GpuContext* g
           .Set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
       break;
     case ConvDirection::kBackwardData:
-      op = std::make_unique<Descriptor>(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR);
+      op = std::make_unique<Descriptor>(
+          CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR);
       op->Set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, desc, 1, &xd)
           .Set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, desc, 1, &wd)
           .Set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, desc, 1, &yd)
@@ -297,6 +305,7 @@ Result<std::shared_ptr<const ConvGraphPlan>> ConvGraphPlan::Create(GpuContext* g
       best.reset(new ConvGraphPlan());
       best->plan_ = plan.release();
       best->workspace_bytes_ = static_cast<size_t>(workspace);
+      best->ms_ = fastest;
       std::ostringstream text;
       text << "engine config " << i << " of " << returned << ", " << fastest << " ms";
       best->description_ = text.str();
@@ -307,8 +316,9 @@ Result<std::shared_ptr<const ConvGraphPlan>> ConvGraphPlan::Create(GpuContext* g
   cudaEventDestroy(stop);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
-  if (best) best->description_ += " (" + std::to_string(tried) + " timed in " +
-                                  std::to_string(seconds) + " s)";
+  if (best)
+    best->description_ +=
+        " (" + std::to_string(tried) + " timed in " + std::to_string(seconds) + " s)";
   if (!best) {
     return FailedPrecondition(who + ": none of cuDNN's " + std::to_string(returned) +
                               " engine configs runs this convolution as the options allow");
@@ -317,6 +327,7 @@ Result<std::shared_ptr<const ConvGraphPlan>> ConvGraphPlan::Create(GpuContext* g
 }
 
 ConvGraphPlan::~ConvGraphPlan() {
+  for (auto& [pointers, pack] : packs_) cudnnBackendDestroyDescriptor(pack);
   if (plan_) cudnnBackendDestroyDescriptor(plan_);
 }
 
@@ -324,7 +335,19 @@ bool ConvGraphPlan::Run(cudnnHandle_t handle, const void* x, const void* w, cons
                         void* workspace) const {
   auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % kAlignment == 0; };
   if (!aligned(x) || !aligned(w) || !aligned(y)) return false;
-  PSTRAIN_CUDNN_CHECK(Execute(handle, plan_, x, w, y, workspace));
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::array<const void*, 4> key = {x, w, y, workspace};
+  auto it = packs_.find(key);
+  if (it == packs_.end()) {
+    if (packs_.size() >= 256) {  // buffers that moved (another batch size): start over
+      for (auto& [pointers, pack] : packs_) cudnnBackendDestroyDescriptor(pack);
+      packs_.clear();
+    }
+    Descriptor pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+    PSTRAIN_CUDNN_CHECK(MakePack(x, w, y, workspace, &pack));
+    it = packs_.emplace(key, pack.release()).first;
+  }
+  PSTRAIN_CUDNN_CHECK(cudnnBackendExecute(handle, plan_, it->second));
   return true;
 }
 

@@ -128,8 +128,7 @@ Result<std::unique_ptr<DeviceUpdate>> NewGpuUpdate(cuda::GpuContext* gpu,
                                                    const std::vector<Variable*>& all_variables) {
   CHECK(gpu != nullptr) << "NewGpuUpdate needs a GPU context";
   RETURN_IF_ERROR(DeviceUpdateSupports(rule));
-  auto update =
-      std::make_unique<GpuUpdate>(gpu, rule, std::move(variables), all_variables);
+  auto update = std::make_unique<GpuUpdate>(gpu, rule, std::move(variables), all_variables);
   RETURN_IF_ERROR(update->Init());
   return std::unique_ptr<DeviceUpdate>(std::move(update));
 }

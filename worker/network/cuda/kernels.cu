@@ -52,7 +52,9 @@ void Copy(const float* from, float* to, int64_t n, cudaStream_t s) {
 void Add(const float* a, const float* b, float* y, int64_t n, cudaStream_t s) {
   Binary(a, b, y, n, Sum{}, s);
 }
-void AddInPlace(const float* x, float* y, int64_t n, cudaStream_t s) { Binary(x, y, y, n, Sum{}, s); }
+void AddInPlace(const float* x, float* y, int64_t n, cudaStream_t s) {
+  Binary(x, y, y, n, Sum{}, s);
+}
 void BroadcastRows(const float* row, int64_t rows, int64_t cols, float* y, cudaStream_t s) {
   BroadcastRowsKernel<<<Blocks(rows * cols), kThreads, 0, s>>>(row, rows, cols, y);
   PSTRAIN_CUDA_CHECK_LAUNCH();

@@ -22,8 +22,7 @@ struct UpdateBuffers {
 // The rules by type, with their options (ps/optimizer.h). Adam takes its bias-corrected step
 // size `alpha`, which the caller computes as the host does.
 void Sgd(const UpdateBuffers& b, float lr, cudaStream_t stream);
-void Momentum(const UpdateBuffers& b, float lr, float momentum, bool nesterov,
-              cudaStream_t stream);
+void Momentum(const UpdateBuffers& b, float lr, float momentum, bool nesterov, cudaStream_t stream);
 void Adam(const UpdateBuffers& b, float alpha, float beta1, float beta2, float epsilon,
           cudaStream_t stream);
 void Adagrad(const UpdateBuffers& b, float lr, cudaStream_t stream);

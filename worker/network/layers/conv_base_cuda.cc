@@ -62,8 +62,8 @@ void ConvBase::ConvolveYToX(GpuPlan& p, const float* y, float* x, const LayerCon
   const float* w = variables()[0].device_value.data();
   if (!p.algos.backward_data_graph ||
       !p.algos.backward_data_graph->Run(ctx.gpu->cudnn(), into, w, y, workspace)) {
-    PSTRAIN_CUDNN_CHECK(cudnnConvolutionBackwardData(ctx.gpu->cudnn(), &one, p.w, w, p.y, y,
-                                                     p.conv, p.algos.backward_data, workspace,
+    PSTRAIN_CUDNN_CHECK(cudnnConvolutionBackwardData(ctx.gpu->cudnn(), &one, p.w, w, p.y, y, p.conv,
+                                                     p.algos.backward_data, workspace,
                                                      p.algos.workspace_bytes, &zero, p.x, into));
   }
   if (p.explicit_pad) cuda::Crop(into, p.pad, x, ctx.gpu->stream());

@@ -250,8 +250,8 @@ void Pool2D::ForwardGpu(const std::vector<const Tensor*>& in, Tensor* out,
     return;
   }
   const float one = 1.0f, zero = 0.0f;
-  PSTRAIN_CUDNN_CHECK(cudnnPoolingForward(ctx.gpu->cudnn(), p.pool, &one, p.x, in[0]->data(),
-                                          &zero, p.y, out->data()));
+  PSTRAIN_CUDNN_CHECK(cudnnPoolingForward(ctx.gpu->cudnn(), p.pool, &one, p.x, in[0]->data(), &zero,
+                                          p.y, out->data()));
 }
 
 void Pool2D::BackwardGpu(const std::vector<const Tensor*>& in, const Tensor& out,

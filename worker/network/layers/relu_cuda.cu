@@ -18,7 +18,9 @@ struct ReluGradOp {
   __device__ float operator()(float y, float dy) const { return y > 0.0f ? dy : 0.0f; }
 };
 
-void ReluForward(const float* x, float* y, int64_t n, cudaStream_t s) { Unary(x, y, n, ReluOp{}, s); }
+void ReluForward(const float* x, float* y, int64_t n, cudaStream_t s) {
+  Unary(x, y, n, ReluOp{}, s);
+}
 
 void ReluBackward(const float* y, const float* dy, float* dx, int64_t n, cudaStream_t s) {
   Binary(y, dy, dx, n, ReluGradOp{}, s);
