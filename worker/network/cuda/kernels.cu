@@ -23,7 +23,7 @@ __global__ void PadKernel(const float* x, PaddedPlanes p, float border, float* y
   const I pw = static_cast<I>(p.padded_w), ph = static_cast<I>(p.padded_h);
   const I top = static_cast<I>(p.top), left = static_cast<I>(p.left);
   const I count = static_cast<I>(p.planes) * ph * pw;
-  for (I e = blockIdx.x * blockDim.x + threadIdx.x; e < count; e += blockDim.x * gridDim.x) {
+  PSTRAIN_FOR_EACH_AS(I, e, count) {
     const I c = e % pw, rest = e / pw, r = rest % ph, plane = rest / ph;
     const I ih = r - top, iw = c - left;
     y[e] = ih >= 0 && ih < h && iw >= 0 && iw < w ? x[(plane * h + ih) * w + iw] : border;
@@ -34,7 +34,7 @@ __global__ void CropKernel(const float* y, PaddedPlanes p, float* x) {
   const I w = static_cast<I>(p.w), h = static_cast<I>(p.h);
   const I pw = static_cast<I>(p.padded_w), ph = static_cast<I>(p.padded_h);
   const I count = static_cast<I>(p.planes) * h * w;
-  for (I e = blockIdx.x * blockDim.x + threadIdx.x; e < count; e += blockDim.x * gridDim.x) {
+  PSTRAIN_FOR_EACH_AS(I, e, count) {
     const I iw = e % w, rest = e / w, ih = rest % h, plane = rest / h;
     x[e] = y[(plane * ph + ih + static_cast<I>(p.top)) * pw + iw + static_cast<I>(p.left)];
   }

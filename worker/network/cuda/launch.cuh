@@ -28,3 +28,8 @@ inline bool Fits32(int64_t elements) {
 #define PSTRAIN_FOR_EACH(i, n)                                                           \
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); \
        i += static_cast<int64_t>(blockDim.x) * gridDim.x)
+
+// The same loop with indices of type I (int32_t where Fits32 says so).
+#define PSTRAIN_FOR_EACH_AS(I, i, n)                                         \
+  for (I i = static_cast<I>(blockIdx.x * blockDim.x + threadIdx.x); i < (n); \
+       i += static_cast<I>(blockDim.x * gridDim.x))

@@ -115,7 +115,7 @@ template <typename I>
 __global__ void MaxPoolArgMaxKernel(const float* x, PoolGeometry g, int32_t* argmax) {
   const I out_h = static_cast<I>(g.out_h), out_w = static_cast<I>(g.out_w);
   const I count = static_cast<I>(g.planes) * out_h * out_w;
-  for (I e = blockIdx.x * blockDim.x + threadIdx.x; e < count; e += blockDim.x * gridDim.x) {
+  PSTRAIN_FOR_EACH_AS(I, e, count) {
     const I ow = e % out_w, rest = e / out_w, oh = rest % out_h, plane = rest / out_h;
     argmax[e] = static_cast<int32_t>(ArgMaxOf<I>(x + plane * static_cast<I>(g.h * g.w), g, oh, ow));
   }
@@ -132,7 +132,7 @@ __global__ void MaxPoolGatherKernel(const int32_t* argmax, const float* dy, Pool
   const I sh = static_cast<I>(g.sh), sw = static_cast<I>(g.sw);
   const I pad_top = static_cast<I>(g.pad_top), pad_left = static_cast<I>(g.pad_left);
   const I count = static_cast<I>(g.planes) * h * w;
-  for (I e = blockIdx.x * blockDim.x + threadIdx.x; e < count; e += blockDim.x * gridDim.x) {
+  PSTRAIN_FOR_EACH_AS(I, e, count) {
     const I iw = e % w, rest = e / w, ih = rest % h, plane = rest / h;
     const int32_t* a = argmax + plane * out_h * out_w;
     const float* d = dy + plane * out_h * out_w;
