@@ -2,8 +2,8 @@
 """The README's whole job, pstrain against TensorFlow's own parameter-server runtime, back to back.
 
 RefNet on Fashion-MNIST (configs/refnet.yaml: Adam, its staircase decay, batch 128 per worker),
-1 parameter server + 2 workers on this machine, 2,808 global steps (or --steps N for a quick
-check). pstrain runs through launcher/pstrain-launch in local mode without an evaluator (a cluster
+1 parameter server + 2 workers on this machine (--servers, --workers; TensorFlow's reference runs
+one server whatever --servers says), 2,808 global steps (or --steps N for a quick check). pstrain runs through launcher/pstrain-launch in local mode without an evaluator (a cluster
 file written here); TensorFlow runs ../shared/bench/tf1_ps_refnet.py (PSTRAIN_TF1_REFNET) with
 the bench venv's Python. Neither evaluates while training: both test the final weights on the 10k
 test set once, so "time to 92%" is the wall time when the final accuracy reaches 0.92 (TARGET_ACCURACY).
@@ -118,10 +118,12 @@ def run_pstrain(a, extra_flags):
     os.chmod(wrapper, 0o755)
     cluster = os.path.join(work, "cluster.yaml")
     p = a.port
+    # Servers on ports p, p+1, ...; workers after them.
+    servers = "".join(f"  - {{host: 127.0.0.1, port: {p + i}}}\n" for i in range(a.servers))
+    workers = "".join(f"  - {{host: 127.0.0.1, port: {p + a.servers + i}}}\n"
+                      for i in range(a.workers))
     with open(cluster, "w") as f:
-        f.write(f"mode: local\nbinary: {wrapper}\nps:\n  - {{host: 127.0.0.1, port: {p}}}\n"
-                f"worker:\n  - {{host: 127.0.0.1, port: {p + 1}}}\n"
-                f"  - {{host: 127.0.0.1, port: {p + 2}}}\nflags: {{}}\n")
+        f.write(f"mode: local\nbinary: {wrapper}\nps:\n{servers}worker:\n{workers}flags: {{}}\n")
     config = os.path.join(work, "refnet.yaml")  # the README's config with this run's seed
     with open(os.path.join(REPO, "configs/refnet.yaml")) as f:
         text = f.read()
@@ -160,7 +162,7 @@ def run_pstrain(a, extra_flags):
     m = re.search(r"done: global step (\d+), test accuracy ([0-9.]+)", chief)
     acc = float(m.group(2)) if m else None
     img_s = [worker_examples_per_sec(open(os.path.join(logs, f"worker-{i}.log")).read())
-             for i in range(2)]
+             for i in range(a.workers)]
     roles = {}
     for name in sorted(os.listdir(work)):
         if name.startswith("rusage-"):
@@ -194,8 +196,9 @@ def worker_examples_per_sec(log):
 def run_tf(a):
     script = os.environ.get("PSTRAIN_TF1_REFNET",
                             os.path.join(REPO, "..", "shared", "bench", "tf1_ps_refnet.py"))
-    cmd = [a.python, script, "--workers", "2", "--steps", str(a.steps), "--port",
-           str(a.port + 10)]
+    # The reference script runs one ps whatever --servers says (tf1_ps_refnet.py's layout).
+    cmd = [a.python, script, "--workers", str(a.workers), "--steps", str(a.steps), "--port",
+           str(a.port + 40)]
     print("== TensorFlow:", " ".join(cmd), flush=True)
     t0 = time.time()
     # Its own session, so that a hung run can be stopped whole: with few steps the chief may
@@ -220,11 +223,12 @@ def run_tf(a):
 
 
 def run_ddp(a):
-    """PyTorch DistributedDataParallel (gloo, 2 workers, the same examples), as most users would
-    run the job instead: its summary line's wall, CPU-seconds and accuracy."""
+    """PyTorch DistributedDataParallel (gloo, --workers ranks, the same examples), as most users
+    would run the job instead: its summary line's wall, CPU-seconds and accuracy."""
     script = os.environ.get("PSTRAIN_TORCH_DDP",
                             os.path.join(REPO, "..", "shared", "bench", "torch_ddp_refnet.py"))
-    cmd = [a.python, script, "--workers", "2", "--seed", str(a.seed), "--port", str(a.port + 20)]
+    cmd = [a.python, script, "--workers", str(a.workers), "--seed", str(a.seed), "--port",
+           str(a.port + 80)]
     print("== PyTorch DDP:", " ".join(cmd), flush=True)
     t0 = time.time()
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, text=True)
@@ -259,6 +263,11 @@ def main():
                    help="seconds before the TF run is killed (below ~200 steps its worker 1 "
                    "may join after the chief has finished and wait forever)")
     p.add_argument("--only", choices=["pstrain", "tf"], help="run one side alone")
+    p.add_argument("--workers", type=int, default=2,
+                   help="workers on every side (the global steps stay --steps: each worker "
+                   "takes a share of the same examples)")
+    p.add_argument("--servers", type=int, default=1,
+                   help="pstrain's parameter servers (TensorFlow's reference script runs one)")
     p.add_argument("--seeds", type=int, default=1,
                    help="runs per side (pstrain's train.seed 1..N; TensorFlow's runs differ by "
                    "their timing): mean and spread of each figure")
@@ -278,6 +287,9 @@ def main():
         extra = argv[argv.index("--") + 1:]
         argv = argv[:argv.index("--")]
     a = p.parse_args(argv)
+    if not 1 <= a.workers <= 16 or not 1 <= a.servers <= 8:
+        p.error(f"--workers must be in [1, 16] and --servers in [1, 8], got {a.workers} and "
+                f"{a.servers}")
     print(f"== load average before: {open('/proc/loadavg').read().split()[:3]}, "
           f"{os.cpu_count()} cores, {a.steps} global steps", flush=True)
     if a.seeds > 1 or a.ddp:
@@ -338,7 +350,8 @@ def compare_seeds(a, extra):
     def reached(rs):
         return [r["wall"] for r in rs if r["acc"] is not None and r["acc"] >= TARGET_ACCURACY]
 
-    print(f"\n{a.seeds} run(s) a side, {a.steps} global steps (2 workers)")
+    print(f"\n{a.seeds} run(s) a side, {a.steps} global steps ({a.workers} workers; pstrain "
+          f"{a.servers} server(s), TensorFlow 1)")
     for name, rs in results.items():
         hit = reached(rs)
         print(f"{name:12s} accuracy {spread([r['acc'] for r in rs])}; "
