@@ -161,8 +161,8 @@ check_speed() {
     log=$out/breakdown-$model.log
     timeout 120 pstrain-bench-train --config="$config" --batch="$batch" --device=gpu \
       --allow_soft_placement=false --steps=20 --warmup=5 --repeats=1 --breakdown_steps=10 \
-      --profile ${GPU_CHECK_BREAKDOWN_FLAGS:-} 2>&1 | cat >"$log"
-    row "$model ${GPU_CHECK_BREAKDOWN_FLAGS:-}" "INFO" "$(grep -oE '^PSTRAIN_BENCH_TRAIN median [0-9.]+ img/s' "$log")"
+      --profile ${GPU_CHECK_BREAKDOWN_FLAGS:---update=device} 2>&1 | cat >"$log"
+    row "$model ${GPU_CHECK_BREAKDOWN_FLAGS:---update=device}" "INFO" "$(grep -oE '^PSTRAIN_BENCH_TRAIN median [0-9.]+ img/s' "$log")"
     row "  step breakdown (ms)" "INFO" "$(sed -n '/^step breakdown/,$p' "$log" | grep -E '^  ' | awk '{$NF=$NF; print}' | paste -sd';')"
     row "  layers by kind, fwd/bwd s" "INFO" "$(awk '/^layer +forward s/ {on = 1; next} /^optimizer update/ {on = 0} on && NF == 3 && $2 ~ /^[0-9.]+$/ {
         k = $1; if (k ~ /bn/) k = "bn"; else if (k ~ /conv|proj/) k = "conv"; else if (k ~ /relu/) k = "relu";
