@@ -9,6 +9,7 @@
 #include "common/checkpoint/cluster_checkpoint.h"
 #include "common/checkpoint/partial_restore.h"
 #include "ps/server.h"
+#include "ps/snapshot_parts.h"
 
 namespace pstrain {
 namespace ps {
@@ -194,62 +195,15 @@ Message ParameterServer::Snapshot() {
 }
 
 Status ParameterServer::InstallSnapshot(const Message& copy) {
-  const std::vector<std::string> slot_names = store_->optimizer().slot_names();
-  std::map<std::string, Tensor> values, slots, rows;
-  for (const auto& t : copy.tensors) {
-    const bool row = TableShard::IsRowTensor(t.name);
-    if (row && tables_ == nullptr) {
-      return FailedPrecondition("the copy carries table rows ('" + t.name +
-                                "') and this server holds no tables");
-    }
-    if (!(row ? rows : values).emplace(t.name, t.tensor).second) {
-      return InvalidArgument("the copy carries '" + t.name + "' twice");
-    }
-  }
-  // "<var>/<slot>" is a slot where <var> is in the copy too (checkpoints name them so).
-  for (const auto& t : copy.tensors) {
-    const size_t slash = t.name.rfind('/');
-    if (slash == std::string::npos || !values.count(t.name.substr(0, slash))) continue;
-    const std::string slot = t.name.substr(slash + 1);
-    if (std::find(slot_names.begin(), slot_names.end(), slot) == slot_names.end()) continue;
-    slots[t.name] = t.tensor;
-    values.erase(t.name);
-  }
-  std::vector<std::string> names;
-  for (const auto& [name, value] : values) {
-    for (const std::string& slot : slot_names) {
-      auto it = slots.find(name + "/" + slot);
-      if (it == slots.end()) {
-        return InvalidArgument("the copy lacks slot '" + name + "/" + slot + "'");
-      }
-      if (it->second.shape() != value.shape()) {
-        return InvalidArgument("the copy's slot '" + it->first + "' is " +
-                               it->second.shape().ToString() + ", its variable " +
-                               value.shape().ToString());
-      }
-    }
-    if (initialized_ && (!store_->Has(name) || store_->Value(name).shape() != value.shape())) {
-      return FailedPrecondition("the copy's variable '" + name + "' " + value.shape().ToString() +
-                                " is not one this shard holds");
-    }
-    names.push_back(name);
-  }
-  if (initialized_ && names != store_->Names()) {
-    return FailedPrecondition("the copy holds other variables than this shard");
-  }
-  constexpr int64_t kMaxStep = int64_t{1} << 53;  // as a push's step
-  if (copy.value < 0 || copy.value > kMaxStep || copy.sequence > uint64_t{1} << 53) {
-    return InvalidArgument("a copy at record " + std::to_string(copy.sequence) + " and step " +
-                           std::to_string(copy.value) + "; both are from 0 to 2^53");
-  }
-  if (copy.link.size() != wire::kChainLinkBytes) {
-    return InvalidArgument("a copy with a chain link of " + std::to_string(copy.link.size()) +
-                           " bytes (expected " + std::to_string(wire::kChainLinkBytes) + ")");
-  }
+  ASSIGN_OR_RETURN(SnapshotParts parts,
+                   SplitSnapshot(copy.tensors, store_->optimizer().slot_names(), tables_ != nullptr,
+                                 initialized_ ? store_.get() : nullptr));
+  RETURN_IF_ERROR(CheckSnapshotPlace(copy));
   RETURN_IF_ERROR(CheckPushEntries(copy.pushes, options_.cluster.workers).WithContext("the copy"));
-  if (tables_ != nullptr) RETURN_IF_ERROR(tables_->CheckRestore(rows).WithContext("the copy"));
+  if (tables_ != nullptr)
+    RETURN_IF_ERROR(tables_->CheckRestore(parts.rows).WithContext("the copy"));
   // Everything checked: in place after whatever shares the old bytes has its own, as a restore.
-  for (const auto& [name, value] : values) {
+  for (const auto& [name, value] : parts.values) {
     if (initialized_) {
       store_->DetachIfShared(name);
     } else {
@@ -264,7 +218,7 @@ Status ParameterServer::InstallSnapshot(const Message& copy) {
   policy_->Reset(*store_);
   global_step_ = copy.value;
   if (tables_ != nullptr) {
-    RETURN_IF_ERROR(tables_->RestoreFrom(rows, global_step_));  // checked above: cannot fail
+    RETURN_IF_ERROR(tables_->RestoreFrom(parts.rows, global_step_));  // checked above: cannot fail
     stats_.table_rows = tables_->rows();
   }
   initialized_ = true;
