@@ -10,11 +10,41 @@
 #include "worker/distributed/role_input.h"
 #include "worker/distributed/role_setup.h"
 #include "worker/distributed/worker_role.h"
+#include "worker/training/evaluation_scalars.h"
 
 namespace pstrain {
 namespace worker {
 
 using Clock = std::chrono::steady_clock;
+
+namespace {
+
+void WarnUncounted(const std::string& who, int evaluators) {
+  LOG(WARNING) << who << ": the cluster counts " << evaluators << " evaluator(s) (--evaluators,"
+               << " or TF_CONFIG's cluster, which Kubeflow's operator writes without the "
+               << "evaluator): this one evaluates while training runs, but the end does not "
+               << "wait for it (the chief evaluates the final model itself)";
+}
+
+// One evaluation in the log and, where there is one, in the summaries.
+Status Report(const std::string& who, int64_t step, const Evaluation& e, SummaryWriter* log) {
+  LOG(INFO) << who << ": step " << step << ": test accuracy " << std::fixed << std::setprecision(4)
+            << e.accuracy << ", test loss " << e.loss << (e.auc >= 0 ? ", test AUC " : "")
+            << (e.auc >= 0 ? std::to_string(e.auc) : "");
+  if (log == nullptr) return Status::OK();
+  AddEvaluationScalars(e, step, log);
+  return log->Flush();
+}
+
+// Sleeps until `next`, or until the heartbeats carry the last step: that one is evaluated at once,
+// not at the next interval, since the chief's final barrier waits for this evaluator.
+void WaitForNext(Clock::time_point next, const PsClient& client, int64_t max_steps) {
+  while (Clock::now() < next && client.HeardStep() < max_steps) {
+    std::this_thread::sleep_until(std::min(next, Clock::now() + std::chrono::milliseconds(200)));
+  }
+}
+
+}  // namespace
 
 Status RunEvaluator(const RoleOptions& o) {
   const std::string who = "evaluator " + std::to_string(o.task_index);
@@ -40,10 +70,7 @@ Status RunEvaluator(const RoleOptions& o) {
     // Servers gone for this long mean the run is over (or failed): nobody waits for this one.
     client->set_unavailable_timeout(
         std::min(std::chrono::seconds(o.unavailable_timeout_secs), std::chrono::seconds(30)));
-    LOG(WARNING) << who << ": the cluster counts " << o.evaluators << " evaluator(s) (--evaluators,"
-                 << " or TF_CONFIG's cluster, which Kubeflow's operator writes without the "
-                 << "evaluator): this one evaluates while training runs, but the end does not "
-                 << "wait for it (the chief evaluates the final model itself)";
+    WarnUncounted(who, o.evaluators);
   }
   if (Status ready = client->WaitUntilInitialized(std::chrono::seconds(o.init_timeout_secs));
       !ready.ok()) {
@@ -76,28 +103,13 @@ Status RunEvaluator(const RoleOptions& o) {
     if (step != last) {
       model->UploadVariables();
       ASSIGN_OR_RETURN(Evaluation e, input->Evaluate(model, step));
-      LOG(INFO) << who << ": step " << step << ": test accuracy " << std::fixed
-                << std::setprecision(4) << e.accuracy << ", test loss " << e.loss
-                << (e.auc >= 0 ? ", test AUC " : "") << (e.auc >= 0 ? std::to_string(e.auc) : "");
-      if (log) {
-        log->AddScalar("accuracy", step, static_cast<float>(e.accuracy));
-        log->AddScalar("loss", step, static_cast<float>(e.loss));
-        if (e.auc >= 0) {
-          log->AddScalar("auc", step, static_cast<float>(e.auc));
-          log->AddScalar("log_loss", step, static_cast<float>(e.log_loss));
-        }
-        RETURN_IF_ERROR(log->Flush());
-      }
+      RETURN_IF_ERROR(Report(who, step, e, log.get()));
       last = step;
     }
     if (step >= s.max_steps) break;
-    // The last step is evaluated as soon as the heartbeats carry it, not at the next interval:
-    // the chief's final barrier waits for this evaluator.
-    const auto next =
-        start + std::chrono::milliseconds(static_cast<int64_t>(o.eval_interval_secs * 1000));
-    while (Clock::now() < next && client->HeardStep() < s.max_steps) {
-      std::this_thread::sleep_until(std::min(next, Clock::now() + std::chrono::milliseconds(200)));
-    }
+    WaitForNext(
+        start + std::chrono::milliseconds(static_cast<int64_t>(o.eval_interval_secs * 1000)),
+        *client, s.max_steps);
   }
   if (!counted) return Status::OK();
   return client->Barrier("done", static_cast<int>(o.worker_hosts.size()) + o.evaluators);

@@ -19,6 +19,7 @@
 #include "worker/network/model.h"
 #include "worker/training/click_input.h"
 #include "worker/training/device_memory_report.h"
+#include "worker/training/evaluation_scalars.h"
 #include "worker/training/gradient_preparation.h"
 #include "worker/training/image_input.h"
 #include "worker/training/model_graph.h"
@@ -251,14 +252,7 @@ Result<Evaluation> EvaluateAndLog(Run* run, int64_t step, Clock::time_point star
   LOG(INFO) << "trainer: step " << step << ": test accuracy " << std::fixed << std::setprecision(4)
             << e.accuracy << ", test loss " << e.loss << clicks.str() << " (" << e.examples
             << " examples, " << std::setprecision(1) << elapsed << " s since start)";
-  if (run->eval_log) {
-    run->eval_log->AddScalar("accuracy", step, static_cast<float>(e.accuracy));
-    run->eval_log->AddScalar("loss", step, static_cast<float>(e.loss));
-    if (e.auc >= 0) {
-      run->eval_log->AddScalar("auc", step, static_cast<float>(e.auc));
-      run->eval_log->AddScalar("log_loss", step, static_cast<float>(e.log_loss));
-    }
-  }
+  if (run->eval_log) AddEvaluationScalars(e, step, run->eval_log.get());
   return e;
 }
 
