@@ -215,11 +215,17 @@ def run_tf(a):
     if proc.returncode != 0:
         sys.exit(f"tf1_job: {script} exited {proc.returncode} (killed after --tf_timeout "
                  f"{a.tf_timeout} s?); logs in /tmp/tf1_worker*.log")
-    runs = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+    runs = json_objects(out)
     acc = next((r["acc"] for r in runs if r.get("task") == 0), None)
     version = re.search(r"\(TensorFlow ([^)]*)\)", out)
     return {"wall": wall, "acc": acc, "img_s": [r["img_s"] for r in runs], "cpu": cpu,
             "version": version.group(1) if version else "?"}
+
+
+def json_objects(out):
+    """Every flat JSON object in a run's output. Ranks that print at once can land on one line
+    (4 DDP ranks wrote '{...}{...}' in one run), so objects are found by their braces, not lines."""
+    return [json.loads(m) for m in re.findall(r"\{[^{}]*\}", out)]
 
 
 def run_ddp(a):
@@ -238,7 +244,7 @@ def run_ddp(a):
     sys.stdout.write(out)
     if proc.returncode != 0:
         sys.exit(f"tf1_job: {script} exited {proc.returncode}")
-    runs = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+    runs = json_objects(out)
     acc = next((r["acc"] for r in runs if r.get("rank") == 0), None)
     return {"wall": wall, "acc": acc, "img_s": [r["img_s"] for r in runs], "cpu": cpu}
 
