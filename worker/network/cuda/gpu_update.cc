@@ -26,14 +26,15 @@ class GpuUpdate : public DeviceUpdate {
     std::vector<std::pair<const Tensor*, Tensor*>> uploads;
     device_slots_.resize(variables_.size());
     for (size_t i = 0; i < variables_.size(); ++i) {
-      const UpdatedVariable& u = variables_[i];
+      UpdatedVariable& u = variables_[i];
       if (u.variable->device_value.empty() || u.variable->device_grad.empty()) {
         return FailedPrecondition("variable '" + u.variable->name + "' is not on the GPU");
       }
       if (u.slots.size() > 3) {
         return InvalidArgument("the " + rule_.type + " optimizer has more than 3 slots");
       }
-      for (const Tensor& slot : u.slots) {
+      device_slots_[i].reserve(u.slots.size());  // the upload list points into it
+      for (Tensor& slot : u.slots) {
         if (slot.shape() != u.variable->value.shape()) {
           return InvalidArgument("a slot of '" + u.variable->name + "' is shaped " +
                                  slot.shape().ToString() + ", its variable " +
@@ -42,11 +43,7 @@ class GpuUpdate : public DeviceUpdate {
         Result<Tensor> device = gpu_->NewTensor(slot.shape());
         if (!device.ok()) return device.status().WithContext(u.variable->name + " slot on the GPU");
         device_slots_[i].push_back(std::move(device).value());
-      }
-    }
-    for (size_t i = 0; i < variables_.size(); ++i) {
-      for (size_t k = 0; k < variables_[i].slots.size(); ++k) {
-        uploads.push_back({&variables_[i].slots[k], &device_slots_[i][k]});
+        uploads.push_back({&slot, &device_slots_[i].back()});
       }
     }
     gpu_->Upload(uploads);
@@ -76,10 +73,11 @@ class GpuUpdate : public DeviceUpdate {
   }
 
   void DownloadState() override {
-    std::vector<std::pair<const Tensor*, Tensor*>> copies;
+    // What a worker downloads (gradients, batch-norm statistics), the trainable values, then
+    // the slots, in one wait.
+    std::vector<std::pair<const Tensor*, Tensor*>> copies = cuda::GradientCopies(all_variables_);
     for (Variable* v : all_variables_) {
-      if (!v->device_value.empty()) copies.push_back({&v->device_value, &v->value});
-      if (v->trainable && !v->device_grad.empty()) copies.push_back({&v->device_grad, &v->grad});
+      if (v->trainable) copies.push_back({&v->device_value, &v->value});
     }
     for (size_t i = 0; i < variables_.size(); ++i) {
       for (size_t k = 0; k < variables_[i].slots.size(); ++k) {

@@ -25,16 +25,22 @@ struct PoolGeometry {
   bool max;
 };
 
-// The first maximum of output (oh, ow)'s window in row-major order, as a plane offset.
-__device__ int64_t ArgMax(const float* plane, const PoolGeometry& g, int64_t oh, int64_t ow) {
-  const int64_t h0 = oh * g.sh - g.pad_top, w0 = ow * g.sw - g.pad_left;
-  int64_t best = -1;
+// The first maximum of output (oh, ow)'s window in row-major order, as a plane offset, with
+// indices of type I: 32-bit arithmetic where the sizes allow (64-bit division and remainder cost
+// several times more than the loads here).
+template <typename I>
+__device__ I ArgMaxOf(const float* plane, const PoolGeometry& g, I oh, I ow) {
+  const I h = static_cast<I>(g.h), w = static_cast<I>(g.w);
+  const I h0 = oh * static_cast<I>(g.sh) - static_cast<I>(g.pad_top);
+  const I w0 = ow * static_cast<I>(g.sw) - static_cast<I>(g.pad_left);
+  const I h1 = min(h0 + static_cast<I>(g.kh), h), w1 = min(w0 + static_cast<I>(g.kw), w);
+  I best = -1;
   float best_v = -FLT_MAX;
-  for (int64_t ih = max(h0, int64_t{0}); ih < min(h0 + g.kh, g.h); ++ih) {
-    for (int64_t iw = max(w0, int64_t{0}); iw < min(w0 + g.kw, g.w); ++iw) {
-      const float v = plane[ih * g.w + iw];
+  for (I ih = max(h0, I{0}); ih < h1; ++ih) {
+    for (I iw = max(w0, I{0}); iw < w1; ++iw) {
+      const float v = plane[ih * w + iw];
       if (best < 0 || v > best_v) {
-        best = ih * g.w + iw;
+        best = ih * w + iw;
         best_v = v;
       }
     }
@@ -54,7 +60,7 @@ __global__ void PoolForwardKernel(const float* x, PoolGeometry g, float* y) {
     const int64_t ow = e % g.out_w, oh = (e / g.out_w) % g.out_h, plane = e / (g.out_w * g.out_h);
     const float* p = x + plane * g.h * g.w;
     if (g.max) {
-      y[e] = p[ArgMax(p, g, oh, ow)];
+      y[e] = p[ArgMaxOf<int64_t>(p, g, oh, ow)];
       continue;
     }
     const int64_t h0 = oh * g.sh - g.pad_top, w0 = ow * g.sw - g.pad_left;
@@ -86,28 +92,6 @@ __global__ void AvgPoolBackwardKernel(const float* dy, PoolGeometry g, float* dx
     }
     dx[e] = sum;
   }
-}
-
-// ArgMax with indices of type I: 32-bit arithmetic where the sizes allow (64-bit division and
-// remainder cost several times more than the loads here).
-template <typename I>
-__device__ I ArgMaxOf(const float* plane, const PoolGeometry& g, I oh, I ow) {
-  const I h = static_cast<I>(g.h), w = static_cast<I>(g.w);
-  const I h0 = oh * static_cast<I>(g.sh) - static_cast<I>(g.pad_top);
-  const I w0 = ow * static_cast<I>(g.sw) - static_cast<I>(g.pad_left);
-  const I h1 = min(h0 + static_cast<I>(g.kh), h), w1 = min(w0 + static_cast<I>(g.kw), w);
-  I best = -1;
-  float best_v = -FLT_MAX;
-  for (I ih = max(h0, I{0}); ih < h1; ++ih) {
-    for (I iw = max(w0, I{0}); iw < w1; ++iw) {
-      const float v = plane[ih * w + iw];
-      if (best < 0 || v > best_v) {
-        best = ih * w + iw;
-        best_v = v;
-      }
-    }
-  }
-  return best;
 }
 
 // argmax[o] = the plane offset of output o's window maximum (the first in row-major order).
