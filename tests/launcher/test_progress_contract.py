@@ -55,11 +55,14 @@ class ProgressContractTest(unittest.TestCase):
             self.assertGreater(progress.examples_per_sec, 0)
 
     def test_lines_come_every_n_secs_and_the_launchers_eta_holds_steady(self):
+        # Enough steps for several lines with 2 s still to go on an idle machine: 10,000 steps of
+        # the tiny model took 2.5 s there, leaving no line to judge the ETA by (CI on e9df246).
+        steps = 40000
         with tempfile.TemporaryDirectory() as tmp:
             result = subprocess.run(
                 [TRAIN, f"--config={REPO}/tests/worker/testdata/tiny.yaml",
-                 f"--train_dir={tmp}/run", "--max_steps=10000", "--log_every_n_steps=100000",
-                 f"--log_every_n_secs={EVERY_SECS}", "--eval_every_n_steps=100000",
+                 f"--train_dir={tmp}/run", f"--max_steps={steps}", "--log_every_n_steps=1000000",
+                 f"--log_every_n_secs={EVERY_SECS}", "--eval_every_n_steps=1000000",
                  "--histogram_every_n_steps=0"],
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300,
                 env=dict(os.environ, OMP_NUM_THREADS="1"))
