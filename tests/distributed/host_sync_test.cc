@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <mutex>
 #include <thread>
 
 #include "tests/captured_log.h"
@@ -117,40 +118,55 @@ TEST_P(HostSyncTest, WhenTheLeadersExchangeFailsEveryRankFailsInsteadOfWaiting) 
 // it would push.
 class HostSyncOverlapTest : public ::testing::TestWithParam<RankTransport> {};
 
+// One rank's tensors in the overlap tests, of sizes in backward order: its gradients twice (one
+// copy averaged with overlap, one after backward, as the reference) and its values.
+struct RankTensors {
+  static constexpr int kRanks = 3;
+  std::vector<int64_t> sizes = {300, 7, 64, 1, 129, 40, 2};
+  std::vector<Tensor> overlapped, after, values;
+
+  void Fill(int r) {
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      std::vector<float> v(sizes[i]);
+      for (int64_t k = 0; k < sizes[i]; ++k) v[k] = 0.37f * (r + 1) * (k + 1) + 0.01f * i;
+      overlapped.push_back(Tensor::FromVector(Shape{sizes[i]}, v));
+      after.push_back(Tensor::FromVector(Shape{sizes[i]}, v));
+      values.push_back(Tensor::Filled(Shape{sizes[i]}, static_cast<float>(r)));
+    }
+  }
+  SyncTensors Of(std::vector<Tensor>& averaged) {
+    SyncTensors t;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      t.averaged.push_back(&averaged[i]);
+      t.shared.push_back(&values[i]);
+    }
+    return t;
+  }
+  // The reference: `after` averaged over the ranks after backward.
+  Status AverageAfter(Collectives& c, const BucketOptions& buckets) {
+    HostSync plain(&c, Of(after), buckets);
+    return plain.PushAndPull([] { return PushPullResult{}; }).status();
+  }
+};
+
 TEST_P(HostSyncOverlapTest, BucketsAverageDuringBackwardAndMatchTheAverageAfterIt) {
-  const std::vector<int64_t> sizes = {300, 7, 64, 1, 129, 40, 2};  // backward order
-  const int ranks = 3;
-  // Per rank: the tensors averaged with overlap, and the same averaged after backward.
-  std::vector<std::vector<Tensor>> overlapped(ranks), after(ranks), values(ranks);
+  const int ranks = RankTensors::kRanks;
+  std::vector<RankTensors> t(ranks);
+  const std::vector<int64_t>& sizes = t[0].sizes;
   std::vector<int> started_early(ranks, 0);
   std::vector<Status> statuses = RunRanks(
       ranks,
       [&](Collectives& c) -> Status {
         const int r = c.rank();
-        for (size_t i = 0; i < sizes.size(); ++i) {
-          std::vector<float> v(sizes[i]);
-          for (int64_t k = 0; k < sizes[i]; ++k) v[k] = 0.37f * (r + 1) * (k + 1) + 0.01f * i;
-          overlapped[r].push_back(Tensor::FromVector(Shape{sizes[i]}, v));
-          after[r].push_back(Tensor::FromVector(Shape{sizes[i]}, v));
-          values[r].push_back(Tensor::Filled(Shape{sizes[i]}, static_cast<float>(r)));
-        }
-        auto tensors_of = [&](std::vector<Tensor>& averaged) {
-          SyncTensors t;
-          for (size_t i = 0; i < sizes.size(); ++i) {
-            t.averaged.push_back(&averaged[i]);
-            t.shared.push_back(&values[r][i]);
-          }
-          return t;
-        };
+        t[r].Fill(r);
         BucketOptions small{512};  // several buckets
-        HostSync plain(&c, tensors_of(after[r]), small);
-        RETURN_IF_ERROR(plain.PushAndPull([] { return PushPullResult{}; }).status());
+        RETURN_IF_ERROR(t[r].AverageAfter(c, small));
 
-        HostSync sync(&c, tensors_of(overlapped[r]), small);
+        HostSync sync(&c, t[r].Of(t[r].overlapped), small);
         std::atomic<bool> first_bucket_started{false};
         sync.StartBackward();
         // "Backward" finishes the first tensors; their bucket must start before the step ends.
-        sync.Ready(&overlapped[r][0], [&] {
+        sync.Ready(&t[r].overlapped[0], [&] {
           first_bucket_started = true;
           return Status::OK();
         });
@@ -159,11 +175,11 @@ TEST_P(HostSyncOverlapTest, BucketsAverageDuringBackwardAndMatchTheAverageAfterI
           std::this_thread::sleep_for(std::chrono::milliseconds(1));
         }
         started_early[r] = first_bucket_started ? 1 : 0;
-        for (size_t i = 1; i + 1 < sizes.size(); ++i) sync.Ready(&overlapped[r][i]);
+        for (size_t i = 1; i + 1 < sizes.size(); ++i) sync.Ready(&t[r].overlapped[i]);
         // The last tensor is never marked (a layer backward skipped): PushAndPull averages it.
         ASSIGN_OR_RETURN(PushPullResult result, sync.PushAndPull([&] {
           for (size_t i = 0; i < sizes.size(); ++i) {
-            EXPECT_EQ(overlapped[r][i].ToVector(), after[r][i].ToVector())
+            EXPECT_EQ(t[r].overlapped[i].ToVector(), t[r].after[i].ToVector())
                 << "the leader pushes the full average; tensor " << i;
           }
           PushPullResult p;
@@ -178,10 +194,65 @@ TEST_P(HostSyncOverlapTest, BucketsAverageDuringBackwardAndMatchTheAverageAfterI
   for (int r = 0; r < ranks; ++r) {
     EXPECT_EQ(started_early[r], 1) << "rank " << r << ": the first bucket waited for the step";
     for (size_t i = 0; i < sizes.size(); ++i) {
-      EXPECT_EQ(overlapped[r][i].ToVector(), after[0][i].ToVector())
+      EXPECT_EQ(t[r].overlapped[i].ToVector(), t[0].after[i].ToVector())
           << "rank " << r << " tensor " << i << ": overlap must not change the average";
-      EXPECT_EQ(values[r][i].ToVector(), values[0][i].ToVector()) << "the leader's values";
+      EXPECT_EQ(t[r].values[i].ToVector(), t[0].values[i].ToVector()) << "the leader's values";
     }
+  }
+}
+
+// The leader's overlapped push: each tensor is handed to it once, already averaged over every
+// rank, in backward order, and the first while "backward" is still going on.
+TEST_P(HostSyncOverlapTest, TheLeaderGetsEachTensorOnceAveragedWhileBackwardGoesOn) {
+  const int ranks = RankTensors::kRanks;
+  std::vector<RankTensors> t(ranks);
+  const std::vector<int64_t>& sizes = t[0].sizes;
+  std::vector<int> order;                  // the leader's hand-overs, by tensor index
+  std::vector<std::vector<float>> handed;  // what each held when handed over
+  std::mutex seen;
+  std::vector<int> early(ranks, 0);
+  std::vector<Status> statuses = RunRanks(
+      ranks,
+      [&](Collectives& c) -> Status {
+        const int r = c.rank();
+        t[r].Fill(r);
+        BucketOptions small{512};
+        RETURN_IF_ERROR(t[r].AverageAfter(c, small));
+
+        HostSync sync(&c, t[r].Of(t[r].overlapped), small);
+        if (r == 0) {
+          sync.set_on_averaged([&](const Tensor* averaged) {
+            std::lock_guard<std::mutex> lock(seen);
+            for (size_t i = 0; i < sizes.size(); ++i) {
+              if (averaged == &t[0].overlapped[i]) order.push_back(static_cast<int>(i));
+            }
+            handed.push_back(averaged->ToVector());
+          });
+        }
+        sync.StartBackward();
+        sync.Ready(&t[r].overlapped[0]);
+        // The first bucket reaches the leader before the rest of "backward" has run.
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (r == 0 && std::chrono::steady_clock::now() < deadline) {
+          {
+            std::lock_guard<std::mutex> lock(seen);
+            if (!order.empty()) break;
+          }
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        {
+          std::lock_guard<std::mutex> lock(seen);
+          early[r] = r != 0 || !order.empty();
+        }
+        for (size_t i = 1; i < sizes.size(); ++i) sync.Ready(&t[r].overlapped[i]);
+        return sync.PushAndPull([] { return PushPullResult{}; }).status();
+      },
+      GetParam());
+  for (const Status& s : statuses) ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(early[0], 1) << "the leader got the first bucket only after backward";
+  ASSERT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4, 5, 6})) << "each tensor once, in order";
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    EXPECT_EQ(handed[i], t[0].after[i].ToVector()) << "tensor " << i << " handed over unaveraged";
   }
 }
 

@@ -88,12 +88,18 @@ def losses(worker_log):
                                          worker_log)]
 
 
-class OverlapPushTest(unittest.TestCase):
+class ClusterTest(unittest.TestCase):
+    """A test whose clusters write under a temporary directory of their own (`self.tmp`)."""
+    prefix = "pstrain-overlap-"
+
     def setUp(self):
-        self.tmp = tempfile.mkdtemp(prefix="pstrain-overlap-")
+        self.tmp = tempfile.mkdtemp(prefix=self.prefix)
 
     def tearDown(self):
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+class OverlapPushTest(ClusterTest):
 
     def train(self, name, flags):
         os.makedirs(f"{self.tmp}/{name}")

@@ -18,10 +18,8 @@ import argparse
 import math
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -40,12 +38,8 @@ def timelines(worker_log):
     return steps
 
 
-class PullScheduleProcessTest(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.mkdtemp(prefix="pstrain-pulls-")
-
-    def tearDown(self):
-        shutil.rmtree(self.tmp, ignore_errors=True)
+class PullScheduleProcessTest(cluster.ClusterTest):
+    prefix = "pstrain-pulls-"
 
     def train(self, schedule, extra=()):
         tmp = f"{self.tmp}/{schedule}"

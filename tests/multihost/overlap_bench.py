@@ -3,7 +3,7 @@ against max(compute, transfer) (a measurement, not a test: the numbers are print
 
   python3 tests/multihost/overlap_bench.py --pstrain build/pstrain \
       [--config configs/resnet50.yaml] [--rate 1gbit] [--step_ms 800] [--steps 12] \
-      [--baseline OTHER/pstrain]
+      [--baseline OTHER/pstrain] [--hosts 2 --ranks 2] [--variants off,on,bf16]
 
 Two hosts of tests/multihost/netns_hosts.py, their links shaped with tc tbf to --rate in each
 direction: ps0 on h1, one worker in synthetic compute on h2 (--synthetic_step_ms: forward a
@@ -15,6 +15,13 @@ over the link rate, each way: without overlap a step is about compute + push + p
 waits for the push); with it, pushes leave during backward and pulls come back while later parts
 still go up (the link is full duplex), so the bound is max(compute, transfer) plus the last
 part's push and pull. Needs root, ip, tc, sshd (as the multi-host test).
+
+With --hosts N --ranks R (R > 1) the workers are N hosts of R ranks each (h2 to hN+1), which
+average within their host through the leader's hub (--intra_node_sync=cpu) before the leader
+pushes: with overlap, each part as the host's average of it is done. The server's link then
+carries N pushes and N pulls a host step, so the bound is max(compute, N x transfer).
+--variants picks the runs: off (whole pushes), on (overlapped), bf16 (overlapped, 16-bit
+pushes and pulls, --push_dtype=bf16).
 """
 
 import argparse
@@ -46,35 +53,45 @@ def glog_seconds(line):
     return datetime.datetime(y, mo, d, h, mi, s, us).timestamp()
 
 
-def run_once(a, hosts, tmp, overlap, binary=None, ps_host=1):
-    """Mean step time (s) of a worker with --overlap_push=`overlap`, its log, and the CPU-seconds
-    per step of both roles together (whole run, start included)."""
+VARIANTS = {"off": ["--overlap_push=false"], "on": ["--overlap_push=true"],
+            "bf16": ["--overlap_push=true", "--push_dtype=bf16"]}
+
+
+def run_once(a, hosts, tmp, variant, binary=None, ps_host=1):
+    """Mean step time (s) of worker 0 in `variant` (VARIANTS; None: the --baseline binary), its
+    log, and the CPU-seconds per host step of every role together (whole run, start included)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    d = tempfile.mkdtemp(prefix=f"overlap-{overlap}-", dir=tmp)
+    d = tempfile.mkdtemp(prefix=f"overlap-{variant}-", dir=tmp)
+    worker_hosts = [(2 + h, f"{hosts.address(2 + h)}:{2230 + r}")
+                    for h in range(a.hosts) for r in range(a.ranks)]
     cluster = [f"--ps_hosts={hosts.address(ps_host)}:2222",
-               f"--worker_hosts={hosts.address(2)}:2230",
+               f"--worker_hosts={','.join(w for _, w in worker_hosts)}",
                f"--config={a.config}", f"--train_dir={d}/td", "--insecure",
                "--ps_unavailable_timeout_secs=60", f"--partition_bytes={a.partition_bytes}"]
+    if a.ranks > 1:
+        cluster.append("--intra_node_sync=cpu")
     if binary is None:
         binary = a.pstrain
-        cluster += [f"--overlap_push={str(overlap).lower()}", f"--push_part_mb={a.part_mb}"]
+        cluster += VARIANTS[variant] + [f"--push_part_mb={a.part_mb}"]
     env = dict(os.environ, **ROLE_ENV)
     procs = []
     logs = {}
-    for host, name, flags in (
-            (ps_host, "ps0", ["--job_name=ps", "--task_index=0", "--ps_summary_secs=0"]),
-            (2, "worker0", ["--job_name=worker", "--task_index=0", "--device=cpu",
-                            f"--synthetic_step_ms={a.step_ms}", f"--max_steps={a.steps}",
-                            "--eval_interval_secs=1000000",
-                            "--log_every_n_steps=1", "--histogram_every_n_steps=0",
-                            "--save_checkpoints_secs=1000000"])):
+    roles = [(ps_host, "ps0", ["--job_name=ps", "--task_index=0", "--ps_summary_secs=0"])]
+    for task, (host, _) in enumerate(worker_hosts):
+        roles.append((host, f"worker{task}", [
+            "--job_name=worker", f"--task_index={task}", "--device=cpu",
+            f"--synthetic_step_ms={a.step_ms}", f"--max_steps={a.steps * a.hosts}",
+            "--eval_interval_secs=1000000", "--log_every_n_steps=1",
+            "--histogram_every_n_steps=0", "--save_checkpoints_secs=1000000"]))
+    for host, name, flags in roles:
         logs[name] = os.path.join(d, name + ".log")
         with open(logs[name], "w") as f:
             procs.append(subprocess.Popen(["ip", "netns", "exec", hosts.ns(host), binary]
                                           + flags + cluster, stdout=f, stderr=subprocess.STDOUT,
                                           env=env, preexec_fn=netns_hosts.die_with_parent()))
     try:
-        code = procs[1].wait(timeout=600)
+        codes = [p.wait(timeout=900) for p in procs[1:]]
+        code = next((c for c in codes if c != 0), 0)
         procs[0].wait(timeout=60)
     finally:
         for p in procs:
@@ -107,7 +124,15 @@ def main():
                    help="--partition_bytes of every role: a part never splits a partition")
     p.add_argument("--baseline", help="also run this pstrain binary (one without --overlap_push: "
                    "what one push a step cost before), first")
+    p.add_argument("--hosts", type=int, default=1, help="worker hosts")
+    p.add_argument("--ranks", type=int, default=1,
+                   help="workers on each worker host; above 1 they average behind a leader")
+    p.add_argument("--variants", default="off,on",
+                   help="comma-separated runs, in order: " + ", ".join(VARIANTS))
     a = p.parse_args()
+    variants = a.variants.split(",")
+    if any(v not in VARIANTS for v in variants) or a.hosts < 1 or a.ranks < 1:
+        p.error(f"--variants takes {', '.join(VARIANTS)}; --hosts and --ranks at least 1")
     missing = netns_hosts.missing_tools()
     if missing:
         print("overlap_bench.py: missing: " + ", ".join(missing), file=sys.stderr)
@@ -115,39 +140,49 @@ def main():
     tmp = tempfile.mkdtemp(prefix="pstrain-overlap-bench-")
     with open("/proc/loadavg") as f:
         print(f"== load before: {' '.join(f.read().split()[:3])}; logs in {tmp}", flush=True)
-    with netns_hosts.NetnsHosts(2, tmp, rate=a.rate) as hosts:
+    with netns_hosts.NetnsHosts(1 + a.hosts, tmp, rate=a.rate) as hosts:
         results = {}
         if not a.step_ms:  # real compute: a step with no link to cross
-            compute, _, _ = run_once(a, hosts, tmp, False, ps_host=2)
+            compute, _, _ = run_once(a, hosts, tmp, "off", ps_host=2)
             print(f"real compute: {compute * 1000:.0f} ms a step with the server on the "
                   f"worker's host", flush=True)
         if a.baseline:
             base, _, cpu = run_once(a, hosts, tmp, None, binary=a.baseline)
             print(f"baseline {a.baseline}: {base * 1000:.0f} ms a step, {cpu:.3f} CPU-s a step "
                   f"(ps and worker)", flush=True)
-        for overlap in (False, True):
-            results[overlap], log, cpu = run_once(a, hosts, tmp, overlap)
+        for variant in variants:
+            results[variant], log, cpu = run_once(a, hosts, tmp, variant)
             params = int(re.search(r"(\d+) parameters", log).group(1))
             said = [l.split("] ", 1)[-1] for l in log.splitlines()
                     if "the push overlaps" in l or "one push per server" in l]
-            print(f"--overlap_push={str(overlap).lower()}: {results[overlap] * 1000:.0f} ms a step,"
-                  f" {cpu:.3f} CPU-s a step (ps and worker) ({said[0] if said else '?'})",
+            print(f"{variant} ({' '.join(VARIANTS[variant])}): {results[variant] * 1000:.0f} ms a "
+                  f"step, {cpu:.3f} CPU-s a step (every role) ({said[0] if said else '?'})",
                   flush=True)
     with open("/proc/loadavg") as f:
         print(f"== load after: {' '.join(f.read().split()[:3])}")
     model_bytes = 4 * params
-    transfer = model_bytes * 8 / rate_bits(a.rate)
+    # The server's link carries every host's push (and pull) a host step.
+    transfer = a.hosts * model_bytes * 8 / rate_bits(a.rate)
     if a.step_ms:
         compute = a.step_ms / 1000
-    print(f"model {model_bytes / 1e6:.1f} MB; link {a.rate} each way: transfer {transfer * 1000:.0f}"
-          f" ms each way; compute {compute * 1000:.0f} ms"
+    print(f"model {model_bytes / 1e6:.1f} MB; {a.hosts} worker host(s) x {a.ranks} rank(s); "
+          f"link {a.rate} each way: the server's transfer {transfer * 1000:.0f} ms each way a "
+          f"host step (fp32); compute {compute * 1000:.0f} ms"
           f"{'' if a.step_ms else ' (real, measured: includes the exchange on one host)'}")
-    print(f"| overlap | step ms | compute + 2 x transfer | max(compute, transfer) | step / max |")
-    for overlap in (False, True):
-        print(f"| {str(overlap).lower():>7} | {results[overlap] * 1000:7.0f} | "
+    print("| variant | step ms | examples/s | compute + 2 x transfer | max(compute, transfer) "
+          "| step / max |")
+    with open(a.config) as f:
+        batch = int(re.search(r"^\s*batch_size:\s*(\d+)", f.read(), re.M).group(1))
+    for variant in variants:
+        step = results[variant]
+        print(f"| {variant:>7} | {step * 1000:7.0f} | "
+              f"{a.hosts * a.ranks * batch / step:10.0f} | "
               f"{(compute + 2 * transfer) * 1000:22.0f} | {max(compute, transfer) * 1000:22.0f} | "
-              f"{results[overlap] / max(compute, transfer):10.2f} |")
-    print(f"speed-up {results[False] / results[True]:.2f}x")
+              f"{step / max(compute, transfer):10.2f} |")
+    if "off" in results:
+        for variant in variants:
+            if variant != "off":
+                print(f"speed-up of {variant} over off: {results['off'] / results[variant]:.2f}x")
     return 0
 
 

@@ -137,6 +137,11 @@ void HostSync::CommunicationLoop() {
       if (status.ok()) {
         status = AllReduceAverageBucketed(*collectives_, tensors_.averaged, {averaged_buckets_[b]});
       }
+      if (status.ok() && on_averaged_) {
+        for (int index : averaged_buckets_[b].tensor_indices) {
+          on_averaged_(tensors_.averaged[index]);
+        }
+      }
     }
     lock.lock();
     if (!status.ok() && overlap_status_.ok()) {

@@ -74,6 +74,12 @@ class HostSync {
   // waits for all buckets. Without StartBackward, PushAndPull averages everything itself.
   void StartBackward();
   void Ready(const Tensor* tensor, std::function<Status()> wait = {});
+  // The leader's overlapped push: `averaged` is called on the communication thread for each
+  // tensor of a bucket, in the bucket's order, as soon as the bucket's average is done, so that
+  // the leader can push it while backward goes on. Set before the first StartBackward.
+  void set_on_averaged(std::function<void(const Tensor*)> averaged) {
+    on_averaged_ = std::move(averaged);
+  }
 
   // The leader runs `leader_pull` (its pull from the servers); every rank then receives the
   // leader's values and the global step.
@@ -98,6 +104,7 @@ class HostSync {
   Collectives* collectives_;
   SyncTensors tensors_;
   std::vector<Bucket> averaged_buckets_, shared_buckets_;
+  std::function<void(const Tensor*)> on_averaged_;
 
   // Overlap state; the communication thread starts with the first StartBackward.
   std::unordered_map<const Tensor*, int> bucket_of_;

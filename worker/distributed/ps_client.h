@@ -11,7 +11,8 @@
 // restore on their own, and InitMessage is the chief's register); other roles wait for that.
 //
 // Overlapped push (async servers only; worker/distributed/push_parts.h): BeginStep, then
-// Ready(variable) as backward finishes each layer, then FinishStep. Each server's share of the
+// Ready(variable) as backward finishes each layer (a host's leader: as the host's average of it
+// is done, from HostSync's thread), then FinishStep. Each server's share of the
 // model is cut into parts of about --push_part_mb, in the order backward finishes the variables
 // (last layer first); a part leaves as soon as its variables are ready, followed by a pull of the
 // same variables, so that pushes overlap backward and pulls of the last layers overlap the pushes
@@ -107,6 +108,9 @@ class PsClient {
   // `v`'s gradient (or state, for a non-trainable variable) is final for this step: sends every
   // part of every server that this completes, in each server's order.
   Status Ready(const Variable* v);
+  // The step's backward is over: noted in the step's timeline (step_timeline.h), where a part
+  // pushed before it shows the push overlapping backward.
+  void BackwardDone();
   // Sends the parts not sent yet and waits for every reply; the step's PushPullResult.
   Result<PushPullResult> FinishStep();
   // The step's pulls by layer (with the overlapped push on, before the first step); fails naming

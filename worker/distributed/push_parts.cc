@@ -211,6 +211,8 @@ void PsClient::TakeStepReply(size_t i, const Message& reply, Status* copied) {
                                  p.pull_owners[what.layer_pull], reply);
 }
 
+void PsClient::BackwardDone() { parts_->timeline.BackwardEnds(); }
+
 Result<PushPullResult> PsClient::FinishStep() {
   StepParts& p = *parts_;
   for (size_t s = 0; s < p.plan.size() && p.error.ok(); ++s) {

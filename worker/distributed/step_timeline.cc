@@ -8,6 +8,7 @@ namespace pstrain {
 namespace worker {
 
 void StepTimeline::Begin(int64_t step) {
+  std::lock_guard<std::mutex> lock(mutex_);
   step_ = step;
   start_ = std::chrono::steady_clock::now();
   events_.clear();
@@ -15,10 +16,12 @@ void StepTimeline::Begin(int64_t step) {
 
 void StepTimeline::Note(const char* kind, const std::string& what) {
   if (!VLOG_IS_ON(1)) return;  // nothing to keep when nobody reads it
+  std::lock_guard<std::mutex> lock(mutex_);
   events_.push_back({kind, what, std::chrono::steady_clock::now() - start_});
 }
 
 std::string StepTimeline::ToString() const {
+  std::lock_guard<std::mutex> lock(mutex_);
   std::string line = "step " + std::to_string(step_) + " timeline (ms from the step's start):";
   for (size_t i = 0; i < events_.size(); ++i) {
     char ms[32];

@@ -5,14 +5,16 @@
 //
 //   worker 0: step 41 timeline (ms from the step's start): issue conv1@ps0 0.01,
 //   arrive conv1@ps0 0.42, forward conv1 0.43, issue fc1@ps0 3.10, arrive fc1@ps0 7.92, ...,
-//   push fc2+fc1@ps0 160.2, push conv2+conv1@ps0 301.5
+//   push fc2+fc1@ps0 160.2, push conv2+conv1@ps0 301.5, backward end 302.0
 //
 // Times are when this worker's thread saw each event: a reply "arrives" when the worker takes it
-// from its connection, which it does while it waits for some layer's values.
+// from its connection, which it does while it waits for some layer's values. A host's leader
+// pushes from its host average's thread while its own backward goes on, so the record is locked.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -30,6 +32,8 @@ class StepTimeline {
   void ForwardStarts(const std::string& layer) { Note("forward", layer); }
   // A part of the push (`what`: "fc2+fc1@ps0", its layers) leaves now.
   void Pushed(const std::string& what) { Note("push", what); }
+  // The step's backward is over (a part pushed before this overlapped it).
+  void BackwardEnds() { Note("backward", "end"); }
   // The line above, without the prefix.
   std::string ToString() const;
   // Logs the line for `who` when this file's verbose logging is on.
@@ -43,6 +47,7 @@ class StepTimeline {
   };
   void Note(const char* kind, const std::string& what);
 
+  mutable std::mutex mutex_;
   int64_t step_ = 0;
   std::chrono::steady_clock::time_point start_;
   std::vector<Event> events_;

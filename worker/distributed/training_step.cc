@@ -17,8 +17,11 @@ std::string WhyPushWholeSteps(const TrainConfig& train, bool async, bool alone_o
   if (train.clipping.WorkerSide().by_global_norm) {
     return "clip_by_global_norm needs every gradient before any can go";
   }
-  if (!alone_on_host) return "the host's average comes between backward and the push";
-  if (device != Device::kCpu) return "a GPU's gradients reach the host after backward";
+  if (device != Device::kCpu) {
+    return alone_on_host ? "a GPU's gradients reach the host after backward"
+                         : "a GPU host's average and its download come between backward and the "
+                           "push";
+  }
   return "";
 }
 
@@ -34,10 +37,10 @@ Result<StepOutcome> TrainingStep::Run(const Forward& forward, int64_t step) {
   StepOutcome outcome;
   const auto started = std::chrono::steady_clock::now();
   Status diverged = Status::OK();
-  if (pushes_parts()) client_->BeginStep(step);
+  if (sends_parts()) client_->BeginStep(step);
   if (synthetic_step_.count() > 0) {
-    // 1 and 2 as a GPU's time: no forward, no backward, the loss stays 0. Without
-    // StartBackward, the host average (stage 4) averages every tensor after the wait.
+    // 1 and 2 as a GPU's time: no forward, no backward, the loss stays 0; the layers are handed
+    // over during the wait as a real backward would.
     SyntheticCompute(std::chrono::steady_clock::now());
   } else {
     // 1. forward; with per-layer pulls each layer first waits for its own values
@@ -77,23 +80,34 @@ Result<StepOutcome> TrainingStep::Run(const Forward& forward, int64_t step) {
 }
 
 void TrainingStep::Backward() {
-  if (pushes_parts()) return model_->Backward([&](int layer) { PushLayer(layer); });
-  if (overlaps()) {
-    // Each layer's averaged tensors join the host average as backward finishes them; on a GPU
-    // the fence waits for the kernels that write them.
-    sync_->StartBackward();
-    model_->Backward([&](int layer) {
-      std::function<Status()> fence = model_->DeviceFence();
-      for (Variable& v : model_->layers()[layer]->variables()) {
-        sync_->Ready(AveragedTensorOf(&v, on_devices()), fence);
-      }
-    });
+  if (pushes_parts() || overlaps()) {
+    if (overlaps()) sync_->StartBackward();
+    model_->Backward([&](int layer) { HandOver(layer); });
+    if (sends_parts()) client_->BackwardDone();
     return;
   }
   if (on_devices()) return model_->Backward();  // NCCL averages after backward: nothing to copy
   // Alone, or averaging in host memory from a GPU: each layer's gradients start their copy to
   // the host as soon as backward has them (nothing to copy on the CPU).
   model_->Backward([&](int layer) { model_->DownloadLayerGradientsAsync(layer); });
+}
+
+void TrainingStep::HandOver(int layer) {
+  if (pushes_parts()) return PushLayer(layer);
+  // Each layer's averaged tensors join the host average as backward finishes them; on a GPU
+  // the fence waits for the kernels that write them.
+  std::function<Status()> fence = model_->DeviceFence();
+  for (Variable& v : model_->layers()[layer]->variables()) {
+    sync_->Ready(AveragedTensorOf(&v, on_devices()), fence);
+  }
+}
+
+void TrainingStep::PushAveraged(const Tensor* averaged) {
+  auto it = variable_of_.find(averaged);
+  if (it == variable_of_.end()) return;
+  AddWeightDecay(train_, it->second);
+  // A failed send is kept by the client and returned by FinishStep, in the leader's exchange.
+  (void)client_->Ready(it->second);
 }
 
 void TrainingStep::PushLayer(int layer) {
@@ -115,9 +129,10 @@ void TrainingStep::SyntheticCompute(std::chrono::steady_clock::time_point start)
   for (Variable* v : model_->trainable_variables()) {
     std::fill(v->grad.data(), v->grad.data() + v->grad.size(), kSyntheticGradient);
   }
-  if (pushes_parts()) {
+  if (pushes_parts() || overlaps()) {
     // Forward a third of the step, then backward hands out the layers, last first, each at the
     // end of its share of the parameters.
+    if (overlaps()) sync_->StartBackward();
     const auto forward = synthetic_step_ / 3, backward = synthetic_step_ - forward;
     int64_t total = 0, done = 0;
     for (Variable* v : model_->variables()) total += v->value.size();
@@ -128,8 +143,9 @@ void TrainingStep::SyntheticCompute(std::chrono::steady_clock::time_point start)
       std::this_thread::sleep_until(start + forward +
                                     std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                         backward * (static_cast<double>(done) / total)));
-      PushLayer(i);
+      HandOver(i);
     }
+    if (sends_parts()) client_->BackwardDone();
   }
   std::this_thread::sleep_until(start + synthetic_step_);
 }
@@ -150,8 +166,11 @@ Result<PushPullResult> TrainingStep::ExchangeOverlapped() {
 
 Result<PushPullResult> TrainingStep::ExchangeThroughHostMemory(int64_t step) {
   model_->DownloadGradients();  // 3. gradients to the host
-  // 4. host average; 5. the leader pushes and pulls; 6. its values to every rank
-  ASSIGN_OR_RETURN(PushPullResult r, sync_->PushAndPull([&] { return PushAndPull(step); }));
+  // 4. host average; 5. the leader pushes and pulls (the parts not pushed during backward, and
+  // every reply, when it pushes parts); 6. its values to every rank
+  ASSIGN_OR_RETURN(PushPullResult r, sync_->PushAndPull([&]() -> Result<PushPullResult> {
+    return sends_parts() ? client_->FinishStep() : PushAndPull(step);
+  }));
   model_->UploadVariables();  // 6. upload to the device
   return r;
 }
@@ -181,8 +200,15 @@ Result<int64_t> TrainingStep::PullAndPlace(const ComputeDevice& device) {
     return step;
   }
   if (!on_devices()) {
-    sync_ =
-        std::make_unique<HostSync>(group_->collectives.get(), HostTensorsOf(model_->variables()));
+    // Buckets no larger than the push's parts, so that a part leaves as soon as it is averaged.
+    BucketOptions buckets;
+    if (host_pushes_parts()) buckets.max_bucket_bytes = client_->push_part_bytes();
+    sync_ = std::make_unique<HostSync>(group_->collectives.get(),
+                                       HostTensorsOf(model_->variables()), buckets);
+    if (sends_parts()) {
+      for (Variable* v : model_->variables()) variable_of_[AveragedTensorOf(v, false)] = v;
+      sync_->set_on_averaged([this](const Tensor* averaged) { PushAveraged(averaged); });
+    }
     ASSIGN_OR_RETURN(int64_t step, sync_->Pull([&] { return client_->Pull(); }));
     RETURN_IF_ERROR(device.Place(model_));
     return step;

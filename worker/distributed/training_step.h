@@ -26,8 +26,12 @@
 // each followed by a pull of the same variables, and FinishStep waits for what is left. Only
 // where every part may be applied on its own and nothing waits for the whole gradient: async
 // servers, no worker-side clipping by global norm (it needs every gradient before any can go),
-// a CPU worker alone on its host (a host average, or a GPU's download, come between backward and
-// the push). Elsewhere the step pushes once per server, as before; WhyPushWholeSteps says why,
+// CPU workers (a GPU's download comes between backward and the push). On a host of several CPU
+// workers (--intra_node_sync=cpu) the host average runs in buckets of the part size while
+// backward goes on, and the leader hands each averaged tensor to PsClient::Ready from the
+// average's thread: its parts leave as soon as every rank's backward produced them, and the
+// pulled values go to the ranks with the step's broadcast. Elsewhere the step pushes once per
+// server, as before; WhyPushWholeSteps says why,
 // and the worker logs it once. By default (--overlap_push=auto) not on loopback either, where
 // the transfer is copies by the cores that run backward and the overlap only adds messages.
 //
@@ -53,6 +57,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "common/status.h"
@@ -119,8 +124,12 @@ class TrainingStep {
  private:
   // Stage 2, with per-layer readiness where it pays.
   void Backward();
-  // Stage 2's hand-over of layer `layer`'s variables to the overlapped push.
+  // Stage 2's hand-over of layer `layer`'s variables: to the overlapped push, or to the host's
+  // average (which, on a leader that pushes parts, pushes each as it is averaged).
+  void HandOver(int layer);
   void PushLayer(int layer);
+  // The leader's hand-over of one averaged tensor (its variable's) to the overlapped push.
+  void PushAveraged(const Tensor* averaged);
   // Stages 1 and 2 in synthetic compute: the fill, then a sleep to `synthetic_step_` after
   // `start` (a GPU's host thread waits the same way, its CPU free for the exchange).
   void SyntheticCompute(std::chrono::steady_clock::time_point start);
@@ -132,8 +141,14 @@ class TrainingStep {
   // Stage 5: what the worker does to its gradients, then the push and pull.
   Result<PushPullResult> PushAndPull(int64_t step);
 
-  // Whether the push overlaps backward (PsClient was given a part size for it).
+  // Whether the push overlaps backward (PsClient was given a part size for it): for a worker
+  // alone, and for a host group whose leader pushes each part as the host's average of it is done.
   bool pushes_parts() const { return group_ == nullptr && client_->push_part_bytes() > 0; }
+  bool host_pushes_parts() const { return group_ != nullptr && client_->push_part_bytes() > 0; }
+  // Whether this worker sends the overlapped push's parts (alone, or its host's leader).
+  bool sends_parts() const {
+    return pushes_parts() || (host_pushes_parts() && group_->group.is_leader());
+  }
   // Whether the step's pulls go by layer (--pull_schedule per_layer or late), the forward
   // waiting for each layer's.
   bool PullsByLayer() const {
@@ -153,6 +168,7 @@ class TrainingStep {
   std::string who_;
   std::chrono::milliseconds synthetic_step_;  // 0: real forward and backward
   std::unique_ptr<HostSync> sync_;            // stage 4, with a group
+  std::unordered_map<const Tensor*, Variable*> variable_of_;  // averaged tensor -> its variable
   std::function<Status(int64_t)> before_push_;
 };
 

@@ -80,10 +80,14 @@ Status InitializeOrWait(const RoleOptions& o, Model& model, PsClient* client,
 // The push overlaps backward where it may; said once either way. On loopback the transfer is
 // copies by the same cores that run backward: nothing to hide it behind (a 300-step local RefNet
 // job: 27.3 against 26.6 CPU-s with it, wall time within noise), unless the pulls go by layer,
-// which need it.
-Status ChoosePushParts(const RoleOptions& o, const RoleSetup& s, bool alone, Device device,
-                       const Model& model, PsClient* client, const std::string& who) {
-  const bool by_layer = o.pull_schedule != PullSchedule::kStep;
+// which need it. A host's workers (`group`) pull whole parts through their leader, which
+// broadcasts them: per-layer pulls are a worker's alone on its host.
+Status ChoosePushParts(const RoleOptions& o, const RoleSetup& s, const HostGroup* group,
+                       Device device, const Model& model, PsClient* client,
+                       const std::string& who) {
+  const bool alone = group == nullptr;
+  const PullSchedule pulls = alone ? o.pull_schedule : PullSchedule::kStep;
+  const bool by_layer = pulls != PullSchedule::kStep;
   std::string whole = o.overlap_push == "false" ? "--overlap_push=false"
                       : s.clicks ? "a click model's rows go to their servers after the step"
                                  : WhyPushWholeSteps(s.train, o.async, alone, device);
@@ -93,7 +97,7 @@ Status ChoosePushParts(const RoleOptions& o, const RoleSetup& s, bool alone, Dev
         "--overlap_push=true to overlap all the same";
   }
   if (whole.empty()) client->set_push_part_bytes(o.push_part_bytes);
-  const std::string schedule = "--pull_schedule=" + PullScheduleName(o.pull_schedule);
+  const std::string schedule = "--pull_schedule=" + PullScheduleName(pulls);
   if (client->push_part_bytes() == 0) {
     LOG(INFO) << who << ": one push per server a step, after backward ("
               << (whole.empty() ? "see the warning above" : whole) << ")"
@@ -106,12 +110,16 @@ Status ChoosePushParts(const RoleOptions& o, const RoleSetup& s, bool alone, Dev
     layers.push_back({layer->name(), {}});
     for (const Variable& v : layer->variables()) layers.back().variables.push_back(v.name);
   }
-  RETURN_IF_ERROR(client->set_pull_schedule(o.pull_schedule, layers));
+  RETURN_IF_ERROR(client->set_pull_schedule(pulls, layers));
+  const std::string how =
+      !alone ? "averaged within the host in buckets of that size while backward goes on; the "
+               "leader (worker " + std::to_string(group->leader()) + ") pushes each as it is "
+               "done, pulled back as applied and broadcast with the step's values (per-layer "
+               "pulls are for a worker alone on its host)"
+      : by_layer ? "nearest the input first; the next step pulls by layer (" + schedule + ")"
+                 : "pulled back as they are applied";
   LOG(INFO) << who << ": the push overlaps backward, in parts of " << (o.push_part_bytes >> 20)
-            << " MiB a server, "
-            << (by_layer
-                    ? "nearest the input first; the next step pulls by layer (" + schedule + ")"
-                    : "pulled back as they are applied");
+            << " MiB a server, " << how;
   return Status::OK();
 }
 
@@ -295,7 +303,8 @@ Status WorkerRun::Connect() {
   }
   RETURN_IF_ERROR(InitializeOrWait(o_, *model_, client_.get(), who_));
   RETURN_IF_ERROR(
-      ChoosePushParts(o_, *s_, group_ == nullptr, device_->device(), *model_, client_.get(), who_));
+      ChoosePushParts(o_, *s_, group_ ? &group_->group : nullptr, device_->device(), *model_,
+                      client_.get(), who_));
   training_step_ =
       std::make_unique<TrainingStep>(model_, s_->train, client_.get(), group_.get(), who_,
                                      std::chrono::milliseconds(o_.synthetic_step_ms));
