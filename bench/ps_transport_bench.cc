@@ -2,7 +2,9 @@
 //  (a) push + pull of one large float32 variable through Connection/ServerSocket,
 //  (b) the same bytes through a plain blocking TCP socket pair: the ceiling,
 //  (c) updates/s for many small variables, all in one push or one per push.
-// Ends with `ratio: X.XX` = (a) over (b) in GB/s of tensor bytes, medians of alternating trials.
+// Ends with `ratio: X.XX` = (a) over (b) in GB/s of tensor bytes, medians of alternating trials;
+// before it, `small-push ratio: X.XX` = (c)'s one-variable pushes a second over a bare ZeroMQ
+// round trip of the same bytes (bench/raw_zmq.h).
 // With --curve, (a) and (c) over CurveZMQ against the same over plaintext instead, ending with
 // `ratio: X.XX` = CURVE over plaintext for the large variable.
 #include <arpa/inet.h>
@@ -24,6 +26,7 @@
 #include <vector>
 
 #include "bench/raw_tcp.h"
+#include "bench/raw_zmq.h"
 #include "bench/timing.h"
 #include "common/config.h"
 #include "common/wire/transport.h"
@@ -283,9 +286,20 @@ Status Main() {
   const double many = PushRate(conn.get(), FLAGS_small_vars, FLAGS_small_floats, FLAGS_small_iters);
   std::printf("small variables, %d x %d floats per push: %.0f updates/s (%.0f pushes/s)\n",
               FLAGS_small_vars, FLAGS_small_floats, many, many / FLAGS_small_vars);
-  const double single = PushRate(conn.get(), 1, FLAGS_small_floats, FLAGS_single_iters);
+  // One small variable a push against a bare ZeroMQ round trip of the same bytes, alternating.
+  std::vector<double> singles, raw_trips;
+  for (int t = 0; t < FLAGS_trials; ++t) {
+    singles.push_back(PushRate(conn.get(), 1, FLAGS_small_floats, FLAGS_single_iters));
+    raw_trips.push_back(
+        bench::RawZmqRoundTrips(FLAGS_small_floats * sizeof(float), FLAGS_single_iters));
+  }
+  const double single = bench::Median(singles), raw_trip = bench::Median(raw_trips);
   std::printf("small variables, 1 x %d floats per push: %.0f updates/s\n", FLAGS_small_floats,
               single);
+  std::printf(
+      "raw ZeroMQ DEALER/ROUTER round trip of the same bytes: %.0f/s (medians of %d alternating "
+      "trials); small-push ratio: %.2f\n",
+      raw_trip, FLAGS_trials, single / raw_trip);
 
   CHECK(conn->Call(FromChief(MessageType::kShutdown, conn.get()), kTimeout).ok());
   serving.reset();

@@ -175,10 +175,11 @@ def main():
         batch = int(re.search(r"^\s*batch_size:\s*(\d+)", f.read(), re.M).group(1))
     for variant in variants:
         step = results[variant]
+        moved = transfer / 2 if variant == "bf16" else transfer  # 2 bytes a parameter each way
         print(f"| {variant:>7} | {step * 1000:7.0f} | "
               f"{a.hosts * a.ranks * batch / step:10.0f} | "
-              f"{(compute + 2 * transfer) * 1000:22.0f} | {max(compute, transfer) * 1000:22.0f} | "
-              f"{step / max(compute, transfer):10.2f} |")
+              f"{(compute + 2 * moved) * 1000:22.0f} | {max(compute, moved) * 1000:22.0f} | "
+              f"{step / max(compute, moved):10.2f} |")
     if "off" in results:
         for variant in variants:
             if variant != "off":
