@@ -57,9 +57,22 @@ VARIANTS = {"off": ["--overlap_push=false"], "on": ["--overlap_push=true"],
             "bf16": ["--overlap_push=true", "--push_dtype=bf16"]}
 
 
+def wait_cpu(proc, timeout):
+    """The exit code and CPU-seconds (user + system) of `proc`, reaped here; -1 after `timeout`."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return proc.returncode, usage.ru_utime + usage.ru_stime
+        time.sleep(0.05)
+    return -1, 0.0
+
+
 def run_once(a, hosts, tmp, variant, binary=None, ps_host=1):
     """Mean step time (s) of worker 0 in `variant` (VARIANTS; None: the --baseline binary), its
-    log, and the CPU-seconds per host step of every role together (whole run, start included)."""
+    log, and the CPU-seconds per host step of every role together, of the leader (worker 0) and
+    of the server (whole run, start included)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     d = tempfile.mkdtemp(prefix=f"overlap-{variant}-", dir=tmp)
     worker_hosts = [(2 + h, f"{hosts.address(2 + h)}:{2230 + r}")
@@ -90,9 +103,9 @@ def run_once(a, hosts, tmp, variant, binary=None, ps_host=1):
                                           + flags + cluster, stdout=f, stderr=subprocess.STDOUT,
                                           env=env, preexec_fn=netns_hosts.die_with_parent()))
     try:
-        codes = [p.wait(timeout=900) for p in procs[1:]]
-        code = next((c for c in codes if c != 0), 0)
-        procs[0].wait(timeout=60)
+        waited = [wait_cpu(p, 900) for p in procs[1:]]
+        code = next((c for c, _ in waited if c != 0), 0)
+        ps_cpu = wait_cpu(procs[0], 60)[1]
     finally:
         for p in procs:
             if p.poll() is None:
@@ -105,7 +118,8 @@ def run_once(a, hosts, tmp, variant, binary=None, ps_host=1):
     times = [glog_seconds(l) for l in log.splitlines() if re.search(r": step \d+/\d+ ", l)]
     gaps = [b - t for t, b in zip(times[2:], times[3:])]
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) / a.steps
+    cpu = {"all": (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) / a.steps,
+           "leader": waited[0][1] / a.steps, "ps": ps_cpu / a.steps}
     return sum(gaps) / len(gaps), log, cpu
 
 
@@ -148,15 +162,16 @@ def main():
                   f"worker's host", flush=True)
         if a.baseline:
             base, _, cpu = run_once(a, hosts, tmp, None, binary=a.baseline)
-            print(f"baseline {a.baseline}: {base * 1000:.0f} ms a step, {cpu:.3f} CPU-s a step "
-                  f"(ps and worker)", flush=True)
+            print(f"baseline {a.baseline}: {base * 1000:.0f} ms a step, {cpu['all']:.3f} CPU-s a "
+                  f"step (every role)", flush=True)
         for variant in variants:
             results[variant], log, cpu = run_once(a, hosts, tmp, variant)
             params = int(re.search(r"(\d+) parameters", log).group(1))
             said = [l.split("] ", 1)[-1] for l in log.splitlines()
                     if "the push overlaps" in l or "one push per server" in l]
             print(f"{variant} ({' '.join(VARIANTS[variant])}): {results[variant] * 1000:.0f} ms a "
-                  f"step, {cpu:.3f} CPU-s a step (every role) ({said[0] if said else '?'})",
+                  f"step, CPU-s a step: {cpu['all']:.3f} every role, {cpu['leader']:.3f} the leader"
+                  f" (worker 0), {cpu['ps']:.3f} the server ({said[0] if said else '?'})",
                   flush=True)
     with open("/proc/loadavg") as f:
         print(f"== load after: {' '.join(f.read().split()[:3])}")
