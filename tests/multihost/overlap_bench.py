@@ -19,7 +19,9 @@ part's push and pull. Needs root, ip, tc, sshd (as the multi-host test).
 With --hosts N --ranks R (R > 1) the workers are N hosts of R ranks each (h2 to hN+1), which
 average within their host through the leader's hub (--intra_node_sync=cpu) before the leader
 pushes: with overlap, each part as the host's average of it is done. The server's link then
-carries N pushes and N pulls a host step, so the bound is max(compute, N x transfer).
+carries N pushes and N pulls a host step, so the bound is max(compute, N x transfer). With
+--servers S the variables are sharded over S servers, each on a host of its own (h1, then the
+hosts after the workers'), and each server's link carries 1/S of that.
 --variants picks the runs: off (whole pushes), on (overlapped), bf16 (overlapped, 16-bit
 pushes and pulls, --push_dtype=bf16).
 """
@@ -72,12 +74,14 @@ def wait_cpu(proc, timeout):
 def run_once(a, hosts, tmp, variant, binary=None, ps_host=1):
     """Mean step time (s) of worker 0 in `variant` (VARIANTS; None: the --baseline binary), its
     log, and the CPU-seconds per host step of every role together, of the leader (worker 0) and
-    of the server (whole run, start included)."""
+    of the servers (whole run, start included)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     d = tempfile.mkdtemp(prefix=f"overlap-{variant}-", dir=tmp)
     worker_hosts = [(2 + h, f"{hosts.address(2 + h)}:{2230 + r}")
                     for h in range(a.hosts) for r in range(a.ranks)]
-    cluster = [f"--ps_hosts={hosts.address(ps_host)}:2222",
+    # ps 0 on h1 (or ps_host), the others on hosts after the workers'.
+    ps_hosts = [ps_host] + [2 + a.hosts + i for i in range(a.servers - 1)]
+    cluster = [f"--ps_hosts={','.join(f'{hosts.address(h)}:2222' for h in ps_hosts)}",
                f"--worker_hosts={','.join(w for _, w in worker_hosts)}",
                f"--config={a.config}", f"--train_dir={d}/td", "--insecure",
                "--ps_unavailable_timeout_secs=60", f"--partition_bytes={a.partition_bytes}"]
@@ -89,7 +93,8 @@ def run_once(a, hosts, tmp, variant, binary=None, ps_host=1):
     env = dict(os.environ, **ROLE_ENV)
     procs = []
     logs = {}
-    roles = [(ps_host, "ps0", ["--job_name=ps", "--task_index=0", "--ps_summary_secs=0"])]
+    roles = [(h, f"ps{i}", ["--job_name=ps", f"--task_index={i}", "--ps_summary_secs=0"])
+             for i, h in enumerate(ps_hosts)]
     for task, (host, _) in enumerate(worker_hosts):
         roles.append((host, f"worker{task}", [
             "--job_name=worker", f"--task_index={task}", "--device=cpu",
@@ -103,9 +108,9 @@ def run_once(a, hosts, tmp, variant, binary=None, ps_host=1):
                                           + flags + cluster, stdout=f, stderr=subprocess.STDOUT,
                                           env=env, preexec_fn=netns_hosts.die_with_parent()))
     try:
-        waited = [wait_cpu(p, 900) for p in procs[1:]]
+        waited = [wait_cpu(p, 900) for p in procs[a.servers:]]
         code = next((c for c, _ in waited if c != 0), 0)
-        ps_cpu = wait_cpu(procs[0], 60)[1]
+        ps_cpu = sum(wait_cpu(p, 60)[1] for p in procs[:a.servers])
     finally:
         for p in procs:
             if p.poll() is None:
@@ -139,14 +144,16 @@ def main():
     p.add_argument("--baseline", help="also run this pstrain binary (one without --overlap_push: "
                    "what one push a step cost before), first")
     p.add_argument("--hosts", type=int, default=1, help="worker hosts")
+    p.add_argument("--servers", type=int, default=1,
+                   help="server hosts, one ps each: h1, then hosts after the workers'")
     p.add_argument("--ranks", type=int, default=1,
                    help="workers on each worker host; above 1 they average behind a leader")
     p.add_argument("--variants", default="off,on",
                    help="comma-separated runs, in order: " + ", ".join(VARIANTS))
     a = p.parse_args()
     variants = a.variants.split(",")
-    if any(v not in VARIANTS for v in variants) or a.hosts < 1 or a.ranks < 1:
-        p.error(f"--variants takes {', '.join(VARIANTS)}; --hosts and --ranks at least 1")
+    if any(v not in VARIANTS for v in variants) or min(a.hosts, a.ranks, a.servers) < 1:
+        p.error(f"--variants takes {', '.join(VARIANTS)}; --hosts, --ranks, --servers at least 1")
     missing = netns_hosts.missing_tools()
     if missing:
         print("overlap_bench.py: missing: " + ", ".join(missing), file=sys.stderr)
@@ -154,7 +161,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="pstrain-overlap-bench-")
     with open("/proc/loadavg") as f:
         print(f"== load before: {' '.join(f.read().split()[:3])}; logs in {tmp}", flush=True)
-    with netns_hosts.NetnsHosts(1 + a.hosts, tmp, rate=a.rate) as hosts:
+    with netns_hosts.NetnsHosts(a.servers + a.hosts, tmp, rate=a.rate) as hosts:
         results = {}
         if not a.step_ms:  # real compute: a step with no link to cross
             compute, _, _ = run_once(a, hosts, tmp, "off", ps_host=2)
@@ -171,17 +178,18 @@ def main():
                     if "the push overlaps" in l or "one push per server" in l]
             print(f"{variant} ({' '.join(VARIANTS[variant])}): {results[variant] * 1000:.0f} ms a "
                   f"step, CPU-s a step: {cpu['all']:.3f} every role, {cpu['leader']:.3f} the leader"
-                  f" (worker 0), {cpu['ps']:.3f} the server ({said[0] if said else '?'})",
+                  f" (worker 0), {cpu['ps']:.3f} the servers ({said[0] if said else '?'})",
                   flush=True)
     with open("/proc/loadavg") as f:
         print(f"== load after: {' '.join(f.read().split()[:3])}")
     model_bytes = 4 * params
-    # The server's link carries every host's push (and pull) a host step.
-    transfer = a.hosts * model_bytes * 8 / rate_bits(a.rate)
+    # Each server's link carries its share of every host's push (and pull) a host step.
+    transfer = a.hosts * model_bytes * 8 / rate_bits(a.rate) / a.servers
     if a.step_ms:
         compute = a.step_ms / 1000
-    print(f"model {model_bytes / 1e6:.1f} MB; {a.hosts} worker host(s) x {a.ranks} rank(s); "
-          f"link {a.rate} each way: the server's transfer {transfer * 1000:.0f} ms each way a "
+    print(f"model {model_bytes / 1e6:.1f} MB; {a.hosts} worker host(s) x {a.ranks} rank(s), "
+          f"{a.servers} server host(s); "
+          f"link {a.rate} each way: each server's transfer {transfer * 1000:.0f} ms each way a "
           f"host step (fp32); compute {compute * 1000:.0f} ms"
           f"{'' if a.step_ms else ' (real, measured: includes the exchange on one host)'}")
     print("| variant | step ms | examples/s | compute + 2 x transfer | max(compute, transfer) "
