@@ -1,7 +1,10 @@
-// ConvBase on the CPU with oneDNN: the primitives of the layer's family (MakeCpuPrimitives) in
-// one plan per batch size. The input gradient is skipped when nothing upstream needs it (the
-// first layer).
+// ConvBase on the CPU with oneDNN: the conv's convolution primitives, or for conv2d_transpose
+// (whose forward pass is the conv's input gradient) oneDNN's deconvolution ones, in one plan per
+// batch size. The input gradient is skipped when nothing upstream needs it (the first layer).
 #include "worker/network/layers/conv_base_cpu.h"
+
+#include <unordered_map>
+#include <utility>
 
 namespace pstrain {
 namespace worker {
@@ -28,7 +31,11 @@ ConvBase::CpuPlan& ConvBase::GetCpuPlan(int64_t n, bool need_input_grad) {
   p->strides = {g_.sh, g_.sw};
   p->pad_l = {g_.wh.pad_before, g_.ww.pad_before};
   p->pad_r = {g_.wh.pad_after, g_.ww.pad_after};
-  MakeCpuPrimitives(need_input_grad, p.get());
+  if (transposed_) {
+    MakeDnnlPrimitives<DnnlDeconvolution>(need_input_grad, p.get());
+  } else {
+    MakeDnnlPrimitives<DnnlConvolution>(need_input_grad, p.get());
+  }
   auto& eng = cpu::Engine();
   auto make = [&](const memory::desc& want, const memory::desc& user) {
     return want == user ? memory() : memory(want, eng);
