@@ -350,8 +350,8 @@ class ParameterServer : private UpdateShard {
     std::string peer;
     wire::Message request;
   };
-  Barriers barriers_;                       // by the cluster's size
-  Peers peers_;                             // by Who(): "worker 1"
+  Barriers barriers_;  // by the cluster's size
+  Peers peers_;        // by Who(): "worker 1"
   ServerStats stats_;
   ServerHighs highs_;
   std::unique_ptr<ShardCheckpoints> checkpoints_;
@@ -362,10 +362,10 @@ class ParameterServer : private UpdateShard {
   std::unique_ptr<DataLedger> ledger_;  // elastic data: shard 0 only, when given the data size
   // Replication: this shard's chain (inactive before a map: an unreplicated server).
   ReplicaChain chain_;
-  RecordSignature signature_;    // the head's tags of each record, made here or checked
-  StateStamps stamps_;           // the head's stamps of the state, made here or checked
-  ChainIntake intake_;           // replication requests taken, refused, or waiting for a map
-  PushAdmission admission_;      // a push's checks before the policy: pace, fields, retry, contents
+  RecordSignature signature_;  // the head's tags of each record, made here or checked
+  StateStamps stamps_;         // the head's stamps of the state, made here or checked
+  ChainIntake intake_;         // replication requests taken, refused, or waiting for a map
+  PushAdmission admission_;    // a push's checks before the policy: pace, fields, retry, contents
   std::unique_ptr<TableShard> tables_;  // embedding-table rows this server owns, or null
   int64_t next_eviction_ = 0;           // the global step of the tables' next eviction
 };
