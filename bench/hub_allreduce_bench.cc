@@ -90,10 +90,7 @@ Status Main() {
 }  // namespace
 }  // namespace pstrain
 
-int main(int argc, char** argv) {
-  return pstrain::RunTool(
-      argc, argv,
-      "Intra-node sync of CPU workers through the host hub against raw loopback socket "
-      "pairs.\nUsage: pstrain-bench-hub-allreduce [--ranks=N ...]",
-      __FILE__, pstrain::Main);
-}
+PSTRAIN_TOOL_MAIN(
+    "Intra-node sync of CPU workers through the host hub against raw loopback socket "
+    "pairs.\nUsage: pstrain-bench-hub-allreduce [--ranks=N ...]",
+    pstrain::Main);

@@ -310,11 +310,8 @@ Status Main() {
 }  // namespace
 }  // namespace pstrain
 
-int main(int argc, char** argv) {
-  return pstrain::RunTool(
-      argc, argv,
-      "Push+pull through a parameter server against a raw TCP socket pair (or CURVE against "
-      "plaintext, or checks on against off).\nUsage: pstrain-bench-ps-transport [--mib=N --curve "
-      "--checks ...]",
-      __FILE__, pstrain::Main);
-}
+PSTRAIN_TOOL_MAIN(
+    "Push+pull through a parameter server against a raw TCP socket pair (or CURVE against "
+    "plaintext, or checks on against off).\nUsage: pstrain-bench-ps-transport [--mib=N --curve "
+    "--checks ...]",
+    pstrain::Main);

@@ -82,9 +82,7 @@ Status Main() {
 }  // namespace
 }  // namespace pstrain
 
-int main(int argc, char** argv) {
-  return pstrain::RunTool(argc, argv,
-                          "The cost of the head's tags of replication records.\n"
-                          "Usage: pstrain-bench-record-tag --mib=1 --servers=3",
-                          __FILE__, pstrain::Main);
-}
+PSTRAIN_TOOL_MAIN(
+    "The cost of the head's tags of replication records.\n"
+    "Usage: pstrain-bench-record-tag --mib=1 --servers=3",
+    pstrain::Main);

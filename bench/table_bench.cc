@@ -343,9 +343,7 @@ Status Main() {
 }  // namespace
 }  // namespace pstrain
 
-int main(int argc, char** argv) {
-  return pstrain::RunTool(argc, argv,
-                          "An embedding table over real servers: bytes and server CPU per step, "
-                          "sparse against dense.\nUsage: pstrain-bench-tables --rows=N",
-                          __FILE__, pstrain::Main);
-}
+PSTRAIN_TOOL_MAIN(
+    "An embedding table over real servers: bytes and server CPU per step, "
+    "sparse against dense.\nUsage: pstrain-bench-tables --rows=N",
+    pstrain::Main);

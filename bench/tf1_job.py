@@ -193,33 +193,50 @@ def worker_examples_per_sec(log):
     return sum(rates) / len(rates) if rates else None
 
 
-def run_tf(a):
-    script = os.environ.get("PSTRAIN_TF1_REFNET",
-                            os.path.join(REPO, "..", "shared", "bench", "tf1_ps_refnet.py"))
-    # The reference script runs one ps whatever --servers says (tf1_ps_refnet.py's layout).
-    cmd = [a.python, script, "--workers", str(a.workers), "--steps", str(a.steps), "--port",
-           str(a.port + 40)]
-    print("== TensorFlow:", " ".join(cmd), flush=True)
+def reference_script(env_var, name):
+    """A reference script: `env_var`'s path, else shared/bench/<name> beside the repository."""
+    return os.environ.get(env_var, os.path.join(REPO, "..", "shared", "bench", name))
+
+
+def run_reference(label, cmd, rank_key, timeout=None, failed_hint=""):
+    """Runs a reference job and prints its output; returns its wall and CPU-seconds, rank 0's
+    accuracy (its JSON object's `rank_key` is 0) and every rank's img_s. With `timeout`, the job
+    runs in a session of its own, so that a hung run can be stopped whole after that many
+    seconds. A job that fails ends this script, naming it (`failed_hint` after)."""
+    print(f"== {label}:", " ".join(cmd), flush=True)
     t0 = time.time()
-    # Its own session, so that a hung run can be stopped whole: with few steps the chief may
-    # finish before worker 1 has joined, which then waits for the chief forever.
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, text=True,
-                            start_new_session=True)
-    timer = threading.Timer(a.tf_timeout, lambda: os.killpg(proc.pid, signal.SIGKILL))
-    timer.start()
+                            start_new_session=timeout is not None)
+    timer = None
+    if timeout is not None:
+        timer = threading.Timer(timeout, lambda: os.killpg(proc.pid, signal.SIGKILL))
+        timer.start()
     out = proc.stdout.read()
     cpu = wait_rusage(proc)
     wall = time.time() - t0
-    timer.cancel()
+    if timer is not None:
+        timer.cancel()
     sys.stdout.write(out)
     if proc.returncode != 0:
-        sys.exit(f"tf1_job: {script} exited {proc.returncode} (killed after --tf_timeout "
-                 f"{a.tf_timeout} s?); logs in /tmp/tf1_worker*.log")
+        sys.exit(f"tf1_job: {cmd[1]} exited {proc.returncode}{failed_hint}")
     runs = json_objects(out)
-    acc = next((r["acc"] for r in runs if r.get("task") == 0), None)
+    acc = next((r["acc"] for r in runs if r.get(rank_key) == 0), None)
+    return out, {"wall": wall, "acc": acc, "img_s": [r["img_s"] for r in runs], "cpu": cpu}
+
+
+def run_tf(a):
+    script = reference_script("PSTRAIN_TF1_REFNET", "tf1_ps_refnet.py")
+    # The reference script runs one ps whatever --servers says (tf1_ps_refnet.py's layout).
+    cmd = [a.python, script, "--workers", str(a.workers), "--steps", str(a.steps), "--port",
+           str(a.port + 40)]
+    # With few steps the chief may finish before worker 1 has joined, which then waits for the
+    # chief forever: the run is stopped after --tf_timeout.
+    out, result = run_reference(
+        "TensorFlow", cmd, "task", timeout=a.tf_timeout,
+        failed_hint=f" (killed after --tf_timeout {a.tf_timeout} s?); logs in /tmp/tf1_worker*.log")
     version = re.search(r"\(TensorFlow ([^)]*)\)", out)
-    return {"wall": wall, "acc": acc, "img_s": [r["img_s"] for r in runs], "cpu": cpu,
-            "version": version.group(1) if version else "?"}
+    result["version"] = version.group(1) if version else "?"
+    return result
 
 
 def json_objects(out):
@@ -231,22 +248,10 @@ def json_objects(out):
 def run_ddp(a):
     """PyTorch DistributedDataParallel (gloo, --workers ranks, the same examples), as most users
     would run the job instead: its summary line's wall, CPU-seconds and accuracy."""
-    script = os.environ.get("PSTRAIN_TORCH_DDP",
-                            os.path.join(REPO, "..", "shared", "bench", "torch_ddp_refnet.py"))
+    script = reference_script("PSTRAIN_TORCH_DDP", "torch_ddp_refnet.py")
     cmd = [a.python, script, "--workers", str(a.workers), "--seed", str(a.seed), "--port",
            str(a.port + 80)]
-    print("== PyTorch DDP:", " ".join(cmd), flush=True)
-    t0 = time.time()
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, text=True)
-    out = proc.stdout.read()
-    cpu = wait_rusage(proc)
-    wall = time.time() - t0
-    sys.stdout.write(out)
-    if proc.returncode != 0:
-        sys.exit(f"tf1_job: {script} exited {proc.returncode}")
-    runs = json_objects(out)
-    acc = next((r["acc"] for r in runs if r.get("rank") == 0), None)
-    return {"wall": wall, "acc": acc, "img_s": [r["img_s"] for r in runs], "cpu": cpu}
+    return run_reference("PyTorch DDP", cmd, "rank")[1]
 
 
 def time_to_target(r):

@@ -33,6 +33,7 @@ ParameterServer::ParameterServer(ServerOptions options, std::unique_ptr<Variable
                                                       "ps " + std::to_string(options_.task_index),
                                                       options_.before_checkpoint_write)),
       signature_(options_.keys),
+      intake_(options_.shard),
       admission_(PushAdmissionOptions{"ps " + std::to_string(options_.task_index),
                                       options_.one_push_per_pull, options_.outlier_binades,
                                       policy_->TakesParts(), policy_->name()},
@@ -370,7 +371,7 @@ void ParameterServer::RememberPush(const Message& request, const Message& reply,
 }
 
 size_t ParameterServer::pending_requests() const {
-  size_t n = policy_->pending() + held_pushes_.size() + chain_.held() + future_.size();
+  size_t n = policy_->pending() + held_pushes_.size() + chain_.held() + intake_.waiting();
   return n + barriers_.waiting();
 }
 

@@ -37,6 +37,7 @@
 #include "common/wire/message.h"
 #include "common/wire/transport.h"
 #include "ps/barriers.h"
+#include "ps/chain_intake.h"
 #include "ps/data_ledger.h"
 #include "ps/outgoing.h"
 #include "ps/peer_state.h"
@@ -310,10 +311,12 @@ class ParameterServer : private UpdateShard {
   // (ps/record_checks.h).
   Status CheckRecord(const wire::Message& record) const;
   std::vector<Outgoing> HandleReplicaCopy(const std::string& peer, const wire::Message& copy);
-  // Whether a replication request from another epoch or sender may be taken now: an error to
-  // answer, or (a newer epoch than this task's map) nothing, the request kept until the map.
+  // Whether a replication request may be taken now (ps/chain_intake.h): a refusal is answered
+  // into `out`; a request of a newer map than this task's waits for it, answering nothing.
   bool CheckChainSender(const std::string& peer, const wire::Message& request,
                         std::vector<Outgoing>* out);
+  // Sends `record` to server task `to`, counting its bytes.
+  void SendRecord(wire::Message record, int to, std::vector<Outgoing>* out);
   // Tail: sends a copy of the shard to each joiner that has none.
   void CopyToJoiners(std::vector<Outgoing>* out);
   // A retry-cache entry installed from a record or a copy.
@@ -347,8 +350,8 @@ class ParameterServer : private UpdateShard {
     std::string peer;
     wire::Message request;
   };
-  Barriers barriers_;                       // by the cluster's size
-  Peers peers_;                             // by Who(): "worker 1"
+  Barriers barriers_;  // by the cluster's size
+  Peers peers_;        // by Who(): "worker 1"
   ServerStats stats_;
   ServerHighs highs_;
   std::unique_ptr<ShardCheckpoints> checkpoints_;
@@ -359,10 +362,10 @@ class ParameterServer : private UpdateShard {
   std::unique_ptr<DataLedger> ledger_;  // elastic data: shard 0 only, when given the data size
   // Replication: this shard's chain (inactive before a map: an unreplicated server).
   ReplicaChain chain_;
-  RecordSignature signature_;    // the head's tags of each record, made here or checked
-  StateStamps stamps_;           // the head's stamps of the state, made here or checked
-  std::vector<Waiting> future_;  // replication requests of an epoch this task has not yet seen
-  PushAdmission admission_;      // a push's checks before the policy: pace, fields, retry, contents
+  RecordSignature signature_;  // the head's tags of each record, made here or checked
+  StateStamps stamps_;         // the head's stamps of the state, made here or checked
+  ChainIntake intake_;         // replication requests taken, refused, or waiting for a map
+  PushAdmission admission_;    // a push's checks before the policy: pace, fields, retry, contents
   std::unique_ptr<TableShard> tables_;  // embedding-table rows this server owns, or null
   int64_t next_eviction_ = 0;           // the global step of the tables' next eviction
 };

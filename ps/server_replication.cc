@@ -16,11 +16,6 @@ using wire::MessageType;
 
 namespace {
 
-// Records that wait for a map this task has not yet been sent: about one per worker in
-// flight; more is a sender that ignores the map.
-constexpr size_t kMaxFutureRequests = 4096;
-constexpr uint64_t kMaxEpochsAhead = 16;  // maps a record may be ahead of this task's
-
 int64_t TensorBytes(const Message& m) {
   int64_t n = 0;
   for (const auto& t : m.tensors) n += static_cast<int64_t>(t.tensor.bytes());
@@ -83,9 +78,7 @@ std::vector<ParameterServer::Outgoing> ParameterServer::SetChain(const ChainView
     const int to = chain_.successor();
     for (Message record : chain_.unacknowledged()) {
       record.map_epoch = chain_.epoch();
-      stats_.bytes_replicated += TensorBytes(record);
-      ++stats_.records_replicated;
-      out.push_back({"", std::move(record), to});
+      SendRecord(std::move(record), to, &out);
     }
     LOG(INFO) << me << ": successor task " << to << ", sent " << chain_.unacknowledged().size()
               << " unacknowledged records again";
@@ -95,8 +88,7 @@ std::vector<ParameterServer::Outgoing> ParameterServer::SetChain(const ChainView
   }
   if (initialized_) CopyToJoiners(&out);
   // Records that waited for this map.
-  std::vector<Waiting> waiting = std::exchange(future_, {});
-  for (Waiting& w : waiting) {
+  for (ChainIntake::Waiting& w : intake_.TakeWaiting()) {
     std::vector<Outgoing> more = w.request.type == MessageType::kReplicate
                                      ? HandleReplicate(w.peer, w.request)
                                      : HandleReplicaCopy(w.peer, w.request);
@@ -170,11 +162,7 @@ int64_t ParameterServer::Replicate(int64_t step, NamedTensors prepared, NamedTen
               << " as head of shard " << options_.shard << " (step " << global_step_
               << ", map epoch " << chain_.epoch() << ")";
   }
-  for (int to : chain_.Append(record)) {
-    stats_.bytes_replicated += TensorBytes(record);
-    ++stats_.records_replicated;
-    out->push_back({"", record, to});
-  }
+  for (int to : chain_.Append(record)) SendRecord(record, to, out);
   return static_cast<int64_t>(record.sequence);
 }
 
@@ -224,58 +212,24 @@ bool ParameterServer::NotTheHead(const std::string& peer, const Message& request
 
 bool ParameterServer::CheckChainSender(const std::string& peer, const Message& request,
                                        std::vector<Outgoing>* out) {
-  const std::string what = wire::MessageTypeName(request.type);
-  auto refuse = [&](const std::string& why, StatusCode code) {
-    ++stats_.rejected;
-    out->push_back({peer, Error(request, why, code)});
-    return false;
-  };
-  if (request.shard != options_.shard) {
-    return refuse("a " + what + " for shard " + std::to_string(request.shard) + " reached shard " +
-                      std::to_string(options_.shard),
-                  StatusCode::kInvalidArgument);
+  Status why;
+  switch (intake_.Check(chain_, peer, request, &why)) {
+    case ChainIntake::Verdict::kTake:
+      return true;
+    case ChainIntake::Verdict::kWait:
+      return false;
+    case ChainIntake::Verdict::kRefuse:
+      break;
   }
-  if (request.map_epoch > chain_.epoch()) {
-    // Its sender has a newer map than this task: it is answered once the map arrives. Maps
-    // reach the tasks one after another, so only the next few epochs can be ahead of this one.
-    if (request.map_epoch > chain_.epoch() + kMaxEpochsAhead) {
-      return refuse("map epoch " + std::to_string(request.map_epoch) + " is more than " +
-                        std::to_string(kMaxEpochsAhead) + " ahead of this task's " +
-                        std::to_string(chain_.epoch()),
-                    StatusCode::kInvalidArgument);
-    }
-    if (future_.size() >= kMaxFutureRequests) {
-      return refuse("too many requests of map epoch " + std::to_string(request.map_epoch) +
-                        " waiting for that map (this task has epoch " +
-                        std::to_string(chain_.epoch()) + ")",
-                    StatusCode::kUnavailable);
-    }
-    future_.push_back({peer, request});
-    return false;
-  }
-  if (!chain_.active()) {
-    return refuse(
-        "shard " + std::to_string(options_.shard) + " has no shard map yet; it takes no " + what,
-        StatusCode::kFailedPrecondition);
-  }
-  const int p = chain_.predecessor();
-  if (request.role == "ps" && request.task_index == p) {
-    // Its predecessor still, whichever map it was sent under: a map that changed another
-    // part of the chain reaches the tasks one after another.
-    return true;
-  }
-  if (request.map_epoch < chain_.epoch()) {
-    return refuse("a " + what + " of map epoch " + std::to_string(request.map_epoch) +
-                      " is older than this shard's map epoch " + std::to_string(chain_.epoch()) +
-                      ", in which " + Who(request) + " is not its predecessor: refused (its " +
-                      "sender has lost its place)",
-                  StatusCode::kAborted);
-  }
-  return refuse("a " + what + " from " + Who(request) + ", which is not the predecessor of shard " +
-                    std::to_string(options_.shard) + " at map epoch " +
-                    std::to_string(chain_.epoch()) +
-                    (p < 0 ? " (this task has none)" : " (task " + std::to_string(p) + ")"),
-                StatusCode::kPermissionDenied);
+  ++stats_.rejected;
+  out->push_back({peer, Error(request, why.message(), why.code())});
+  return false;
+}
+
+void ParameterServer::SendRecord(Message record, int to, std::vector<Outgoing>* out) {
+  stats_.bytes_replicated += TensorBytes(record);
+  ++stats_.records_replicated;
+  out->push_back({"", std::move(record), to});
 }
 
 Status ParameterServer::CheckRecord(const Message& record) const {
@@ -346,11 +300,7 @@ std::vector<ParameterServer::Outgoing> ParameterServer::HandleReplicate(const st
   forward.task_index = options_.task_index;
   forward.incarnation = wire::ProcessIncarnation();
   forward.map_epoch = chain_.epoch();
-  for (int to : chain_.Append(forward)) {
-    stats_.bytes_replicated += TensorBytes(forward);
-    ++stats_.records_replicated;
-    out.push_back({"", forward, to});
-  }
+  for (int to : chain_.Append(forward)) SendRecord(forward, to, &out);
   chain_.Hold(sequence, {peer, ack, true});
   Release(&out);
   return out;

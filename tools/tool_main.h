@@ -1,6 +1,6 @@
-// The main() of a command-line tool that takes flags only and does one job: pstrain-idx2tfrecord
-// and pstrain-synth-ctr. Their flags, their log on the terminal and their exit status are then
-// the same for both, and each main() is its usage line and its job.
+// The main() of a command-line tool that takes flags only and does one job: pstrain-idx2tfrecord,
+// pstrain-synth-ctr and the benchmarks. Their flags, their log on the terminal and their exit
+// status are then the same for all, and each main() is its usage line and its job.
 #pragma once
 
 #include <gflags/gflags.h>
@@ -30,3 +30,9 @@ inline int RunTool(int argc, char** argv, const char* usage, const char* flag_fi
 }
 
 }  // namespace pstrain
+
+// main() of a tool whose flags are defined in the file it stands in, RunTool's `flag_file` as
+// the compiler names that file (the benchmarks'; the tools above name theirs from the
+// repository's root, as --helpshort prints it).
+#define PSTRAIN_TOOL_MAIN(usage, job) \
+  int main(int argc, char** argv) { return ::pstrain::RunTool(argc, argv, usage, __FILE__, job); }

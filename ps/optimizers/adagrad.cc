@@ -11,7 +11,6 @@ namespace {
 class AdagradOptimizer : public internal::SquaringOptimizerWith<AdagradOptions> {
  public:
   using SquaringOptimizerWith::SquaringOptimizerWith;
-  const char* name() const override { return "adagrad"; }
   std::vector<std::string> slot_names() const override { return {"accumulator"}; }
 
  protected:
@@ -40,10 +39,6 @@ constexpr internal::OptionField<AdagradOptions> kFields[] = {
 
 }  // namespace
 
-Result<std::unique_ptr<Optimizer>> NewAdagradOptimizer(const AdagradOptions& options) {
-  return internal::MakeIfValid<AdagradOptimizer>("adagrad", options, kFields);
-}
-
-PSTRAIN_REGISTER_OPTIMIZER("adagrad", (internal::ReaderOf<kFields, NewAdagradOptimizer>));
+PSTRAIN_OPTIMIZER_WITH_OPTIONS("adagrad", AdagradOptimizer, NewAdagradOptimizer, kFields);
 
 }  // namespace pstrain::ps

@@ -12,7 +12,6 @@ namespace {
 class AdamOptimizer : public internal::SquaringOptimizerWith<AdamOptions> {
  public:
   using SquaringOptimizerWith::SquaringOptimizerWith;
-  const char* name() const override { return "adam"; }
   std::vector<std::string> slot_names() const override { return {"m", "v"}; }
 
  protected:
@@ -45,10 +44,6 @@ constexpr internal::OptionField<AdamOptions> kFields[] = {
 
 }  // namespace
 
-Result<std::unique_ptr<Optimizer>> NewAdamOptimizer(const AdamOptions& options) {
-  return internal::MakeIfValid<AdamOptimizer>("adam", options, kFields);
-}
-
-PSTRAIN_REGISTER_OPTIMIZER("adam", (internal::ReaderOf<kFields, NewAdamOptimizer>));
+PSTRAIN_OPTIMIZER_WITH_OPTIONS("adam", AdamOptimizer, NewAdamOptimizer, kFields);
 
 }  // namespace pstrain::ps

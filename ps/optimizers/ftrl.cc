@@ -14,7 +14,6 @@ namespace {
 class FtrlOptimizer : public internal::SquaringOptimizerWith<FtrlOptions> {
  public:
   using SquaringOptimizerWith::SquaringOptimizerWith;
-  const char* name() const override { return "ftrl"; }
   std::vector<std::string> slot_names() const override { return {"accumulator", "linear"}; }
 
  protected:
@@ -59,10 +58,6 @@ constexpr internal::OptionField<FtrlOptions> kFields[] = {
 
 }  // namespace
 
-Result<std::unique_ptr<Optimizer>> NewFtrlOptimizer(const FtrlOptions& options) {
-  return internal::MakeIfValid<FtrlOptimizer>("ftrl", options, kFields);
-}
-
-PSTRAIN_REGISTER_OPTIMIZER("ftrl", (internal::ReaderOf<kFields, NewFtrlOptimizer>));
+PSTRAIN_OPTIMIZER_WITH_OPTIONS("ftrl", FtrlOptimizer, NewFtrlOptimizer, kFields);
 
 }  // namespace pstrain::ps

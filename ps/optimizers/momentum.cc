@@ -10,7 +10,6 @@ namespace {
 class MomentumOptimizer : public internal::OptimizerWith<MomentumOptions> {
  public:
   using OptimizerWith::OptimizerWith;
-  const char* name() const override { return "momentum"; }
   std::vector<std::string> slot_names() const override { return {"momentum"}; }
 
  protected:
@@ -42,10 +41,6 @@ constexpr internal::OptionField<MomentumOptions> kFields[] = {
 
 }  // namespace
 
-Result<std::unique_ptr<Optimizer>> NewMomentumOptimizer(const MomentumOptions& options) {
-  return internal::MakeIfValid<MomentumOptimizer>("momentum", options, kFields);
-}
-
-PSTRAIN_REGISTER_OPTIMIZER("momentum", (internal::ReaderOf<kFields, NewMomentumOptimizer>));
+PSTRAIN_OPTIMIZER_WITH_OPTIONS("momentum", MomentumOptimizer, NewMomentumOptimizer, kFields);
 
 }  // namespace pstrain::ps

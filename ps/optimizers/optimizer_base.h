@@ -25,13 +25,17 @@ inline void SetOptions(const AdagradOptions& o, OptimizerRule* r) { r->adagrad =
 inline void SetOptions(const RMSPropOptions& o, OptimizerRule* r) { r->rmsprop = o; }
 inline void SetOptions(const FtrlOptions& o, OptimizerRule* r) { r->ftrl = o; }
 
-template <typename Options>
+// Its config type name (a string literal: PSTRAIN_OPTIMIZER_WITH_OPTIONS's) and its options.
+template <typename OptionsOfRule>
 class OptimizerWith : public Optimizer {
  public:
-  explicit OptimizerWith(const Options& options) : options_(options) {}
+  using Options = OptionsOfRule;
+  OptimizerWith(const char* name, const Options& options) : name_(name), options_(options) {}
+  const char* name() const override { return name_; }
 
  protected:
   void DescribeOptions(OptimizerRule* rule) const override { SetOptions(options_, rule); }
+  const char* const name_;
   const Options options_;
 };
 
@@ -67,13 +71,13 @@ Status CheckFields(const Options& options, const OptionField<Options> (&fields)[
   return Status::OK();
 }
 
-// A `Made` over `options` once its `fields` are in bounds; else the error, prefixed
-// "<name> optimizer".
+// A `Made` of type `name` over `options` once its `fields` are in bounds; else the error,
+// prefixed "<name> optimizer".
 template <typename Made, typename Options, size_t N>
 Result<std::unique_ptr<Optimizer>> MakeIfValid(const char* name, const Options& options,
                                                const OptionField<Options> (&fields)[N]) {
   RETURN_IF_ERROR(CheckFields(options, fields).WithContext(std::string(name) + " optimizer"));
-  return std::unique_ptr<Optimizer>(new Made(options));
+  return std::unique_ptr<Optimizer>(new Made(name, options));
 }
 
 // Reads `fields` from an `optimizer:` node over Options' defaults (a key that is neither "type"
@@ -111,3 +115,12 @@ void ForEachElement(int64_t n, const Body& body) {
 }
 
 }  // namespace pstrain::ps::internal
+
+// The tail of an optimizer file with options, which names its type once: defines `make`
+// (optimizers' New<Name>Optimizer, optimizer.h: a `Made` over options whose `fields` are in
+// bounds) and registers `type_name`'s reader of `fields` from a config node.
+#define PSTRAIN_OPTIMIZER_WITH_OPTIONS(type_name, Made, make, fields)     \
+  Result<std::unique_ptr<Optimizer>> make(const Made::Options& options) { \
+    return internal::MakeIfValid<Made>(type_name, options, fields);       \
+  }                                                                       \
+  PSTRAIN_REGISTER_OPTIMIZER(type_name, (internal::ReaderOf<fields, make>))

@@ -12,7 +12,6 @@ namespace {
 class RMSPropOptimizer : public internal::SquaringOptimizerWith<RMSPropOptions> {
  public:
   using SquaringOptimizerWith::SquaringOptimizerWith;
-  const char* name() const override { return "rmsprop"; }
   std::vector<std::string> slot_names() const override {
     if (options_.centered) return {"ms", "mom", "mg"};
     return {"ms", "mom"};
@@ -67,10 +66,6 @@ constexpr internal::OptionField<RMSPropOptions> kFields[] = {
 
 }  // namespace
 
-Result<std::unique_ptr<Optimizer>> NewRMSPropOptimizer(const RMSPropOptions& options) {
-  return internal::MakeIfValid<RMSPropOptimizer>("rmsprop", options, kFields);
-}
-
-PSTRAIN_REGISTER_OPTIMIZER("rmsprop", (internal::ReaderOf<kFields, NewRMSPropOptimizer>));
+PSTRAIN_OPTIMIZER_WITH_OPTIONS("rmsprop", RMSPropOptimizer, NewRMSPropOptimizer, kFields);
 
 }  // namespace pstrain::ps

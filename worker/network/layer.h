@@ -5,7 +5,8 @@
 // Device dispatch happens in exactly one place, Layer::Forward/Backward. A layer's files sit side
 // by side in worker/network/layers/: <name>.h and <name>.cc (config, shapes, registration),
 // <name>_cpu.cc (ForwardCpu/BackwardCpu) and, with CUDA, <name>_cuda.cc or <name>_cuda.cu
-// (ForwardGpu/BackwardGpu; .cu when the layer has kernels of its own).
+// (ForwardGpu/BackwardGpu; .cu when the layer has kernels of its own); a layer whose base class
+// runs its kernels (conv2d and conv2d_transpose: conv_base.h) has neither kernel file.
 #pragma once
 
 #include <cstdint>

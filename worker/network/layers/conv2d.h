@@ -13,14 +13,7 @@ class Conv2D : public ConvBase {
  public:
   Conv2D() : ConvBase(/*transposed=*/false) {}
   Status Configure(const ConfigNode& node) override { return ConfigureConv(node, {}); }
-  Result<GraphOp> TensorFlowOp() const override;
-  Result<GraphOp> OnnxOp() const override;
-
- protected:
-  Result<Window1D> OutputWindow(int dim, int64_t in, int64_t kernel, int64_t stride,
-                                int64_t* out) const override;
-  void MakeCpuPrimitives(bool need_input_grad, CpuPlan* plan) const override;
-  PSTRAIN_DECLARE_GPU_KERNELS()
+  PSTRAIN_DECLARE_CONV_LAYER()
 };
 
 }  // namespace worker

@@ -11,7 +11,11 @@
 // Weights [in_channels, filters, kh, kw]: the OIHW weights of that conv2d (its out = our in),
 // PyTorch's ConvTranspose2d layout, TensorFlow's [kh, kw, filters, in_channels] transposed to
 // channels first; so conv2d_transpose(W) is the adjoint of conv2d(W). Bias [filters]. That conv2d
-// is conv_base.h's conv, which holds the fields, the geometry and the kernels' plumbing.
+// is conv_base.h's conv, which holds the fields, the geometry and the kernels.
+//
+// Exported as tf.nn.conv2d_transpose's op and ONNX's ConvTranspose, whose weights layout
+// (C, M/group, kH, kW) is ours. An explicit output_size that no conv2d maps back to the input is
+// an error naming it.
 #pragma once
 
 #include <string>
@@ -26,17 +30,7 @@ class Conv2DTranspose : public ConvBase {
  public:
   Conv2DTranspose() : ConvBase(/*transposed=*/true) {}
   Status Configure(const ConfigNode& node) override;
-  // tf.nn.conv2d_transpose's op; ONNX's ConvTranspose, whose weights layout (C, M/group, kH, kW)
-  // is ours.
-  Result<GraphOp> TensorFlowOp() const override;
-  Result<GraphOp> OnnxOp() const override;
-
- protected:
-  // An explicit output_size that no conv2d maps back to the input is an error naming it.
-  Result<Window1D> OutputWindow(int dim, int64_t in, int64_t kernel, int64_t stride,
-                                int64_t* out) const override;
-  void MakeCpuPrimitives(bool need_input_grad, CpuPlan* plan) const override;
-  PSTRAIN_DECLARE_GPU_KERNELS()
+  PSTRAIN_DECLARE_CONV_LAYER()
 
  private:
   std::vector<int64_t> output_size_;  // empty: computed

@@ -6,10 +6,11 @@
 // x, our output its y); conv2d_transpose is the conv's input gradient (our input is its y, our
 // output its x). The weights are the conv's OIHW filter either way, [filters, in_channels, kh, kw]
 // for conv2d and [in_channels, filters, kh, kw] for conv2d_transpose, and the padding is the
-// conv's (window.h, TensorFlow's SAME). On the CPU (conv_base_cpu.cc) each layer picks oneDNN's
-// primitive family (<name>_cpu.cc) and the base runs it; on the GPU (conv_base_cuda.cc) the base
-// holds cuDNN's descriptors and the conv's three passes, and each layer's <name>_cuda.cc composes
-// its forward and backward passes from them.
+// conv's (window.h, TensorFlow's SAME). The kernels are the base's, for both layers: on the CPU
+// (conv_base_cpu.cc) oneDNN's convolution primitives, or its deconvolution ones when transposed;
+// on the GPU (conv_base_cuda.cc) cuDNN's descriptors and the conv's three passes, composed into
+// either layer's forward and backward passes by which of our tensors is the conv's x. A layer's
+// own files hold what differs: its extra fields, its output size and its exports.
 #pragma once
 
 #include <map>
@@ -49,9 +50,6 @@ class ConvBase : public Layer {
   // window there; errors go through ShapeError.
   virtual Result<Window1D> OutputWindow(int dim, int64_t in, int64_t kernel, int64_t stride,
                                         int64_t* out) const = 0;
-  // Fills the plan's primitives (and their descriptors) from its `any` descriptors, with
-  // oneDNN's convolution or deconvolution family (MakeDnnlPrimitives, conv_base_cpu.h).
-  virtual void MakeCpuPrimitives(bool need_input_grad, CpuPlan* plan) const = 0;
   // The attributes both layers' exports share: TensorFlow's (strides, padding, NCHW, dilations)
   // and ONNX's (kernel_shape, strides, dilations, group; `pads` as ONNX orders them).
   GraphOp TensorFlowConvOp(std::string op) const;
@@ -61,6 +59,7 @@ class ConvBase : public Layer {
                   const LayerContext& ctx) override;
   void BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& out, const Tensor& out_grad,
                    const std::vector<Tensor*>& in_grads, const LayerContext& ctx) override;
+  PSTRAIN_DECLARE_GPU_KERNELS()
 
   // cuDNN's descriptors, algorithms and padding buffers of one batch size (conv_base_cuda.cc).
   struct GpuPlan;
@@ -99,6 +98,17 @@ class ConvBase : public Layer {
   std::map<int64_t, std::shared_ptr<CpuPlan>> cpu_plans_;  // by batch size
   std::map<int64_t, std::shared_ptr<GpuPlan>> gpu_plans_;
 };
+
+// Declares what a layer derived from ConvBase defines in its <name>.cc: its exports and its
+// output size. Its Configure it declares itself.
+#define PSTRAIN_DECLARE_CONV_LAYER()                                                               \
+ public:                                                                                           \
+  Result<GraphOp> TensorFlowOp() const override;                                                   \
+  Result<GraphOp> OnnxOp() const override;                                                         \
+                                                                                                   \
+ protected:                                                                                        \
+  Result<Window1D> OutputWindow(int dim, int64_t in, int64_t kernel, int64_t stride, int64_t* out) \
+      const override;
 
 }  // namespace worker
 }  // namespace pstrain

@@ -1,7 +1,10 @@
-// ConvBase on the CPU with oneDNN: the primitives of the layer's family (MakeCpuPrimitives) in
-// one plan per batch size. The input gradient is skipped when nothing upstream needs it (the
-// first layer).
+// ConvBase on the CPU with oneDNN: the conv's convolution primitives, or for conv2d_transpose
+// (whose forward pass is the conv's input gradient) oneDNN's deconvolution ones, in one plan per
+// batch size. The input gradient is skipped when nothing upstream needs it (the first layer).
 #include "worker/network/layers/conv_base_cpu.h"
+
+#include <unordered_map>
+#include <utility>
 
 namespace pstrain {
 namespace worker {
@@ -28,7 +31,11 @@ ConvBase::CpuPlan& ConvBase::GetCpuPlan(int64_t n, bool need_input_grad) {
   p->strides = {g_.sh, g_.sw};
   p->pad_l = {g_.wh.pad_before, g_.ww.pad_before};
   p->pad_r = {g_.wh.pad_after, g_.ww.pad_after};
-  MakeCpuPrimitives(need_input_grad, p.get());
+  if (transposed_) {
+    MakeDnnlPrimitives<DnnlDeconvolution>(need_input_grad, p.get());
+  } else {
+    MakeDnnlPrimitives<DnnlConvolution>(need_input_grad, p.get());
+  }
   auto& eng = cpu::Engine();
   auto make = [&](const memory::desc& want, const memory::desc& user) {
     return want == user ? memory() : memory(want, eng);
@@ -56,20 +63,26 @@ memory Staged(const memory& internal, const memory& user, bool fill) {
   if (fill) cpu::Reorder(user, internal);
   return internal;
 }
+
+// Runs `primitive` on its staged inputs `args`, its output `out_arg` written to `user_out`
+// through `internal_out` when it wants its own layout there.
+void RunInto(const dnnl::primitive& primitive, std::unordered_map<int, memory> args, int out_arg,
+             const memory& internal_out, const memory& user_out) {
+  const memory out = Staged(internal_out, user_out, false);
+  args[out_arg] = out;
+  primitive.execute(cpu::Stream(), args);
+  if (internal_out) cpu::Reorder(out, user_out);
+}
 }  // namespace
 
 void ConvBase::ForwardCpu(const std::vector<const Tensor*>& in, Tensor* out,
                           const LayerContext& /*ctx*/) {
   CpuPlan& p = GetCpuPlan(in[0]->dim(0), false);
-  memory user_dst = cpu::Wrap(p.user_dst, *out);
-  memory src = Staged(p.src, cpu::Wrap(p.user_src, *in[0]), true);
-  memory w = Staged(p.w, cpu::Wrap(p.user_w, weights_), true);
-  memory dst = Staged(p.dst, user_dst, false);
   std::unordered_map<int, memory> args{
-      {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, dst}};
+      {DNNL_ARG_SRC, Staged(p.src, cpu::Wrap(p.user_src, *in[0]), true)},
+      {DNNL_ARG_WEIGHTS, Staged(p.w, cpu::Wrap(p.user_w, weights_), true)}};
   if (use_bias_) args[DNNL_ARG_BIAS] = cpu::Wrap(p.bias, bias_);
-  p.fwd.execute(cpu::Stream(), args);
-  if (p.dst) cpu::Reorder(dst, user_dst);
+  RunInto(p.fwd, std::move(args), DNNL_ARG_DST, p.dst, cpu::Wrap(p.user_dst, *out));
 }
 
 void ConvBase::BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& /*out*/,
@@ -78,26 +91,22 @@ void ConvBase::BackwardCpu(const std::vector<const Tensor*>& in, const Tensor& /
   const bool need_input_grad = in_grads[0] != nullptr;
   CpuPlan& p = GetCpuPlan(in[0]->dim(0), need_input_grad);
   memory user_diff_dst = cpu::Wrap(p.user_dst, out_grad);
-  memory user_diff_w = cpu::Wrap(p.user_w, weights_grad_);
-  memory src = Staged(p.bwd_src, cpu::Wrap(p.user_src, *in[0]), true);
   memory diff_dst = Staged(p.diff_dst, user_diff_dst, true);
-  memory diff_w = Staged(p.diff_w, user_diff_w, false);
   std::unordered_map<int, memory> args{
-      {DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_DIFF_WEIGHTS, diff_w}};
+      {DNNL_ARG_SRC, Staged(p.bwd_src, cpu::Wrap(p.user_src, *in[0]), true)},
+      {DNNL_ARG_DIFF_DST, diff_dst}};
   if (use_bias_) args[DNNL_ARG_DIFF_BIAS] = cpu::Wrap(p.bias, bias_grad_);
-  p.bwd_w.execute(cpu::Stream(), args);
-  if (p.diff_w) cpu::Reorder(diff_w, user_diff_w);
+  RunInto(p.bwd_w, std::move(args), DNNL_ARG_DIFF_WEIGHTS, p.diff_w,
+          cpu::Wrap(p.user_w, weights_grad_));
 
   if (!need_input_grad) return;
-  memory user_diff_src = cpu::Wrap(p.user_src, *in_grads[0]);
-  memory w = Staged(p.bwd_d_w, cpu::Wrap(p.user_w, weights_), true);
   memory dd = p.bwd_d_diff_dst && p.bwd_d_pd.diff_dst_desc() == diff_dst.get_desc()
                   ? diff_dst
                   : Staged(p.bwd_d_diff_dst, user_diff_dst, true);
-  memory diff_src = Staged(p.diff_src, user_diff_src, false);
-  p.bwd_d.execute(cpu::Stream(),
-                  {{DNNL_ARG_DIFF_DST, dd}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DIFF_SRC, diff_src}});
-  if (p.diff_src) cpu::Reorder(diff_src, user_diff_src);
+  RunInto(p.bwd_d,
+          {{DNNL_ARG_DIFF_DST, dd},
+           {DNNL_ARG_WEIGHTS, Staged(p.bwd_d_w, cpu::Wrap(p.user_w, weights_), true)}},
+          DNNL_ARG_DIFF_SRC, p.diff_src, cpu::Wrap(p.user_src, *in_grads[0]));
 }
 
 }  // namespace worker

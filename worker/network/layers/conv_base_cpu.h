@@ -1,6 +1,6 @@
 // ConvBase's oneDNN plan and the template that fills it with one family of oneDNN's primitives:
-// convolution (conv2d_cpu.cc) or deconvolution (conv2d_transpose_cpu.cc), whose descriptors take
-// the same arguments. Included by the CPU files of the layers that derive from ConvBase only.
+// convolution (conv2d) or deconvolution (conv2d_transpose), whose descriptors take the same
+// arguments. Included by conv_base_cpu.cc only.
 #pragma once
 
 #include "worker/network/cpu/dnnl_context.h"
@@ -25,8 +25,27 @@ struct ConvBase::CpuPlan {
   memory src, dst, w, diff_dst, diff_w, bwd_src, bwd_d_w, diff_src, bwd_d_diff_dst;
 };
 
-template <typename Forward, typename BackwardWeights, typename BackwardData>
-void MakeDnnlPrimitives(dnnl::algorithm alg, bool need_input_grad, ConvBase::CpuPlan* p) {
+// oneDNN's two families of primitives whose descriptors take the same arguments, each with its
+// direct algorithm.
+struct DnnlConvolution {
+  using Forward = dnnl::convolution_forward;
+  using BackwardWeights = dnnl::convolution_backward_weights;
+  using BackwardData = dnnl::convolution_backward_data;
+  static constexpr dnnl::algorithm kAlgorithm = dnnl::algorithm::convolution_direct;
+};
+struct DnnlDeconvolution {
+  using Forward = dnnl::deconvolution_forward;
+  using BackwardWeights = dnnl::deconvolution_backward_weights;
+  using BackwardData = dnnl::deconvolution_backward_data;
+  static constexpr dnnl::algorithm kAlgorithm = dnnl::algorithm::deconvolution_direct;
+};
+
+template <typename Family>
+void MakeDnnlPrimitives(bool need_input_grad, ConvBase::CpuPlan* p) {
+  using Forward = typename Family::Forward;
+  using BackwardWeights = typename Family::BackwardWeights;
+  using BackwardData = typename Family::BackwardData;
+  const dnnl::algorithm alg = Family::kAlgorithm;
   auto& eng = cpu::Engine();
   typename Forward::primitive_desc fwd_pd(
       typename Forward::desc(dnnl::prop_kind::forward_training, alg, p->any_src, p->any_w, p->bias,

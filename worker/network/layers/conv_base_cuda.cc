@@ -97,6 +97,39 @@ void ConvBase::BiasGradient(GpuPlan& p, const float* out_grad, const LayerContex
                                                    p.bias, variables()[1].device_grad.data()));
 }
 
+Status ConvBase::GpuSupport() const { return Status::OK(); }
+
+void ConvBase::ForwardGpu(const std::vector<const Tensor*>& in, Tensor* out,
+                          const LayerContext& ctx) {
+  GpuPlan& p = GetGpuPlan(in[0]->dim(0), ctx);
+  if (transposed_) {  // our output is the conv's x: its input gradient of our input
+    ConvolveYToX(p, in[0]->data(), out->data(), ctx);
+  } else {
+    ConvolveXToY(p, PaddedX(p, in[0]->data(), ctx), out->data(), ctx);
+  }
+  AddBias(p, out->data(), ctx);
+}
+
+void ConvBase::BackwardGpu(const std::vector<const Tensor*>& in, const Tensor& /*out*/,
+                           const Tensor& out_grad, const std::vector<Tensor*>& in_grads,
+                           const LayerContext& ctx) {
+  GpuPlan& p = GetGpuPlan(in[0]->dim(0), ctx);
+  // The conv's x and y: our input and our output's gradient, or the reverse when transposed.
+  const float* x = transposed_ ? out_grad.data() : in[0]->data();
+  const float* y = transposed_ ? in[0]->data() : out_grad.data();
+  // Padded again: another forward pass (evaluation) may have overwritten the buffer. When
+  // transposed, the padding's gradient is dropped: zeros.
+  const float* padded_x = PaddedX(p, x, ctx);
+  WeightsGradient(p, padded_x, y, ctx);
+  BiasGradient(p, out_grad.data(), ctx);
+  if (!in_grads[0]) return;
+  if (transposed_) {
+    ConvolveXToY(p, padded_x, in_grads[0]->data(), ctx);
+  } else {
+    ConvolveYToX(p, y, in_grads[0]->data(), ctx);
+  }
+}
+
 ConvBase::GpuPlan& ConvBase::GetGpuPlan(int64_t n, const LayerContext& ctx) {
   auto& slot = gpu_plans_[n];
   if (slot) return *slot;
