@@ -24,6 +24,28 @@ struct ServerStats {
   int64_t staleness_sum = 0, staleness_samples = 0;
   // Embedding-table rows held now, over every table (a gauge, not a total).
   int64_t table_rows = 0;
+
+  // Every field summed (a task's shards into its totals); a new field is added here too.
+  ServerStats& operator+=(const ServerStats& s) {
+    pushes += s.pushes;
+    pulls += s.pulls;
+    updates += s.updates;
+    dropped_stale += s.dropped_stale;
+    rejected += s.rejected;
+    duplicates += s.duplicates;
+    refused += s.refused;
+    scaled_outliers += s.scaled_outliers;
+    bytes_in += s.bytes_in;
+    bytes_out += s.bytes_out;
+    apply_nanos += s.apply_nanos;
+    records_replicated += s.records_replicated;
+    copies_sent += s.copies_sent;
+    bytes_replicated += s.bytes_replicated;
+    staleness_sum += s.staleness_sum;
+    staleness_samples += s.staleness_samples;
+    table_rows += s.table_rows;
+    return *this;
+  }
 };
 
 // The highest values since the summary last took them (ParameterServer::TakeHighs).

@@ -18,26 +18,6 @@ namespace ps {
 
 using wire::Message;
 
-namespace {
-
-void Add(ServerStats* total, const ServerStats& s) {
-  total->pushes += s.pushes;
-  total->pulls += s.pulls;
-  total->updates += s.updates;
-  total->dropped_stale += s.dropped_stale;
-  total->rejected += s.rejected;
-  total->duplicates += s.duplicates;
-  total->refused += s.refused;
-  total->bytes_in += s.bytes_in;
-  total->bytes_out += s.bytes_out;
-  total->apply_nanos += s.apply_nanos;
-  total->staleness_sum += s.staleness_sum;
-  total->staleness_samples += s.staleness_samples;
-  total->table_rows += s.table_rows;
-}
-
-}  // namespace
-
 wire::Connection* ServerTask::ConnectionTo(int task) {
   auto it = connections_.find(task);
   if (it != connections_.end()) return it->second.get();
@@ -165,7 +145,7 @@ void ServerTask::ReceiveServerReplies(int task) {
 
 ServerStats ServerTask::TotalStats() const {
   ServerStats total = own_stats_;
-  for (const auto& [s, server] : shards_) Add(&total, server->stats());
+  for (const auto& [s, server] : shards_) total += server->stats();
   return total;
 }
 
