@@ -1,0 +1,61 @@
+// PrintAtScale: ResNet-50 on hosts of 8 GPUs against every server layout, in each push mode.
+#include <cstdio>
+#include <cstdlib>
+
+#include "bench/scale_sim/scenario.h"
+#include "bench/scale_sim/tables.h"
+
+namespace scale_sim {
+
+void PrintAtScale(int worker_hosts, double gbit, const std::vector<int>& server_hosts,
+                  const std::vector<int>& cores, int steps) {
+  const int gpus = 8;
+  const double ideal = worker_hosts * gpus * kBatch / kOneGpuStepSeconds;
+  std::printf(
+      "\n== %d GPUs: %d hosts x %d GPUs, %.0f Gbit/s links, servers on hosts of their "
+      "own; ideal %.0f img/s (%d x %.0f)\n",
+      worker_hosts * gpus, worker_hosts, gpus, gbit, ideal, worker_hosts * gpus,
+      kBatch / kOneGpuStepSeconds);
+  const PushMode modes[] = {PushMode::kAfterBackward, PushMode::kOverlapped,
+                            PushMode::kPerLayerPulls};
+  std::printf("| server hosts | cores each | processes |");
+  for (PushMode m : modes) std::printf(" %s: img/s | eff | bound |", PushModeName(m).c_str());
+  std::printf("\n|---|---|---|");
+  for (size_t i = 0; i < std::size(modes); ++i) std::printf("---|---|---|");
+  std::printf("\n");
+  for (int hosts : server_hosts) {
+    for (int c : cores) {
+      Scenario s;
+      s.worker_hosts = worker_hosts;
+      s.gpus = gpus;
+      s.server_hosts = hosts;
+      s.server_cores = c;
+      // A server process keeps ~3 cores busy (its loop and ZeroMQ's 2 I/O threads).
+      s.server_processes = hosts * (c / 3 > 0 ? c / 3 : 1);
+      s.link_bits_per_s = gbit * 1e9;
+      s.steps = steps;
+      // Hosts that start apart fall into step with one another within a few steps (below):
+      // the first third is not counted.
+      s.warmup_steps = steps / 3;
+      std::printf("| %d | %d | %d |", hosts, c, s.server_processes);
+      for (PushMode m : modes) {
+        s.mode = m;
+        const Outcome o = RunScenario(s);
+        if (!o.ok) {
+          std::printf(" failed | | |");
+          continue;
+        }
+        std::printf(" %.0f | %.1f%% | %s |", o.images_per_s, 100 * o.images_per_s / ideal,
+                    BoundOf(s, o).c_str());
+        if (std::getenv("SCALE_SIM_VERBOSE")) {
+          std::printf(" [step %.1f ms; server link %.2f cpu %.2f; worker link %.2f cpu %.2f]",
+                      o.step_s * 1e3, o.server_link, o.server_cpu, o.worker_link, o.worker_cpu);
+        }
+      }
+      std::printf("\n");
+      std::fflush(stdout);
+    }
+  }
+}
+
+}  // namespace scale_sim
