@@ -17,7 +17,7 @@
 
 DEFINE_bool(checks, true, "simulate the measured cells and print both");
 DEFINE_string(worker_hosts, "8,64", "worker hosts of 8 GPUs, a table each (empty: none)");
-DEFINE_string(gbit, "25,100", "link rates, Gbit/s");
+DEFINE_string(gbit, "100,25", "link rates, Gbit/s");
 DEFINE_string(server_cores, "8,16,32", "cores of a server host");
 DEFINE_int32(steps, 30, "steps a worker host runs in each simulation, the first third not counted");
 DEFINE_string(server_hosts_per_8, "1,2,3,4,8",

@@ -54,7 +54,8 @@ struct Outcome {
 };
 
 Outcome RunScenario(const Scenario& s);
-// What bounds the outcome: the resource used >= 85% of the window, else the step itself.
+// What bounds the outcome: the busiest resource and its use when >= 80% of the run, else the
+// step itself (compute, or compute and the exchange after it), naming the busiest resource.
 std::string BoundOf(const Scenario& s, const Outcome& o);
 
 }  // namespace scale_sim

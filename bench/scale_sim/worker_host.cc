@@ -166,6 +166,9 @@ void WorkerHost(int host) {
     // 6. upload: the values to every GPU (per-layer pulls did it in the forward)
     if (!per_layer) sg4::this_actor::sleep_for(broadcast_s_per_byte * total);
     sim.step_ends[host].push_back(sg4::Engine::get_clock());
+    if (std::getenv("SCALE_SIM_TRACE")) {
+      std::fprintf(stderr, "%.4f host %d step %d ends\n", sg4::Engine::get_clock(), host, step);
+    }
   }
 }
 
