@@ -7,24 +7,23 @@
 
 namespace scale_sim {
 
-void PrintAtScale(int worker_hosts, double gbit, const std::vector<int>& server_hosts,
-                  const std::vector<int>& cores, int steps) {
-  const int gpus = 8;
+void PrintAtScale(const AtScale& a) {
+  const int gpus = 8, worker_hosts = a.worker_hosts;
+  const double gbit = a.gbit;
   const double ideal = worker_hosts * gpus * kBatch / kOneGpuStepSeconds;
   std::printf(
       "\n== %d GPUs: %d hosts x %d GPUs, %.0f Gbit/s links, servers on hosts of their "
       "own; ideal %.0f img/s (%d x %.0f)\n",
       worker_hosts * gpus, worker_hosts, gpus, gbit, ideal, worker_hosts * gpus,
       kBatch / kOneGpuStepSeconds);
-  const PushMode modes[] = {PushMode::kAfterBackward, PushMode::kOverlapped,
-                            PushMode::kPerLayerPulls};
+  const std::vector<PushMode>& modes = a.modes;
   std::printf("| server hosts | cores each | processes |");
   for (PushMode m : modes) std::printf(" %s: img/s | eff | bound |", PushModeName(m).c_str());
   std::printf("\n|---|---|---|");
-  for (size_t i = 0; i < std::size(modes); ++i) std::printf("---|---|---|");
+  for (size_t i = 0; i < modes.size(); ++i) std::printf("---|---|---|");
   std::printf("\n");
-  for (int hosts : server_hosts) {
-    for (int c : cores) {
+  for (int hosts : a.server_hosts) {
+    for (int c : a.cores) {
       Scenario s;
       s.worker_hosts = worker_hosts;
       s.gpus = gpus;
@@ -33,10 +32,12 @@ void PrintAtScale(int worker_hosts, double gbit, const std::vector<int>& server_
       // A server process keeps ~3 cores busy (its loop and ZeroMQ's 2 I/O threads).
       s.server_processes = hosts * (c / 3 > 0 ? c / 3 : 1);
       s.link_bits_per_s = gbit * 1e9;
-      s.steps = steps;
+      s.steps = a.steps;
+      s.part_bytes = a.part_bytes;
+      s.partition_bytes = a.partition_bytes;
       // Hosts that start apart fall into step with one another within a few steps (below):
       // the first third is not counted.
-      s.warmup_steps = steps / 3;
+      s.warmup_steps = a.steps / 3;
       std::printf("| %d | %d | %d |", hosts, c, s.server_processes);
       for (PushMode m : modes) {
         s.mode = m;

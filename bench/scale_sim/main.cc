@@ -20,6 +20,11 @@ DEFINE_string(worker_hosts, "8,64", "worker hosts of 8 GPUs, a table each (empty
 DEFINE_string(gbit, "100,25", "link rates, Gbit/s");
 DEFINE_string(server_cores, "8,16,32", "cores of a server host");
 DEFINE_int32(steps, 30, "steps a worker host runs in each simulation, the first third not counted");
+DEFINE_string(modes, "after,overlapped,per_layer",
+              "push modes, a column each: after (one push per server after backward), overlapped "
+              "(each part once its layers are averaged), per_layer (overlapped, pulls by layer)");
+DEFINE_double(push_part_mb, 4, "--push_part_mb of the simulated workers");
+DEFINE_double(partition_mb, 8, "--partition_bytes of the simulated cluster, in MiB");
 DEFINE_string(server_hosts_per_8, "1,2,3,4,8",
               "server hosts for every 8 worker hosts (64 worker hosts: 8 times as many)");
 
@@ -74,12 +79,35 @@ int main(int argc, char** argv) {
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   PrintConstants();
+  std::vector<scale_sim::PushMode> modes;
+  std::stringstream list(FLAGS_modes);
+  for (std::string m; std::getline(list, m, ',');) {
+    if (m == "after") {
+      modes.push_back(scale_sim::PushMode::kAfterBackward);
+    } else if (m == "overlapped") {
+      modes.push_back(scale_sim::PushMode::kOverlapped);
+    } else if (m == "per_layer") {
+      modes.push_back(scale_sim::PushMode::kPerLayerPulls);
+    } else {
+      std::fprintf(stderr, "--modes: '%s' is none of after, overlapped, per_layer\n", m.c_str());
+      return 2;
+    }
+  }
   if (FLAGS_checks) scale_sim::PrintChecks();
   for (int hosts : Ints(FLAGS_worker_hosts)) {
     std::vector<int> servers;
     for (int per8 : Ints(FLAGS_server_hosts_per_8)) servers.push_back((per8 * hosts + 7) / 8);
     for (int gbit : Ints(FLAGS_gbit)) {
-      scale_sim::PrintAtScale(hosts, gbit, servers, Ints(FLAGS_server_cores), FLAGS_steps);
+      scale_sim::AtScale a;
+      a.worker_hosts = hosts;
+      a.gbit = gbit;
+      a.server_hosts = servers;
+      a.cores = Ints(FLAGS_server_cores);
+      a.modes = modes;
+      a.steps = FLAGS_steps;
+      a.part_bytes = static_cast<int64_t>(FLAGS_push_part_mb * 1048576);
+      a.partition_bytes = static_cast<int64_t>(FLAGS_partition_mb * 1048576);
+      scale_sim::PrintAtScale(a);
     }
   }
   return 0;

@@ -44,6 +44,9 @@ void BuildPlatform(Simulation& sim) {
   sim.worker_usage.assign(sim.worker_hosts.size(), {});
   sim.server_usage.assign(sim.server_hosts.size(), {});
   sim.step_ends.assign(sim.worker_hosts.size(), {});
+  for (int p = 0; p < s.server_processes; ++p)
+    sim.server_inbox.push_back(std::make_unique<Inbox>());
+  for (int h = 0; h < s.worker_hosts; ++h) sim.host_inbox.push_back(std::make_unique<Inbox>());
 }
 
 Usage& Simulation::UsageOf(sg4::Host* host) {
@@ -67,7 +70,21 @@ void Compute(sg4::Host* host, double seconds) {
   sg4::this_actor::exec_init(seconds * kFlops)->set_host(sim.CpuOf(host))->wait();
 }
 
-void Send(sg4::Host* from, sg4::Host* to_host, sg4::Mailbox* to, Message* m, double bytes,
+void Inbox::Put(Message* m) {
+  std::unique_lock<sg4::Mutex> lock(*mutex_);
+  queue_.push_back(m);
+  ready_->notify_one();
+}
+
+Message* Inbox::Take() {
+  std::unique_lock<sg4::Mutex> lock(*mutex_);
+  while (queue_.empty()) ready_->wait(lock);
+  Message* m = queue_.front();
+  queue_.pop_front();
+  return m;
+}
+
+void Send(sg4::Host* from, sg4::Host* to_host, Inbox* to, Message* m, double bytes,
           double send_cpu_s, double receive_cpu_s) {
   Simulation& sim = Simulation::Get();
   Usage& sender = sim.UsageOf(from);
@@ -78,14 +95,12 @@ void Send(sg4::Host* from, sg4::Host* to_host, sg4::Mailbox* to, Message* m, dou
   receiver.bytes_in += bytes;
   sg4::ExecPtr send = sg4::this_actor::exec_init(send_cpu_s * kFlops);
   send->set_host(sim.CpuOf(from))->start();
-  m->receive_cpu = sg4::this_actor::exec_init(receive_cpu_s * kFlops);
-  m->receive_cpu->set_host(sim.CpuOf(to_host))->start();
-  sg4::ExecPtr receive = m->receive_cpu;
-  to->put(m, static_cast<uint64_t>(bytes));
+  sg4::ExecPtr receive = sg4::this_actor::exec_init(receive_cpu_s * kFlops);
+  receive->set_host(sim.CpuOf(to_host))->start();
+  sg4::Comm::sendto(from, to_host, static_cast<uint64_t>(bytes));
   send->wait();
-  // An activity dies with the actor that started it; the connection also carries one message
-  // at a time, so the next one waits for the receiver to have taken this one.
   receive->wait();
+  to->Put(m);
 }
 
 }  // namespace scale_sim

@@ -11,22 +11,21 @@ void ServerProcess(int server) {
   Simulation& sim = Simulation::Get();
   const Scenario& s = sim.scenario;
   sg4::Host* me = sim.server_host_of[server];
-  sg4::Mailbox* in = sg4::Mailbox::by_name("ps" + std::to_string(server));
-  in->set_receiver(sg4::Actor::self());
+  Inbox* in = sim.server_inbox[server].get();
   while (true) {
-    Message* m = in->get<Message>();
-    m->receive_cpu->wait();
+    Message* m = in->Take();
     // A push answered with the values stands for pstrain's push and the pull after it: two
     // requests of the same partitions.
     const int requests = m->kind == Message::kPush && m->reply_bytes > 0 ? 2 : 1;
     Compute(me, requests * (s.k.message_s + m->tensors * s.k.tensor_s));
-    auto* reply = new Message{Message::kReply, m->host, server, m->layer, m->tensors, 0, nullptr};
+    auto* reply = new Message{Message::kReply, m->host, server, m->layer, m->tensors, 0};
     const int64_t bytes = m->reply_bytes;
     delete m;
     sg4::Host* to = sim.worker_hosts[reply->host];
-    sg4::Actor::create("reply", me, [&s, me, to, reply, bytes] {
-      Send(me, to, sg4::Mailbox::by_name("host" + std::to_string(reply->host)), reply,
-           bytes + s.k.header_bytes, s.k.server_s_per_byte * bytes, s.k.worker_s_per_byte * bytes);
+    Inbox* inbox = sim.host_inbox[reply->host].get();
+    sg4::Actor::create("reply", me, [&s, me, to, inbox, reply, bytes] {
+      Send(me, to, inbox, reply, bytes + s.k.header_bytes, s.k.server_s_per_byte * bytes,
+           s.k.worker_s_per_byte * bytes);
     });
   }
 }

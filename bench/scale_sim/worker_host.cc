@@ -42,10 +42,8 @@ void SendParts(int host, std::vector<std::pair<double, const SimPart*>> parts) {
                           part->server,
                           -1,
                           static_cast<int>(part->partitions.size()),
-                          s.mode == PushMode::kPerLayerPulls ? 0 : part->bytes,
-                          nullptr};
-    Send(me, sim.server_host_of[part->server],
-         sg4::Mailbox::by_name("ps" + std::to_string(part->server)), m,
+                          s.mode == PushMode::kPerLayerPulls ? 0 : part->bytes};
+    Send(me, sim.server_host_of[part->server], sim.server_inbox[part->server].get(), m,
          part->bytes + s.k.header_bytes, s.k.worker_s_per_byte * part->bytes,
          s.k.server_s_per_byte * part->bytes);
   }
@@ -61,17 +59,15 @@ void SendLayerPulls(int host, std::vector<const SimPart*> pulls) {
                           pull->server,
                           pull->first_layer,
                           static_cast<int>(pull->partitions.size()),
-                          pull->bytes,
-                          nullptr};
+                          pull->bytes};
     Send(sim.worker_hosts[host], sim.server_host_of[pull->server],
-         sg4::Mailbox::by_name("ps" + std::to_string(pull->server)), m, s.k.header_bytes, 0, 0);
+         sim.server_inbox[pull->server].get(), m, s.k.header_bytes, 0, 0);
   }
 }
 
-// Takes one reply from the host's mailbox once its bytes' CPU is spent; returns its layer.
-int TakeReply(sg4::Mailbox* inbox) {
-  Message* r = inbox->get<Message>();
-  r->receive_cpu->wait();
+// Takes one reply; returns its layer.
+int TakeReply(Inbox* inbox) {
+  Message* r = inbox->Take();
   if (std::getenv("SCALE_SIM_TRACE")) {
     std::fprintf(stderr, "%.4f host %d reply from ps%d\n", sg4::Engine::get_clock(), r->host,
                  r->server);
@@ -88,8 +84,7 @@ void WorkerHost(int host) {
   const Scenario& s = sim.scenario;
   const StepPlan& plan = sim.plan;
   sg4::Host* me = sim.worker_hosts[host];
-  sg4::Mailbox* inbox = sg4::Mailbox::by_name("host" + std::to_string(host));
-  inbox->set_receiver(sg4::Actor::self());
+  Inbox* inbox = sim.host_inbox[host].get();
   const int layers = static_cast<int>(plan.layer_bytes.size());
   const double total = static_cast<double>(plan.bytes);
   std::mt19937 random(1234 + host);
