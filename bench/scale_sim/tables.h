@@ -18,6 +18,7 @@ struct AtScale {
   std::vector<int> server_hosts, cores;
   std::vector<PushMode> modes;
   int steps = 30;
+  int leader_threads = 3;
   int64_t part_bytes = int64_t{4} << 20, partition_bytes = int64_t{8} << 20;
 };
 void PrintAtScale(const AtScale& a);
