@@ -1,11 +1,25 @@
 // PrintAtScale: ResNet-50 on hosts of 8 GPUs against every server layout, in each push mode.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
+#include "bench/scale_sim/model_variables.h"
 #include "bench/scale_sim/scenario.h"
+#include "bench/scale_sim/step_plan.h"
 #include "bench/scale_sim/tables.h"
 
 namespace scale_sim {
+
+namespace {
+// How many times the mean share of the model the most loaded server host holds: processes go to
+// hosts in turn, each with what the sharding gave it (a variable or partition whole).
+double HostLoadOverMean(int processes, int hosts, int64_t partition_bytes) {
+  const StepPlan plan = PlanStep(ResNet50Variables(), processes, partition_bytes, 0, false);
+  std::vector<double> load(hosts, 0);
+  for (const SimPartition& p : plan.partitions) load[p.server % hosts] += p.bytes;
+  return *std::max_element(load.begin(), load.end()) / (static_cast<double>(plan.bytes) / hosts);
+}
+}  // namespace
 
 void PrintAtScale(const AtScale& a) {
   const int gpus = 8, worker_hosts = a.worker_hosts;
@@ -17,9 +31,9 @@ void PrintAtScale(const AtScale& a) {
       worker_hosts * gpus, worker_hosts, gpus, gbit, ideal, worker_hosts * gpus,
       kBatch / kOneGpuStepSeconds);
   const std::vector<PushMode>& modes = a.modes;
-  std::printf("| server hosts | cores each | processes |");
+  std::printf("| server hosts | cores each | processes | busiest server host's bytes / mean |");
   for (PushMode m : modes) std::printf(" %s: img/s | eff | bound |", PushModeName(m).c_str());
-  std::printf("\n|---|---|---|");
+  std::printf("\n|---|---|---|---|");
   for (size_t i = 0; i < modes.size(); ++i) std::printf("---|---|---|");
   std::printf("\n");
   for (int hosts : a.server_hosts) {
@@ -39,7 +53,8 @@ void PrintAtScale(const AtScale& a) {
       // Hosts that start apart fall into step with one another within a few steps (below):
       // the first third is not counted.
       s.warmup_steps = a.steps / 3;
-      std::printf("| %d | %d | %d |", hosts, c, s.server_processes);
+      std::printf("| %d | %d | %d | %.2f |", hosts, c, s.server_processes,
+                  HostLoadOverMean(s.server_processes, hosts, a.partition_bytes));
       for (PushMode m : modes) {
         s.mode = m;
         const Outcome o = RunScenario(s);
