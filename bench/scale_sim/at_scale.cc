@@ -48,6 +48,7 @@ void PrintAtScale(const AtScale& a) {
       s.link_bits_per_s = gbit * 1e9;
       s.steps = a.steps;
       s.worker_cores = a.leader_threads;
+      s.parts_end_at_layers = a.parts_end_at_layers;
       s.part_bytes = a.part_bytes;
       s.partition_bytes = a.partition_bytes;
       // Hosts that start apart fall into step with one another within a few steps (below):

@@ -26,6 +26,8 @@ DEFINE_string(modes, "after,overlapped,per_layer",
 DEFINE_int32(leader_threads, 3,
              "cores of a host leader's client (ZeroMQ's 2 I/O threads and its own: "
              "bench/scale_model.py's --client_threads)");
+DEFINE_bool(parts_end_at_layers, false,
+            "overlapped parts also end where a layer does (pstrain: with per-layer pulls only)");
 DEFINE_double(push_part_mb, 4, "--push_part_mb of the simulated workers");
 DEFINE_double(partition_mb, 8, "--partition_bytes of the simulated cluster, in MiB");
 DEFINE_string(server_hosts_per_8, "1,2,3,4,8",
@@ -109,6 +111,7 @@ int main(int argc, char** argv) {
       a.modes = modes;
       a.steps = FLAGS_steps;
       a.leader_threads = FLAGS_leader_threads;
+      a.parts_end_at_layers = FLAGS_parts_end_at_layers;
       a.part_bytes = static_cast<int64_t>(FLAGS_push_part_mb * 1048576);
       a.partition_bytes = static_cast<int64_t>(FLAGS_partition_mb * 1048576);
       scale_sim::PrintAtScale(a);

@@ -19,6 +19,7 @@ struct AtScale {
   std::vector<PushMode> modes;
   int steps = 30;
   int leader_threads = 3;
+  bool parts_end_at_layers = false;
   int64_t part_bytes = int64_t{4} << 20, partition_bytes = int64_t{8} << 20;
 };
 void PrintAtScale(const AtScale& a);
