@@ -18,7 +18,7 @@ namespace sg4 = simgrid::s4u;
 
 // What travels: a push (with or without its pull), a pull request, or a reply.
 struct Message {
-  enum Kind { kPush, kPull, kReply, kStop } kind = kPush;
+  enum Kind { kPush, kPull, kReply } kind = kPush;
   int host = 0;             // the worker host
   int server = 0;           // the server process
   int layer = -1;           // a per-layer pull's layer, echoed in its reply
