@@ -32,6 +32,8 @@
 #                         pushes per second; the ratio is new over old for one small variable per push
 #   bench/run.sh scale    ResNet-50's exchange over 1-8 worker and 1-4 server netns hosts with
 #                         10/25 Gbit/s tbf links, synthetic compute: a table, no ratio (as root)
+#   bench/run.sh scale --simulate  the same exchange simulated with SimGrid (bench/scale_sim):
+#                         simulated against measured cells, then 64 and 512 GPUs; no root
 set -euo pipefail
 cd "$(dirname "$0")/.."
 name=${1:-}
@@ -188,7 +190,8 @@ case "$name" in
     ;;
   scale)
     # Not a ratio: a table of images/s, efficiency, server CPU and link use over namespace hosts
-    # (docs/scaling.md); needs root. Builds only the pstrain binary.
+    # (docs/scaling.md); needs root. Builds only the pstrain binary. With --simulate, SimGrid's
+    # version of it (bench/scale_sim), built alone.
     exec bash bench/scale.sh "$@"
     ;;
   *)

@@ -18,6 +18,9 @@ packages=(
   clang libclang-rt-14-dev libomp-dev  # scripts/fuzz.sh: clang, libFuzzer, OpenMP for clang
   openssh-server openssh-client
   iproute2 nftables  # tests/multihost: network-namespace hosts (ip, tc) and packet loss (nft)
+  # bench/scale_sim (pstrain-scale-sim and its test): at most 10 packages, 24 MB to fetch, 7 s to install
+  # here, and 11 CPU-s to compile (2026-11-27); without it CMake skips both, saying so
+  libsimgrid-dev
   chromium  # tests/summary/tensorboard_in_browser_test.py: TensorBoard in a headless browser
   # tests/launcher/test_slurm_*.py start a private Slurm (their own slurm.conf, ports and munge
   # key); the system's services stay unconfigured (slurmctld/slurmd start only with a
