@@ -34,6 +34,9 @@
 #                         10/25 Gbit/s tbf links, synthetic compute: a table, no ratio (as root)
 #   bench/run.sh scale --simulate  the same exchange simulated with SimGrid (bench/scale_sim):
 #                         simulated against measured cells, then 64 and 512 GPUs; no root
+#   bench/run.sh scale --ddp  hosts of 2 ranks behind a leader (2 and 4 hosts, 1 and 10 Gbit/s):
+#                         pstrain with a server host per worker host (whole, overlapped, bf16
+#                         pushes) and PyTorch DDP (gloo) on the same hosts; tables, no ratio
 set -euo pipefail
 cd "$(dirname "$0")/.."
 name=${1:-}
@@ -191,7 +194,10 @@ case "$name" in
   scale)
     # Not a ratio: a table of images/s, efficiency, server CPU and link use over namespace hosts
     # (docs/scaling.md); needs root. Builds only the pstrain binary. With --simulate, SimGrid's
-    # version of it (bench/scale_sim), built alone.
+    # version of it (bench/scale_sim), built alone. With --ddp, the DDP anchor needs the venv.
+    if [[ ${1:-} == --ddp ]]; then
+      PSTRAIN_DDP_PYTHON=$(bench_python) exec bash bench/scale.sh "$@"
+    fi
     exec bash bench/scale.sh "$@"
     ;;
   *)
