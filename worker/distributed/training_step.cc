@@ -80,7 +80,7 @@ Result<StepOutcome> TrainingStep::Run(const Forward& forward, int64_t step) {
 }
 
 void TrainingStep::Backward() {
-  if (pushes_parts() || overlaps()) {
+  if (hands_over_layers()) {
     if (overlaps()) sync_->StartBackward();
     model_->Backward([&](int layer) { HandOver(layer); });
     if (sends_parts()) client_->BackwardDone();
@@ -104,18 +104,17 @@ void TrainingStep::HandOver(int layer) {
 
 void TrainingStep::PushAveraged(const Tensor* averaged) {
   auto it = variable_of_.find(averaged);
-  if (it == variable_of_.end()) return;
-  AddWeightDecay(train_, it->second);
-  // A failed send is kept by the client and returned by FinishStep, in the leader's exchange.
-  (void)client_->Ready(it->second);
+  if (it != variable_of_.end()) PushVariable(it->second);
 }
 
 void TrainingStep::PushLayer(int layer) {
-  for (Variable& v : model_->layers()[layer]->variables()) {
-    AddWeightDecay(train_, &v);
-    // A failed send is kept by the client and returned by FinishStep, after backward.
-    (void)client_->Ready(&v);
-  }
+  for (Variable& v : model_->layers()[layer]->variables()) PushVariable(&v);
+}
+
+void TrainingStep::PushVariable(Variable* v) {
+  AddWeightDecay(train_, v);
+  // A failed send is kept by the client and returned by FinishStep, after backward.
+  (void)client_->Ready(v);
 }
 
 void TrainingStep::SyntheticCompute(std::chrono::steady_clock::time_point start) {
@@ -129,7 +128,7 @@ void TrainingStep::SyntheticCompute(std::chrono::steady_clock::time_point start)
   for (Variable* v : model_->trainable_variables()) {
     std::fill(v->grad.data(), v->grad.data() + v->grad.size(), kSyntheticGradient);
   }
-  if (pushes_parts() || overlaps()) {
+  if (hands_over_layers()) {
     // Forward a third of the step, then backward hands out the layers, last first, each at the
     // end of its share of the parameters.
     if (overlaps()) sync_->StartBackward();

@@ -130,6 +130,8 @@ class TrainingStep {
   void PushLayer(int layer);
   // The leader's hand-over of one averaged tensor (its variable's) to the overlapped push.
   void PushAveraged(const Tensor* averaged);
+  // One variable to the overlapped push: its weight decay, then PsClient::Ready.
+  void PushVariable(Variable* v);
   // Stages 1 and 2 in synthetic compute: the fill, then a sleep to `synthetic_step_` after
   // `start` (a GPU's host thread waits the same way, its CPU free for the exchange).
   void SyntheticCompute(std::chrono::steady_clock::time_point start);
@@ -160,6 +162,8 @@ class TrainingStep {
   bool overlaps() const {
     return sync_ != nullptr && (on_devices() || model_->device() == Device::kCpu);
   }
+  // Whether stage 2 hands each layer over as it finishes (to the push or the host average).
+  bool hands_over_layers() const { return pushes_parts() || overlaps(); }
 
   Model* model_;
   const TrainConfig& train_;
