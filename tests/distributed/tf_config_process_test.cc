@@ -133,5 +133,49 @@ TEST(TfConfigProcessTest, ExplicitFlagsWinAndAMalformedTfConfigStopsTheRoleNamin
       << log;
 }
 
+// The race behind a once-flaky end: the uncounted evaluator heard the server while nothing was
+// initialised, and the run ended and its server exited between two of its tries. With the server
+// gone for the unavailable timeout the evaluator ends, saying so, rather than waiting out
+// its 300 s for a chief of a run that is over.
+TEST(TfConfigProcessTest, AnUncountedEvaluatorWhoseServersWentBeforeInitEndsSayingSo) {
+  if (!fs::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")) {
+    GTEST_SKIP() << "Fashion-MNIST is not installed (dataset-fashion-mnist)";
+  }
+  const int port = testing::PickPort();
+  const std::string dir = ::testing::TempDir() + "/tf_config_gone_" + std::to_string(port);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::vector<std::string> common = {
+      PSTRAIN_BINARY,
+      "--config=" + testing::SourceDir() + "/tests/worker/testdata/tiny.yaml",
+      "--train_dir=" + dir,
+      "--ps_hosts=127.0.0.1:" + std::to_string(port),
+      "--worker_hosts=127.0.0.1:" + std::to_string(testing::PickPort()),
+      "--evaluators=0",
+      "--ps_unavailable_timeout_secs=2"};
+  auto role = [&](const std::string& job) {
+    std::vector<std::string> args = common;
+    args.push_back("--job_name=" + job);
+    args.push_back("--task_index=0");
+    return testing::SpawnProcess(args, dir + "/" + job + ".log", {{"CUDA_VISIBLE_DEVICES", ""}});
+  };
+  pid_t ps = role("ps");
+  pid_t evaluator = role("evaluator");
+  bool heard = false;
+  for (int i = 0; i < 1200 && !heard; ++i) {  // its first try answered: "waiting", no reason
+    heard = ReadFile(dir + "/evaluator.log").find("initialise the variables\n") != std::string::npos;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  testing::KillProcess(&ps);
+  const int code = WaitFor(evaluator, 60);
+  const std::string log = ReadFile(dir + "/evaluator.log");
+  ASSERT_TRUE(heard) << log;
+  EXPECT_EQ(code, 0) << log;
+  EXPECT_NE(log.find("the servers ended before this uncounted evaluator saw the model"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("the servers answered, then went away"), std::string::npos) << log;
+}
+
 }  // namespace
 }  // namespace pstrain

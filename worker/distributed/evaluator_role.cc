@@ -72,9 +72,10 @@ Status RunEvaluator(const RoleOptions& o) {
         std::min(std::chrono::seconds(o.unavailable_timeout_secs), std::chrono::seconds(30)));
     WarnUncounted(who, o.evaluators);
   }
-  if (Status ready = client->WaitUntilInitialized(std::chrono::seconds(o.init_timeout_secs));
+  if (Status ready = client->WaitUntilInitialized(std::chrono::seconds(o.init_timeout_secs),
+                                                  /*ended_when_gone=*/!counted);
       !ready.ok()) {
-    // A run short enough to end before this evaluator connected: nothing to evaluate.
+    // A run short enough to end before this evaluator saw it initialised: nothing to evaluate.
     if (!counted && ready.code() == StatusCode::kOutOfRange) {
       LOG(INFO) << who << ": the servers ended before this uncounted evaluator saw the model ("
                 << ready.ToString() << ")";

@@ -93,8 +93,11 @@ class PsClient {
   // server holds whole, every server restores that step, one that kept running too, so that no
   // shard is at another step; if not, servers without variables get this chief's values at `step`.
   Result<Initialized> Initialize(int64_t step, const std::string& train_dir = "");
-  // Non-chief: waits (retrying with backoff) until every server has its variables.
-  Status WaitUntilInitialized(std::chrono::seconds timeout);
+  // Non-chief: waits (retrying with backoff) until every server has its variables. With
+  // `ended_when_gone`, servers that answered once and then stayed away for the unavailable timeout
+  // mean the run is over: kOutOfRange, as from a server that says so (a role the end does not
+  // wait for may miss that word between two tries).
+  Status WaitUntilInitialized(std::chrono::seconds timeout, bool ended_when_gone = false);
   // Copies the servers' values into the variables; returns the global step.
   Result<int64_t> Pull();
   // Pushes the gradients (and state) computed at `step` and pulls the new values, with both

@@ -111,9 +111,10 @@ Result<PsClient::Initialized> PsClient::InitializeShards(int64_t step,
   return result;
 }
 
-Status PsClient::WaitUntilInitialized(std::chrono::seconds timeout) {
+Status PsClient::WaitUntilInitialized(std::chrono::seconds timeout, bool ended_when_gone) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   milliseconds backoff(100);
+  bool answered = false;
   for (int attempt = 0;; ++attempt) {
     std::vector<std::pair<int, Message>> out;
     for (size_t s = 0; s < hosts_.size(); ++s) {
@@ -125,9 +126,14 @@ Status PsClient::WaitUntilInitialized(std::chrono::seconds timeout) {
       for (const Message& r : replies.value()) ready = ready && r.value == 1;
     }
     if (ready) return Status::OK();
+    answered = answered || replies.ok();
     // A server that says training is over will never be initialised for this run.
     if (!replies.ok() && replies.status().code() == StatusCode::kOutOfRange) {
       return replies.status();
+    }
+    if (ended_when_gone && answered && replies.status().code() == StatusCode::kUnavailable) {
+      return OutOfRange("the servers answered, then went away (" + replies.status().message() +
+                        "): the run is over");
     }
     if (std::chrono::steady_clock::now() > deadline) {
       return Unavailable("the parameter servers were not initialised within " +
