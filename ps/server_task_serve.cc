@@ -190,7 +190,8 @@ void ServerTask::LogCut(const wire::CutConnection& cut) const {
           " MiB from it not yet delivered (a message left unfinished), more than the " +
           std::to_string(cut.bound_bytes >> 20) +
           " MiB a peer of its key may make it hold (the largest message its role sends, with "
-          "headroom, as logged at start)");
+          "headroom, as logged at start); the guard's previous look was " +
+          std::to_string(cut.since_previous_look.count()) + " ms before");
 }
 
 Status ServerTask::Step(std::chrono::milliseconds timeout, ServerSummary* summary) {

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cerrno>
 #include <climits>
+#include <ctime>
 #include <utility>
 #include <vector>
 
@@ -400,6 +401,17 @@ Result<std::unique_ptr<Listener>> Listen(const std::string& endpoint, const Mess
 
 }  // namespace
 
+namespace {
+
+// The calling thread's CPU time so far.
+std::chrono::nanoseconds ThreadCpuTime() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
+}
+
+}  // namespace
+
 struct ServerSocket::Impl {
   // [0] the endpoint Bind was given; then same-host ones. A peer's id is its listener's index
   // (one byte) before ZeroMQ's routing id, so that its reply leaves by the socket it came in on.
@@ -408,6 +420,7 @@ struct ServerSocket::Impl {
   Security security;
   size_t next = 0;  // the listener read first next time: turns, so none starves the others
   std::chrono::steady_clock::time_point next_guard;
+  std::chrono::steady_clock::time_point previous_guard;
   // BoundPeerMessages's, for listeners added later; 0: the limits' max_total_bytes.
   uint64_t client_message_bytes = 0;
   uint64_t server_message_bytes = 0;
@@ -474,6 +487,10 @@ std::vector<CutConnection> ServerSocket::GuardConnections() {
   std::vector<CutConnection> cut;
   const auto start = std::chrono::steady_clock::now();
   if (start < impl_->next_guard) return cut;
+  const auto since_previous = std::chrono::duration_cast<std::chrono::milliseconds>(
+      start - impl_->previous_guard);
+  impl_->previous_guard = start;
+  const auto cpu_start = ThreadCpuTime();
   for (const auto& l : impl_->listeners) {
     if (!l->guard) continue;
     (void)l->monitor->ReadEvents();  // a server's returns OK; it learns of new connections
@@ -491,11 +508,14 @@ std::vector<CutConnection> ServerSocket::GuardConnections() {
       c.identity = o.identity;
       c.held_bytes = o.held_bytes;
       c.bound_bytes = o.bound_bytes;
+      c.since_previous_look = since_previous;
       if (c.identity.empty() && l->zap) c.keys_from_host = l->zap->AdmittedFrom(zap_address);
       cut.push_back(std::move(c));
     }
   }
-  const auto cost = std::chrono::steady_clock::now() - start;
+  // The look's own CPU time, not the wall clock's: on a loaded host a look the scheduler paused
+  // would otherwise stretch the interval fifty-fold, just when the serving thread runs late.
+  const auto cost = ThreadCpuTime() - cpu_start;
   impl_->next_guard = start + std::max<std::chrono::steady_clock::duration>(
                                   kGuardInterval, cost * kIntervalPerCost);
   return cut;

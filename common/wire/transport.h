@@ -55,6 +55,8 @@ struct CutConnection {
   std::vector<std::string> keys_from_host;
   uint64_t held_bytes = 0;
   uint64_t bound_bytes = 0;
+  // Since the guard's look before this one: how long the connection could grow unseen.
+  std::chrono::milliseconds since_previous_look{0};
 };
 
 class ServerSocket {

@@ -621,7 +621,10 @@ void ExpectAnUnfinishedMessageCutWhileAWorkerTrains(const std::string& name,
   std::cout << "256 MiB of an unfinished message: the server held at most " << highest_mb
             << " MB (baseline " << baseline_mb << " MB)\n";
   EXPECT_TRUE(unfinished.Disconnected()) << "the server kept the connection";
-  EXPECT_LT(highest_mb, baseline_mb + 64) << "the unfinished message grew the server";
+  EXPECT_LT(highest_mb, baseline_mb + 64)
+      << "the unfinished message grew the server (its cut, with how long the guard had not "
+         "looked, is in its log):\n"
+      << ReadFile(ps.log_path());
   const std::string host = same_host ? "localhost" : "127.0.0.1";
   EXPECT_TRUE(
       ps.LogHas("ps 0: cut the connection of a peer that finished no message (keys let "
