@@ -487,8 +487,8 @@ std::vector<CutConnection> ServerSocket::GuardConnections() {
   std::vector<CutConnection> cut;
   const auto start = std::chrono::steady_clock::now();
   if (start < impl_->next_guard) return cut;
-  const auto since_previous = std::chrono::duration_cast<std::chrono::milliseconds>(
-      start - impl_->previous_guard);
+  const auto since_previous =
+      std::chrono::duration_cast<std::chrono::milliseconds>(start - impl_->previous_guard);
   impl_->previous_guard = start;
   const auto cpu_start = ThreadCpuTime();
   for (const auto& l : impl_->listeners) {

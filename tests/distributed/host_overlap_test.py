@@ -18,6 +18,7 @@ parts leaving before its backward ended; without, one push each. The other rank 
 import argparse
 import os
 import re
+import subprocess
 import sys
 import unittest
 
@@ -105,6 +106,35 @@ class HostOverlapTest(cluster.ClusterTest):
         for w in ("worker0", "worker1"):
             self.assertEqual(cluster.losses(on["logs"][w]), cluster.losses(off["logs"][w]), w)
         self.assertEqual(on["accuracy"], off["accuracy"])
+
+    def test_ranks_that_would_cut_buckets_differently_stop_at_start_naming_the_flags(self):
+        # Before any server is reached: the ranks compare what they average at the hub's join.
+        ps_hosts = f"127.0.0.1:{cluster.free_port()}"
+        worker_hosts = ",".join(f"127.0.0.1:{cluster.free_port()}" for _ in range(2))
+        procs = []
+        for task, part_mb in ((0, 1), (1, 2)):
+            log = open(f"{self.tmp}/disagree{task}.log", "w")
+            procs.append((subprocess.Popen(
+                [cluster.PSTRAIN, "--job_name=worker", f"--task_index={task}", "--device=cpu",
+                 f"--ps_hosts={ps_hosts}", f"--worker_hosts={worker_hosts}",
+                 f"--config={cluster.SOURCE}/configs/refnet.yaml",
+                 f"--train_dir={self.tmp}/disagree", "--intra_node_sync=cpu",
+                 "--overlap_push=true", f"--push_part_mb={part_mb}"],
+                stdout=log, stderr=subprocess.STDOUT), log))
+        for task, (p, log) in enumerate(procs):
+            try:
+                code = p.wait(timeout=120)
+            finally:
+                if p.poll() is None:
+                    p.kill()
+                log.close()
+            with open(f"{self.tmp}/disagree{task}.log") as f:
+                text = f.read()
+            self.assertNotEqual(code, 0, text[-3000:])
+            self.assertIn("disagree", text, text[-3000:])
+            self.assertIn("averaged in buckets of 1048576 B while backward goes on "
+                          "(--overlap_push, --push_part_mb)", text, text[-3000:])
+            self.assertIn("averaged in buckets of 2097152 B", text, text[-3000:])
 
 
 if __name__ == "__main__":

@@ -34,8 +34,8 @@ int WaitFor(pid_t pid, int seconds) {
 
 std::string TfConfig(int ps, int chief, int worker, const std::string& type, int index) {
   const auto at = [](int port) { return "\"127.0.0.1:" + std::to_string(port) + "\""; };
-  return "{\"cluster\": {\"ps\": [" + at(ps) + "], \"chief\": [" + at(chief) +
-         "], \"worker\": [" + at(worker) + "]}, \"task\": {\"type\": \"" + type +
+  return "{\"cluster\": {\"ps\": [" + at(ps) + "], \"chief\": [" + at(chief) + "], \"worker\": [" +
+         at(worker) + "]}, \"task\": {\"type\": \"" + type +
          "\", \"index\": " + std::to_string(index) + "}, \"environment\": \"cloud\"}";
 }
 
@@ -61,9 +61,9 @@ TEST(TfConfigProcessTest, RolesStartedWithOnlyTfConfigTrainTogether) {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    pids.push_back(testing::SpawnProcess(common, dir + "/" + type + ".log",
-                                         {{"TF_CONFIG", TfConfig(ps, chief, worker, type, index)},
-                                          {"CUDA_VISIBLE_DEVICES", ""}}));
+    pids.push_back(testing::SpawnProcess(
+        common, dir + "/" + type + ".log",
+        {{"TF_CONFIG", TfConfig(ps, chief, worker, type, index)}, {"CUDA_VISIBLE_DEVICES", ""}}));
   }
   const int chief_code = WaitFor(pids[2], 240);
   const int worker_code = WaitFor(pids[3], 60);
@@ -163,7 +163,8 @@ TEST(TfConfigProcessTest, AnUncountedEvaluatorWhoseServersWentBeforeInitEndsSayi
   pid_t evaluator = role("evaluator");
   bool heard = false;
   for (int i = 0; i < 1200 && !heard; ++i) {  // its first try answered: "waiting", no reason
-    heard = ReadFile(dir + "/evaluator.log").find("initialise the variables\n") != std::string::npos;
+    heard =
+        ReadFile(dir + "/evaluator.log").find("initialise the variables\n") != std::string::npos;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   testing::KillProcess(&ps);

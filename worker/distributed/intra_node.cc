@@ -93,7 +93,8 @@ Status CompareModes(Store& store, const HostGroup& g, const std::string& mine, I
                                      : without_device(*theirs) != without_device(mine)) {
       return FailedPrecondition("the workers on host " + g.host + " disagree: this one syncs " +
                                 mine + ", worker " + std::to_string(g.tasks[r]) + " " + *theirs +
-                                " (give every role the same --intra_node_sync and devices)");
+                                " (give every worker of the host the same --intra_node_sync, "
+                                "config, --overlap_push and --push_part_mb)");
     }
   }
   return Status::OK();

@@ -32,11 +32,31 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// A host group's ranks pull whole steps (the leader broadcasts them); a worker alone as flagged.
+PullSchedule PullsOf(const RoleOptions& o, bool alone) {
+  return alone ? o.pull_schedule : PullSchedule::kStep;
+}
+
+// Why this worker pushes whole steps after backward, or "" when it pushes parts while backward
+// goes on (--overlap_push, in parts of --push_part_mb).
+std::string WhyWholeSteps(const RoleOptions& o, const RoleSetup& s, bool alone, Device device) {
+  if (o.overlap_push == "false") return "--overlap_push=false";
+  if (s.clicks) return "a click model's rows go to their servers after the step";
+  std::string whole = WhyPushWholeSteps(s.train, o.async, alone, device);
+  if (whole.empty() && o.overlap_push == "auto" && PullsOf(o, alone) == PullSchedule::kStep &&
+      AllOnLoopback(o.ps_hosts)) {
+    whole =
+        "every server is on loopback, where there is no link to overlap with; "
+        "--overlap_push=true to overlap all the same";
+  }
+  return whole;
+}
+
 // The workers of this host, averaged before one of them pushes (--intra_node_sync); null for a
 // worker alone.
-Result<std::unique_ptr<IntraNodeGroup>> JoinHostGroup(const RoleOptions& o, IntraNodeSync sync,
-                                                      Model& model, Device device,
-                                                      const std::string& who) {
+Result<std::unique_ptr<IntraNodeGroup>> JoinHostGroup(const RoleOptions& o, const RoleSetup& s,
+                                                      IntraNodeSync sync, Model& model,
+                                                      Device device, const std::string& who) {
   IntraNodeOptions intra;
   intra.mode = sync;
   intra.worker_hosts = o.worker_hosts;
@@ -49,8 +69,13 @@ Result<std::unique_ptr<IntraNodeGroup>> JoinHostGroup(const RoleOptions& o, Intr
   intra.timeout = std::chrono::seconds(2 * o.unavailable_timeout_secs + 120);
   int64_t averaged_floats = 0;
   for (Variable* v : model.variables()) averaged_floats += v->value.size();
+  // The buckets too: ranks that cut them differently would fail at the first average.
+  const std::string whole = WhyWholeSteps(o, s, /*alone=*/false, device);
   intra.model = model.name() + ", " + std::to_string(model.variables().size()) + " variables, " +
-                std::to_string(averaged_floats) + " floats";
+                std::to_string(averaged_floats) + " floats, " +
+                (whole.empty() ? "averaged in buckets of " + std::to_string(o.push_part_bytes) +
+                                     " B while backward goes on (--overlap_push, --push_part_mb)"
+                               : "averaged after backward (--overlap_push)");
   return JoinIntraNodeGroup(intra, who);
 }
 
@@ -86,16 +111,9 @@ Status ChoosePushParts(const RoleOptions& o, const RoleSetup& s, const HostGroup
                        Device device, const Model& model, PsClient* client,
                        const std::string& who) {
   const bool alone = group == nullptr;
-  const PullSchedule pulls = alone ? o.pull_schedule : PullSchedule::kStep;
+  const PullSchedule pulls = PullsOf(o, alone);
   const bool by_layer = pulls != PullSchedule::kStep;
-  std::string whole = o.overlap_push == "false" ? "--overlap_push=false"
-                      : s.clicks ? "a click model's rows go to their servers after the step"
-                                 : WhyPushWholeSteps(s.train, o.async, alone, device);
-  if (whole.empty() && o.overlap_push == "auto" && !by_layer && AllOnLoopback(o.ps_hosts)) {
-    whole =
-        "every server is on loopback, where there is no link to overlap with; "
-        "--overlap_push=true to overlap all the same";
-  }
+  const std::string whole = WhyWholeSteps(o, s, alone, device);
   if (whole.empty()) client->set_push_part_bytes(o.push_part_bytes);
   const std::string schedule = "--pull_schedule=" + PullScheduleName(pulls);
   if (client->push_part_bytes() == 0) {
@@ -113,9 +131,11 @@ Status ChoosePushParts(const RoleOptions& o, const RoleSetup& s, const HostGroup
   RETURN_IF_ERROR(client->set_pull_schedule(pulls, layers));
   const std::string how =
       !alone ? "averaged within the host in buckets of that size while backward goes on; the "
-               "leader (worker " + std::to_string(group->leader()) + ") pushes each as it is "
-               "done, pulled back as applied and broadcast with the step's values (per-layer "
-               "pulls are for a worker alone on its host)"
+               "leader (worker " +
+                   std::to_string(group->leader()) +
+                   ") pushes each as it is "
+                   "done, pulled back as applied and broadcast with the step's values (per-layer "
+                   "pulls are for a worker alone on its host)"
       : by_layer ? "nearest the input first; the next step pulls by layer (" + schedule + ")"
                  : "pulled back as they are applied";
   LOG(INFO) << who << ": the push overlaps backward, in parts of " << (o.push_part_bytes >> 20)
@@ -237,7 +257,7 @@ class WorkerRun {
   int64_t step_ = 0;
   std::string mode_;  // said on every progress line: its loss and examples/s are not a model's
   std::unique_ptr<DataLeaseClient> leases_;  // outlives the input, which leases through it
-  std::unique_ptr<SummaryWriter> log_;      // the chief's train/ run
+  std::unique_ptr<SummaryWriter> log_;       // the chief's train/ run
   std::unique_ptr<SummaryWriter> own_log_;  // every worker's, beside train/ and the servers' ps-<k>
   std::optional<SaveTrigger> trigger_;
   // 4
@@ -268,7 +288,7 @@ Status WorkerRun::Prepare() {
                            "host gradients: run it with --device=cpu");
   }
   ASSIGN_OR_RETURN(IntraNodeSync sync, ParseIntraNodeSync(o_.intra_node_sync));
-  ASSIGN_OR_RETURN(group_, JoinHostGroup(o_, sync, *model_, device_->device(), who_));
+  ASSIGN_OR_RETURN(group_, JoinHostGroup(o_, *s_, sync, *model_, device_->device(), who_));
   if (o_.elastic_data && sync != IntraNodeSync::kOff) {
     return InvalidArgument(
         "--elastic_data needs --intra_node_sync=off: a host group's ranks "
@@ -302,9 +322,8 @@ Status WorkerRun::Connect() {
               << "keep float32 weights and slots";
   }
   RETURN_IF_ERROR(InitializeOrWait(o_, *model_, client_.get(), who_));
-  RETURN_IF_ERROR(
-      ChoosePushParts(o_, *s_, group_ ? &group_->group : nullptr, device_->device(), *model_,
-                      client_.get(), who_));
+  RETURN_IF_ERROR(ChoosePushParts(o_, *s_, group_ ? &group_->group : nullptr, device_->device(),
+                                  *model_, client_.get(), who_));
   training_step_ =
       std::make_unique<TrainingStep>(model_, s_->train, client_.get(), group_.get(), who_,
                                      std::chrono::milliseconds(o_.synthetic_step_ms));
