@@ -35,11 +35,16 @@ Status AdmitIncarnation(const PeerState& p, bool known, const std::string& who,
                           "process is refused");
 }
 
-void NotePull(PeerState* p) { p->pulled = true; }
+void NotePull(PeerState* p) {
+  p->pulled = true;
+  p->pulled_at_previous_head = false;
+}
 
 Status MayPush(const PeerState& p, const std::string& who, const wire::Message& push, bool retry) {
   // The next part of a step pushed in parts counts down from the part before it.
-  if (retry || p.pulled || push.value < p.parts_to_come) return Status::OK();
+  if (retry || p.pulled || p.pulled_at_previous_head || push.value < p.parts_to_come) {
+    return Status::OK();
+  }
   return PermissionDenied(who + "'s push " + std::to_string(push.sequence) + " (step " +
                           std::to_string(push.step) + ", " + std::to_string(push.value) +
                           " parts to come) follows its previous step's last part with no pull "
@@ -48,6 +53,8 @@ Status MayPush(const PeerState& p, const std::string& who, const wire::Message& 
 }
 
 void NotePushTaken(PeerState* p, const wire::Message& push) {
+  // A new step without a pull here spends what a failover granted.
+  if (!p->pulled && push.value >= p->parts_to_come) p->pulled_at_previous_head = false;
   p->pulled = false;
   p->parts_to_come = push.value;
 }

@@ -49,6 +49,10 @@ struct PeerState {
   // parts of its step that push said were still to come.
   bool pulled = true;
   int64_t parts_to_come = 0;
+  // Set when this server became the shard's head in a failover: the peer's last pull may have
+  // been answered by the head before it, so one push is let in without a pull seen here (the
+  // push that pull's step resends to this head). Cleared by that push or by a pull here.
+  bool pulled_at_previous_head = false;
 };
 
 // How far ahead of this server's clock a process's start may lie (hosts' clocks disagree by

@@ -71,6 +71,8 @@ std::vector<ParameterServer::Outgoing> ParameterServer::SetChain(const ChainView
     LOG(WARNING) << me << ": no longer its head; " << out.size() << " held replies aborted";
   }
   if (change.became_head) {
+    // Pulls the workers' last steps came from went to the head before this one.
+    for (auto& [who, p] : peers_) p.pulled_at_previous_head = true;
     LOG(INFO) << me << ": head, at record " << chain_.records() << " and step " << global_step_
               << (initialized_ ? "" : " (no variables yet)");
   }

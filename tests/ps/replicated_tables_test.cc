@@ -38,6 +38,7 @@ class ReplicatedTablesTest : public ::testing::Test {
       o.server.replicas = 1;
       o.server.mode = mode;
       o.server.num_workers = 2;
+      o.server.one_push_per_pull = one_push_per_pull_;
       o.server.train_dir = ::testing::TempDir() + "/replicated_tables_test";
       o.new_store = [] {
         return VariableStore::FromConfig(
@@ -150,6 +151,7 @@ class ReplicatedTablesTest : public ::testing::Test {
     return StateCrc32c(s->store(), s->tables()->all());
   }
 
+  bool one_push_per_pull_ = false;
   std::vector<std::unique_ptr<ServerTask>> tasks_;
   std::vector<wire::Chain> map_;
   uint64_t next_id_ = 0;
@@ -240,6 +242,40 @@ TEST_F(ReplicatedTablesTest, AJoinersCopyCarriesTheRowsAndANewHeadAnswersARetryW
   ASSERT_EQ(Ask(1, RowPush(0, ids, 2, 0.5f)).type, MessageType::kOk);
   EXPECT_NE(std::vector<float>(Table(1, 0).Row(ids[0]), Table(1, 0).Row(ids[0]) + 2), before);
   EXPECT_EQ(Digest(1, 0), Digest(2, 0));
+}
+
+// One step per pull across a failover (CI once saw a chief refused here): the pull of the step
+// whose push the new head then takes fresh was answered by the head before it, so the new head
+// lets in one push without a pull of its own, and from then on one step per pull again.
+TEST_F(ReplicatedTablesTest, ANewHeadLetsInTheStepWhosePullItsPredecessorAnsweredThenOnePerPull) {
+  one_push_per_pull_ = true;
+  Start(UpdateMode::kAsync);
+  auto push = [&](uint64_t sequence) {
+    Message m = From("worker", 1, MessageType::kPush, 0);
+    m.sequence = sequence;
+    m.step = static_cast<int64_t>(sequence);
+    m.tensors.push_back({"w", Tensor::Filled(Shape{2}, 0.5f)});
+    return m;
+  };
+  const Message pull = From("worker", 1, MessageType::kPull, 0);
+  ASSERT_EQ(Ask(0, pull).type, MessageType::kOk);
+  ASSERT_EQ(Ask(0, push(1)).type, MessageType::kOk);  // its record reaches task 1
+  const Message again = Ask(0, push(2));
+  ASSERT_EQ(again.error_code, StatusCode::kPermissionDenied) << "the rule holds at the old head";
+  ASSERT_EQ(Ask(0, pull).type, MessageType::kOk);  // step 1's pull, then step 2's
+  ASSERT_EQ(Ask(0, pull).type, MessageType::kOk);  // (its push 2 never reached task 0)
+  tasks_[0].reset();
+  SetMap(4, {{0, {1}, {}}, {1, {1}, {}}, {2, {2}, {}}});
+  const Message second = Ask(1, push(2));  // resent to the new head: let in after the record
+  EXPECT_EQ(second.type, MessageType::kOk) << second.text;
+  const Message third = Ask(1, push(3));  // its pull went to task 0
+  EXPECT_EQ(third.type, MessageType::kOk) << third.text;
+  const Message fourth = Ask(1, push(4));  // no pull anywhere since push 3
+  EXPECT_EQ(fourth.error_code, StatusCode::kPermissionDenied) << fourth.text;
+  EXPECT_NE(fourth.text.find("one step per pull"), std::string::npos) << fourth.text;
+  ASSERT_EQ(Ask(1, pull).type, MessageType::kOk);
+  const Message after_pull = Ask(1, push(4));
+  EXPECT_EQ(after_pull.type, MessageType::kOk) << after_pull.text;
 }
 
 TEST(RowRecordTest, RowsSetOnAnotherShardAreTheSameAndAForeignIdIsRefusedChangingNothing) {
