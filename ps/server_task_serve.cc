@@ -17,6 +17,7 @@ namespace pstrain {
 namespace ps {
 
 using wire::Message;
+using wire::MessageType;
 
 wire::Connection* ServerTask::ConnectionTo(int task) {
   auto it = connections_.find(task);
@@ -277,12 +278,17 @@ Status ServerTask::Serve(ServerSummary* summary) {
   LOG(INFO) << "ps " << self() << ": serving on " << socket_->endpoint();
   while (!shutdown_requested()) RETURN_IF_ERROR(Step(std::chrono::milliseconds(200), summary));
   // Drain: answer late requests for a moment (so that they fail fast, by name) and give
-  // ZeroMQ's I/O thread time to deliver the shutdown reply before the process exits.
+  // ZeroMQ's I/O thread time to deliver the shutdown reply before the process exits. The chief's
+  // goodbye says it has that reply: every other worker passed the final barrier before it asked.
   const auto drain_end = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
   while (std::chrono::steady_clock::now() < drain_end) {
     Result<wire::Incoming> in = socket_->Receive(std::chrono::milliseconds(100));
     if (!in.ok() || !in->message.ok()) continue;
-    Message error = Error(in->message.value(), OutOfRange("shutting down: training is over"));
+    const Message& late = in->message.value();
+    if (late.type == MessageType::kHeartbeat && late.text == "goodbye" && late.role == "chief") {
+      break;
+    }
+    Message error = Error(late, OutOfRange("shutting down: training is over"));
     if (!socket_->Reply(in->peer, error).ok()) break;
   }
   LogStopped();

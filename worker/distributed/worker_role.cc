@@ -194,7 +194,16 @@ Status FinishAsChief(const RoleOptions& o, Model* model, RoleInput* input, Compu
     std::fflush(stdout);
     return Status::OK();
   }
+  // Every worker and evaluator has passed the barrier: on the CPU, the host's cores are free.
+  if (const int threads = device->WidenToEveryCore(); threads > 0) {
+    LOG(INFO) << who << ": the other roles are done: the final evaluation runs on " << threads
+              << " OpenMP threads, every core this process may use";
+  }
+  const auto evaluating = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(Evaluation e, input->Evaluate(model, step));
+  LOG(INFO) << who << ": evaluated the model of step " << step << " on the test set in "
+            << std::chrono::duration<double>(std::chrono::steady_clock::now() - evaluating).count()
+            << " s";
   // The servers' variables; a click model's tables stay whole in the servers' checkpoints.
   CheckpointData exported;
   exported.global_step = step;

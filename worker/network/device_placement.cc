@@ -1,6 +1,7 @@
 #include "worker/network/device_placement.h"
 
 #include <omp.h>
+#include <sched.h>
 
 #include <cstdlib>
 
@@ -144,6 +145,17 @@ std::string ComputeDevice::Description() const {
   return "computing on the CPU with oneDNN kernels, " + std::to_string(omp_get_max_threads()) +
          " OpenMP threads (" + CudaVisibleDevicesText(std::getenv("CUDA_VISIBLE_DEVICES")) +
          (GpuBackendBuilt() ? "" : "; this binary has no CUDA backend") + ")";
+}
+
+int ComputeDevice::WidenToEveryCore() const {
+  if (device_ != Device::kCpu) return 0;
+  cpu_set_t cores;
+  CPU_ZERO(&cores);
+  if (sched_getaffinity(0, sizeof(cores), &cores) != 0) return 0;
+  const int n = CPU_COUNT(&cores);
+  if (n <= omp_get_max_threads()) return 0;
+  omp_set_num_threads(n);
+  return n;
 }
 
 Status ComputeDevice::Place(Model* model) const {

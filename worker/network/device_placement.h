@@ -67,6 +67,10 @@ class ComputeDevice {
   // Puts the model on this device (Model::SetDevice) and, with log_device_placement, logs
   // the device of every layer.
   Status Place(Model* model) const;
+  // CPU only: computes on every core this process may run on from here on, where the launcher
+  // gave it a share of the host's (OMP_NUM_THREADS) that roles now gone used the rest of.
+  // Returns the new thread count, or 0 when nothing changed (a GPU, or no more cores).
+  int WidenToEveryCore() const;
   // GPU only: the allocator's statistics; false on the CPU.
   bool MemoryStats(AllocatorStats* stats) const;
   // "GPU memory: in use ..., peak ..., reserved ... in N regions" (empty on the CPU).
