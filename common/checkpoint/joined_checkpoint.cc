@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <set>
+#include <vector>
 
 #include "common/checkpoint/checkpoint_manager.h"
 #include "common/checkpoint/cluster_checkpoint.h"
@@ -123,7 +124,6 @@ Result<Tensor> Join(const std::string& name, const std::map<int, Tensor>& parts)
 Result<JoinedCheckpoint> ReadJoinedCheckpoint(const std::string& path) {
   ASSIGN_OR_RETURN(std::vector<std::string> files, FilesOf(path));
   JoinedCheckpoint out;
-  std::map<std::string, std::map<int, Tensor>> parts;  // a whole tensor is part -1
   for (const std::string& file : files) {
     ASSIGN_OR_RETURN(CheckpointData data, ReadCheckpointOrTfBundle(file));
     out.data.global_step = data.global_step;
@@ -132,14 +132,35 @@ Result<JoinedCheckpoint> ReadJoinedCheckpoint(const std::string& path) {
       std::string whole = key;
       int part = -1;
       PartOf(key, &whole, &part);
-      parts[whole][part] = std::move(tensor);
       out.files[whole].push_back(file);
+      out.data.tensors[key] = std::move(tensor);
     }
   }
-  for (const auto& [name, pieces] : parts) {
-    ASSIGN_OR_RETURN(out.data.tensors[name], Join(name, pieces));
-  }
+  RETURN_IF_ERROR(JoinSplitVariables(&out.data));
   return out;
+}
+
+Status JoinSplitVariables(CheckpointData* data) {
+  // Tensor copies share their buffers: nothing is copied until Join stacks the parts.
+  std::map<std::string, std::map<int, Tensor>> split;
+  std::vector<std::string> part_keys;
+  for (const auto& [key, tensor] : data->tensors) {
+    std::string whole = key;
+    int part = -1;
+    if (!PartOf(key, &whole, &part)) continue;
+    split[whole][part] = tensor;
+    part_keys.push_back(key);
+  }
+  std::map<std::string, Tensor> joined;
+  for (const auto& [name, pieces] : split) {
+    if (data->tensors.count(name)) {
+      return InvalidArgument("split variable '" + name + "' is held whole too");
+    }
+    ASSIGN_OR_RETURN(joined[name], Join(name, pieces));
+  }
+  for (const std::string& key : part_keys) data->tensors.erase(key);
+  for (auto& [name, tensor] : joined) data->tensors[name] = std::move(tensor);
+  return Status::OK();
 }
 
 }  // namespace pstrain

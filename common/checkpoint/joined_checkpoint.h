@@ -27,4 +27,10 @@ struct JoinedCheckpoint {
 // file when one is damaged; InvalidArgument naming a split variable whose parts do not fit.
 Result<JoinedCheckpoint> ReadJoinedCheckpoint(const std::string& path);
 
+// Joins in place every variable of `data` split across servers ("<name>/part_<i>" and its slots)
+// back into "<name>" along its rows, as ReadJoinedCheckpoint does: for restoring a checkpoint a
+// parameter server wrote into a whole model. InvalidArgument naming a variable whose parts do not
+// fit; `data` is unchanged then.
+Status JoinSplitVariables(CheckpointData* data);
+
 }  // namespace pstrain

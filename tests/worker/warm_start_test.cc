@@ -87,6 +87,40 @@ TEST(WarmStartTest, ADirectoryGivesItsLatestCheckpoint) {
   for (float x : Value(m.get(), "fc2/weights").ToVector()) EXPECT_EQ(x, 0.5f) << "the latest";
 }
 
+// A parameter server's checkpoint holds a variable split across servers as its parts
+// ("fc1/weights/part_0", "fc1/weights/part_1", their slots too): they are joined back along the
+// rows, so a whole model gets the variable, not its initial values beside a warning.
+TEST(WarmStartTest, AParameterServersSplitVariableIsJoinedFromItsParts) {
+  CheckpointData data = Trained();
+  const Shape shape = data.tensors.at("fc1/weights").shape();
+  ASSERT_GE(shape.dim(0), 2);
+  const int64_t columns = shape.num_elements() / shape.dim(0);
+  data.tensors.erase("fc1/weights");
+  data.tensors["fc1/weights/part_0"] = Tensor::Filled(Shape{shape.dim(0) - 1, columns}, 0.25f);
+  data.tensors["fc1/weights/part_1"] = Tensor::Filled(Shape{1, columns}, 0.75f);
+  data.tensors["fc1/weights/part_0/m"] = Tensor::Filled(Shape{shape.dim(0) - 1, columns}, 1.0f);
+  data.tensors["fc1/weights/part_1/m"] = Tensor::Filled(Shape{1, columns}, 2.0f);
+  const std::string path = Dir("split") + "/model.ckpt-900";
+  ASSERT_TRUE(WriteCheckpoint(path, data).ok());
+  std::unique_ptr<Model> m = Fresh();
+  Result<RestoreReport> r = WarmStart(path, {}, m.get());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->missing.empty()) << r->missing[0];
+  const std::vector<float> w = Value(m.get(), "fc1/weights").ToVector();
+  ASSERT_EQ(static_cast<int64_t>(w.size()), shape.num_elements());
+  for (int64_t i = 0; i < static_cast<int64_t>(w.size()); ++i) {
+    EXPECT_EQ(w[i], i < (shape.dim(0) - 1) * columns ? 0.25f : 0.75f) << i;
+  }
+
+  // Parts that do not stack (another row length) are refused, naming the variable.
+  data.tensors["fc1/weights/part_1"] = Tensor::Filled(Shape{1, columns + 1}, 0.75f);
+  ASSERT_TRUE(WriteCheckpoint(path, data).ok());
+  Result<RestoreReport> bad = WarmStart(path, {}, Fresh().get());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("split variable 'fc1/weights'"), std::string::npos)
+      << bad.status().ToString();
+}
+
 TEST(WarmStartTest, AnotherShapeOrAMissingFileIsNamed) {
   const std::string path = Dir("shape") + "/model.ckpt-1";
   CheckpointData other = Trained();

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/checkpoint/checkpoint_manager.h"
+#include "common/checkpoint/joined_checkpoint.h"
 #include "common/checkpoint/partial_restore.h"
 #include "common/checkpoint/safetensors.h"
 #include "common/checkpoint/save_trigger.h"
@@ -71,6 +72,9 @@ Status Restore(const TrainerOptions& o, Run* run) {
     if (!restored.ok()) return restored.status();
   }
   if (!restored.ok()) return Status::OK();
+  // A parameter server's checkpoint holds a variable split across servers as its parts.
+  RETURN_IF_ERROR(JoinSplitVariables(&restored.value())
+                      .WithContext(o.checkpoint_path.empty() ? o.train_dir : o.checkpoint_path));
   RestoreFilter filter;
   filter.exclude = SplitList(o.restore_exclude);
   ASSIGN_OR_RETURN(RestoreReport report, RestoreInto(restored.value(), filter, &run->state));

@@ -6,6 +6,7 @@
 
 #include "common/checkpoint/checkpoint.h"
 #include "common/checkpoint/checkpoint_manager.h"
+#include "common/checkpoint/joined_checkpoint.h"
 #include "common/checkpoint/tf_checkpoint.h"
 
 namespace pstrain {
@@ -66,6 +67,8 @@ Result<RestoreReport> WarmStart(const std::string& checkpoint,
   if (!data.ok()) {
     return data.status().WithContext("--checkpoint_path=" + checkpoint + " (the warm start)");
   }
+  // A parameter server's checkpoint holds a variable split across servers as its parts.
+  RETURN_IF_ERROR(JoinSplitVariables(&data.value()).WithContext("--checkpoint_path=" + checkpoint));
   std::map<std::string, Tensor> targets;  // sharing the variables' buffers: restored in place
   for (Variable* v : model->variables()) targets[v->name] = v->value;
   RestoreFilter filter;
