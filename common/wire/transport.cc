@@ -399,10 +399,6 @@ Result<std::unique_ptr<Listener>> Listen(const std::string& endpoint, const Mess
   return l;
 }
 
-}  // namespace
-
-namespace {
-
 // The calling thread's CPU time so far.
 std::chrono::nanoseconds ThreadCpuTime() {
   timespec t{};

@@ -129,13 +129,12 @@ Status ChoosePushParts(const RoleOptions& o, const RoleSetup& s, const HostGroup
     for (const Variable& v : layer->variables()) layers.back().variables.push_back(v.name);
   }
   RETURN_IF_ERROR(client->set_pull_schedule(pulls, layers));
+  const std::string leader = alone ? "" : "worker " + std::to_string(group->leader());
   const std::string how =
       !alone ? "averaged within the host in buckets of that size while backward goes on; the "
-               "leader (worker " +
-                   std::to_string(group->leader()) +
-                   ") pushes each as it is "
-                   "done, pulled back as applied and broadcast with the step's values (per-layer "
-                   "pulls are for a worker alone on its host)"
+               "leader (" + leader + ") pushes each as it is done, pulled back as applied and "
+               "broadcast with the step's values (per-layer pulls are for a worker alone on its "
+               "host)"
       : by_layer ? "nearest the input first; the next step pulls by layer (" + schedule + ")"
                  : "pulled back as they are applied";
   LOG(INFO) << who << ": the push overlaps backward, in parts of " << (o.push_part_bytes >> 20)
