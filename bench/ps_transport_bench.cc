@@ -29,6 +29,7 @@
 #include "bench/raw_zmq.h"
 #include "bench/timing.h"
 #include "common/config.h"
+#include "common/process_memory.h"
 #include "common/wire/transport.h"
 #include "ps/server_task.h"
 #include "tools/tool_main.h"
@@ -122,11 +123,13 @@ double TransportPushPull(wire::Connection* conn, size_t bytes, int iters) {
   const int64_t n = static_cast<int64_t>(bytes / sizeof(float));
   Message pull = FromChief(MessageType::kPull, conn);
   pull.names = {"w"};
+  // A worker's gradient lives in a buffer it keeps from step to step; so does this one.
+  const Tensor gradient = Tensor::Filled({n}, 0.5f);
   Clock::time_point start;
   for (int i = -1; i < iters; ++i) {  // round -1 warms up
     if (i == 0) start = Clock::now();
     Message push = FromChief(MessageType::kPush, conn);
-    push.tensors = {{"w", Tensor::Filled({n}, 0.5f)}};
+    push.tensors = {{"w", gradient}};
     Result<Message> pushed = conn->Call(push, kTimeout);
     CHECK(pushed.ok()) << pushed.status().ToString();
     Result<Message> reply = conn->Call(pull, kTimeout);
@@ -272,8 +275,9 @@ Status Main() {
   InitializeVariables(conn.get(), bytes);
 
   std::printf(
-      "== loopback TCP, %d MiB float32 variable, %d trials of %d push+pull rounds, %u cores\n",
-      FLAGS_mib, FLAGS_trials, FLAGS_iters, std::thread::hardware_concurrency());
+      "== loopback TCP, %d MiB float32 variable, %d trials of %d push+pull rounds, %u cores, "
+      "%s\n",
+      FLAGS_mib, FLAGS_trials, FLAGS_iters, std::thread::hardware_concurrency(), AllocatorName());
   const bench::TrialMedians medians = bench::AlternatingTrials(
       FLAGS_trials, "pstrain", [&] { return TransportPushPull(conn.get(), bytes, FLAGS_iters); },
       "raw", [&] { return RawTcpPushPull(bytes, FLAGS_iters); });

@@ -102,11 +102,9 @@ case "$name" in
     build
     load_average
     bin=$bdir/bench/pstrain-bench-ps-transport
-    # Every received tensor is a fresh ZeroMQ frame; with plain glibc malloc each 64 MiB frame is
-    # a new mmap paid for in 4 KiB page faults, which transparent huge pages (glibc >= 2.35)
-    # avoid. The raw socket reuses one buffer. Both are shown; the last ratio uses huge pages.
-    echo "== glibc malloc defaults"
-    "$bin" "$@" | sed 's/^ratio:/ratio with default malloc:/'
+    # The bench allocates as the roles do (tcmalloc where built with it: CMakeLists.txt,
+    # pstrain_allocator), so each received frame reuses a freed block instead of fresh pages;
+    # it prints which allocator ran. The raw socket reuses one buffer.
     as_launched "$bin" "$@"
     ;;
   hub)

@@ -1,5 +1,7 @@
 #include "common/process_memory.h"
 
+#include <dlfcn.h>
+
 #include <cstdio>
 #include <cstring>
 
@@ -18,6 +20,10 @@ int64_t ResidentBytes() {
   }
   std::fclose(f);
   return static_cast<int64_t>(kib) * 1024;
+}
+
+const char* AllocatorName() {
+  return dlsym(RTLD_DEFAULT, "tc_malloc") != nullptr ? "tcmalloc" : "glibc malloc";
 }
 
 }  // namespace pstrain

@@ -1,6 +1,6 @@
 // This process's resident memory as the kernel counts it (VmRSS in /proc/self/status): what a
 // parameter server's TensorBoard run shows beside its table rows, so a shard that outgrows its
-// host is seen before it is killed.
+// host is seen before it is killed. And which malloc the process runs, for its logs.
 #pragma once
 
 #include <cstdint>
@@ -9,5 +9,9 @@ namespace pstrain {
 
 // Resident bytes now; 0 where /proc cannot be read.
 int64_t ResidentBytes();
+
+// "tcmalloc" where the binary was linked with it (CMakeLists.txt, pstrain_allocator: it keeps
+// freed blocks, so resident memory stays near its peak), otherwise "glibc malloc".
+const char* AllocatorName();
 
 }  // namespace pstrain

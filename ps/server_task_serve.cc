@@ -7,6 +7,7 @@
 #include <set>
 #include <utility>
 
+#include "common/process_memory.h"
 #include "common/wire/poller.h"
 #include "common/wire/refusal_log.h"
 #include "common/wire/same_host.h"
@@ -275,7 +276,8 @@ void ServerTask::LogStopped() const {
 }
 
 Status ServerTask::Serve(ServerSummary* summary) {
-  LOG(INFO) << "ps " << self() << ": serving on " << socket_->endpoint();
+  LOG(INFO) << "ps " << self() << ": serving on " << socket_->endpoint() << " (allocating with "
+            << AllocatorName() << ")";
   while (!shutdown_requested()) RETURN_IF_ERROR(Step(std::chrono::milliseconds(200), summary));
   // Drain: answer late requests for a moment (so that they fail fast, by name) and give
   // ZeroMQ's I/O thread time to deliver the shutdown reply before the process exits. The chief's
