@@ -298,15 +298,23 @@ bool ApplyTfConfig() {
   return true;
 }
 
-// --partition_bytes and --push_part_mb, or their defaults for --replicas, said once.
-pstrain::worker::PushSizes ChosenPushSizes() {
+// --partition_bytes and --push_part_mb, or their defaults for --replicas and for `num_ps` server
+// tasks, said once.
+pstrain::worker::PushSizes ChosenPushSizes(int num_ps) {
   auto given = [](const char* name, int64_t value) {
     return gflags::GetCommandLineFlagInfoOrDie(name).is_default ? std::nullopt
                                                                 : std::optional<int64_t>(value);
   };
   const pstrain::worker::PushSizes sizes = pstrain::worker::ChoosePushSizes(
-      FLAGS_replicas, given("partition_bytes", FLAGS_partition_bytes),
+      FLAGS_replicas, num_ps, given("partition_bytes", FLAGS_partition_bytes),
       given("push_part_mb", int64_t{FLAGS_push_part_mb} << 20));
+  if (FLAGS_replicas == 0 && num_ps >= pstrain::worker::kManyServers) {
+    LOG(INFO) << FLAGS_job_name << " " << FLAGS_task_index << ": " << num_ps
+              << " parameter servers: variables split above " << sizes.partition_bytes
+              << " bytes, pushed in parts of " << sizes.part_bytes
+              << " bytes (each server holds a small share; smaller pieces keep it balanced and let "
+              << "it leave as backward finishes it; --partition_bytes and --push_part_mb choose)";
+  }
   if (FLAGS_replicas > 0) {
     LOG(INFO) << FLAGS_job_name << " " << FLAGS_task_index << ": --replicas=" << FLAGS_replicas
               << ": variables split above " << sizes.partition_bytes
@@ -435,7 +443,7 @@ int main(int argc, char** argv) {
     o.data_dir = FLAGS_data_dir;
     o.checkpoint_path = FLAGS_checkpoint_path;
     o.restore_exclude = FLAGS_restore_exclude;
-    const pstrain::worker::PushSizes sizes = ChosenPushSizes();
+    const pstrain::worker::PushSizes sizes = ChosenPushSizes(static_cast<int>(ps.size()));
     o.partition_bytes = sizes.partition_bytes;
     pstrain::worker::SetRunScheduleFromFlags(&o);  // --max_steps, --epochs...
     o.log_every_n_secs = std::max(0.0, FLAGS_log_every_n_secs);

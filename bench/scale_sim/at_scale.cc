@@ -7,6 +7,7 @@
 #include "bench/scale_sim/scenario.h"
 #include "bench/scale_sim/step_plan.h"
 #include "bench/scale_sim/tables.h"
+#include "worker/distributed/push_parts.h"
 
 namespace scale_sim {
 
@@ -48,14 +49,16 @@ void PrintAtScale(const AtScale& a) {
       s.link_bits_per_s = gbit * 1e9;
       s.steps = a.steps;
       s.worker_cores = a.leader_threads;
-      s.parts_end_at_layers = a.parts_end_at_layers;
-      s.part_bytes = a.part_bytes;
-      s.partition_bytes = a.partition_bytes;
+      s.layer_floor_bytes = a.layer_floor_bytes;
+      const pstrain::worker::PushSizes sizes = pstrain::worker::ChoosePushSizes(
+          0, s.server_processes, a.partition_bytes, a.part_bytes);
+      s.part_bytes = sizes.part_bytes;
+      s.partition_bytes = sizes.partition_bytes;
       // Hosts that start apart fall into step with one another within a few steps (below):
       // the first third is not counted.
       s.warmup_steps = a.steps / 3;
       std::printf("| %d | %d | %d | %.2f |", hosts, c, s.server_processes,
-                  HostLoadOverMean(s.server_processes, hosts, a.partition_bytes));
+                  HostLoadOverMean(s.server_processes, hosts, s.partition_bytes));
       for (PushMode m : modes) {
         s.mode = m;
         const Outcome o = RunScenario(s);

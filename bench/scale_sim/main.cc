@@ -27,9 +27,15 @@ DEFINE_int32(leader_threads, 3,
              "cores of a host leader's client (ZeroMQ's 2 I/O threads and its own: "
              "bench/scale_model.py's --client_threads)");
 DEFINE_bool(parts_end_at_layers, false,
-            "overlapped parts also end where a layer does (pstrain: with per-layer pulls only)");
-DEFINE_double(push_part_mb, 4, "--push_part_mb of the simulated workers");
-DEFINE_double(partition_mb, 8, "--partition_bytes of the simulated cluster, in MiB");
+            "a part ends at every layer, whatever the pulls (--layer_floor_mb=0)");
+DEFINE_double(layer_floor_mb, -1,
+              ">= 0: a part ends at a layer once it holds this many MiB, instead of where "
+              "pstrain's plan for the pull schedule ends it (worker/distributed/push_parts.h)");
+DEFINE_double(push_part_mb, -1,
+              "--push_part_mb of the simulated workers (unset: pstrain's default for each "
+              "layout's server processes, worker/distributed/push_parts.h ChoosePushSizes)");
+DEFINE_double(partition_mb, -1,
+              "--partition_bytes of the simulated cluster, in MiB (unset: pstrain's default)");
 DEFINE_string(server_hosts_per_8, "1,2,3,4,8",
               "server hosts for every 8 worker hosts (64 worker hosts: 8 times as many)");
 
@@ -111,9 +117,13 @@ int main(int argc, char** argv) {
       a.modes = modes;
       a.steps = FLAGS_steps;
       a.leader_threads = FLAGS_leader_threads;
-      a.parts_end_at_layers = FLAGS_parts_end_at_layers;
-      a.part_bytes = static_cast<int64_t>(FLAGS_push_part_mb * 1048576);
-      a.partition_bytes = static_cast<int64_t>(FLAGS_partition_mb * 1048576);
+      a.layer_floor_bytes = FLAGS_parts_end_at_layers
+                                ? 0
+                                : static_cast<int64_t>(FLAGS_layer_floor_mb * 1048576);
+      if (FLAGS_push_part_mb > 0) a.part_bytes = static_cast<int64_t>(FLAGS_push_part_mb * 1048576);
+      if (FLAGS_partition_mb > 0) {
+        a.partition_bytes = static_cast<int64_t>(FLAGS_partition_mb * 1048576);
+      }
       scale_sim::PrintAtScale(a);
     }
   }

@@ -1,5 +1,11 @@
 #include "bench/scale_sim/model_variables.h"
 
+#include <cstdio>
+#include <cstdlib>
+
+#include "common/config.h"
+#include "worker/network/model.h"
+
 namespace scale_sim {
 
 int64_t SimVariable::elements() const {
@@ -8,44 +14,33 @@ int64_t SimVariable::elements() const {
   return n;
 }
 
-std::vector<SimVariable> ResNet50Variables() {
+std::vector<SimVariable> ModelVariables(const std::string& config_path) {
+  auto config = pstrain::ConfigNode::LoadFile(config_path);
+  auto model_node = config.ok() ? config->Child("model") : config.status();
+  auto model = model_node.ok() ? pstrain::worker::Model::FromConfig(*model_node)
+                               : pstrain::Result<std::unique_ptr<pstrain::worker::Model>>(
+                                     model_node.status());
+  if (!model.ok()) {
+    std::fprintf(stderr, "pstrain-scale-sim: %s: %s\n", config_path.c_str(),
+                 model.status().ToString().c_str());
+    std::exit(2);
+  }
   std::vector<SimVariable> out;
   int layer = 0;
-  auto conv = [&](const std::string& name, int64_t in, int64_t filters, int64_t kernel) {
-    out.push_back({name + "/weights", layer++, true, {filters, in, kernel, kernel}});
-  };
-  auto batch_norm = [&](const std::string& name, int64_t c) {
-    for (const char* v : {"gamma", "beta"}) out.push_back({name + "/" + v, layer, true, {c}});
-    for (const char* v : {"moving_mean", "moving_variance"}) {
-      out.push_back({name + "/" + v, layer, false, {c}});
+  for (const auto& l : (*model)->layers()) {
+    if (l->variables().empty()) continue;
+    for (const pstrain::worker::Variable& v : l->variables()) {
+      out.push_back({v.name, layer, v.trainable, v.value.shape().dims()});
     }
     ++layer;
-  };
-  conv("conv1", 3, 64, 7);
-  batch_norm("bn1", 64);
-  // Bottleneck width, blocks; the first block of a stage has a projection shortcut.
-  const int64_t stages[4][2] = {{64, 3}, {128, 4}, {256, 6}, {512, 3}};
-  int64_t channels = 64;
-  for (int s = 0; s < 4; ++s) {
-    const int64_t width = stages[s][0];
-    for (int b = 1; b <= stages[s][1]; ++b) {
-      const std::string p = "s" + std::to_string(s + 1) + "b" + std::to_string(b);
-      conv(p + "_conv1", channels, width, 1);
-      batch_norm(p + "_bn1", width);
-      conv(p + "_conv2", width, width, 3);
-      batch_norm(p + "_bn2", width);
-      conv(p + "_conv3", width, width * 4, 1);
-      batch_norm(p + "_bn3", width * 4);
-      if (b == 1) {
-        conv(p + "_proj", channels, width * 4, 1);
-        batch_norm(p + "_proj_bn", width * 4);
-      }
-      channels = width * 4;
-    }
   }
-  out.push_back({"fc/weights", layer, true, {1000, channels}});
-  out.push_back({"fc/bias", layer, true, {1000}});
   return out;
+}
+
+const std::vector<SimVariable>& ResNet50Variables() {
+  static const std::vector<SimVariable> variables =
+      ModelVariables(PSTRAIN_SOURCE_DIR "/configs/resnet50.yaml");
+  return variables;
 }
 
 }  // namespace scale_sim

@@ -1,8 +1,6 @@
-// ResNet-50's variables in layer order, with their shapes, as configs/resnet50.yaml builds them
-// (bench/make_resnet50_config.py writes that file from the same table of stages): conv2d weights
-// [out, in, k, k] without bias, batch_norm's gamma, beta, moving_mean and moving_variance [C],
-// fully_connected weights [1000, 2048] and bias. The simulator needs no more of the model than
-// this: which bytes each layer's backward hands out, and in which order.
+// The model's variables in layer order, with their shapes, as pstrain builds them from a config
+// (Model::FromConfig; ResNet-50 from configs/resnet50.yaml): which bytes each layer's backward
+// hands out, and in which order. The simulator needs no more of the model than this.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +19,11 @@ struct SimVariable {
 };
 
 // Every variable a worker pushes and pulls (gradients of the trainable ones, values of the
-// batch-norm statistics), in the model's order.
-std::vector<SimVariable> ResNet50Variables();
+// batch-norm statistics), in the model's order, of the model `config_path` describes; a config
+// that does not build stops the program, naming the error.
+std::vector<SimVariable> ModelVariables(const std::string& config_path);
+
+// ModelVariables of configs/resnet50.yaml in this source tree, built once.
+const std::vector<SimVariable>& ResNet50Variables();
 
 }  // namespace scale_sim

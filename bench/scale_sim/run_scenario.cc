@@ -46,7 +46,7 @@ Outcome Simulate(const Scenario& s) {
   const bool whole = s.mode == PushMode::kAfterBackward;
   sim.plan =
       PlanStep(ResNet50Variables(), s.server_processes, s.partition_bytes, whole ? 0 : s.part_bytes,
-               s.mode == PushMode::kPerLayerPulls || s.parts_end_at_layers);
+               s.mode == PushMode::kPerLayerPulls, s.layer_floor_bytes);
   BuildPlatform(sim);
   for (int p = 0; p < s.server_processes; ++p) {
     sg4::Actor::create("ps" + std::to_string(p), sim.server_host_of[p], ServerProcess, p)

@@ -29,9 +29,9 @@ struct Scenario {
   PushMode mode = PushMode::kAfterBackward;
   int64_t part_bytes = int64_t{4} << 20;       // --push_part_mb
   int64_t partition_bytes = int64_t{8} << 20;  // --partition_bytes
-  // A part also ends where a layer does, whatever the pulls (pstrain does so for per-layer pulls
-  // only): what the overlapped push would gain from it.
-  bool parts_end_at_layers = false;
+  // >= 0: a part ends at a layer once it holds this many bytes (0: at every layer), instead of
+  // where pstrain's plan for the pull schedule ends it (PlanStepParts): what another cut would do.
+  int64_t layer_floor_bytes = -1;
   // Hosts of an async job drift apart (they start seconds apart, and a GPU's step varies by a few
   // percent): host h starts h/N of a step after host 0, and each step's compute is drawn
   // uniformly within +-`compute_jitter` of `step_s`. Without both, identical hosts push in lock

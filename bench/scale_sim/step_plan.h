@@ -1,10 +1,8 @@
-// What one worker's step sends, as pstrain cuts it: the variables sharded over the server
-// processes (common/replication/sharding.cc: each variable in model order to the least-loaded
-// server by bytes, a variable above --partition_bytes split along dimension 0 first), each
-// server's partitions in backward's order cut into parts of --push_part_mb
-// (worker/distributed/push_parts.cc, PlanPushParts), and the per-layer pulls
-// (worker/distributed/pull_schedule.h). Written again here rather than linked, so that the
-// simulator builds without pstrain's libraries; scale_sim_test.cc holds it to the same rules.
+// What one worker's step sends, as pstrain cuts it, by pstrain's own code: the variables sharded
+// over the server processes (common/replication/sharding.cc, Sharding::Compute), each server's
+// partitions in backward's order cut into parts (worker/distributed/push_parts.cc,
+// PlanPushParts), and the per-layer pulls (worker/distributed/pull_schedule.cc, PlanLayerPulls),
+// turned into the indices the simulator's hosts and servers use.
 #pragma once
 
 #include <cstdint>
@@ -36,9 +34,11 @@ struct StepPlan {
   int64_t bytes = 0;                              // a whole push (and a whole pull)
 };
 
-// `part_bytes` <= 0: one part per server holding all it has (the push after backward).
-// `end_at_layers`: a part also ends where a layer does (what per-layer pulls need).
+// `part_bytes` <= 0: one part per server holding all it has (the push after backward). Else the
+// parts a worker cuts for its pull schedule (PlanStepParts: `per_layer_pulls`, or the whole-step
+// pull), unless `layer_floor_bytes` >= 0: then a part ends at a layer once it holds that many
+// (0: at every layer), to see what another cut would do.
 StepPlan PlanStep(const std::vector<SimVariable>& variables, int servers, int64_t partition_bytes,
-                  int64_t part_bytes, bool end_at_layers);
+                  int64_t part_bytes, bool per_layer_pulls, int64_t layer_floor_bytes = -1);
 
 }  // namespace scale_sim

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "bench/scale_sim/scenario.h"
@@ -19,8 +20,9 @@ struct AtScale {
   std::vector<PushMode> modes;
   int steps = 30;
   int leader_threads = 3;
-  bool parts_end_at_layers = false;
-  int64_t part_bytes = int64_t{4} << 20, partition_bytes = int64_t{8} << 20;
+  int64_t layer_floor_bytes = -1;  // Scenario's
+  // Unset: pstrain's defaults for each layout's server processes (ChoosePushSizes).
+  std::optional<int64_t> part_bytes, partition_bytes;
 };
 void PrintAtScale(const AtScale& a);
 

@@ -61,16 +61,16 @@ TEST(PushPartsTest, EachServerGetsItsPartitionsLastLayerFirstInPartsOfTheSizeAsk
 }
 
 TEST(PushPartsTest, WithReplicasTheDefaultsAreSmallSoThatEachServerSendsRecordsPartByPart) {
-  EXPECT_EQ(ChoosePushSizes(0, std::nullopt, std::nullopt).partition_bytes, 8 * kMiB);
-  EXPECT_EQ(ChoosePushSizes(0, std::nullopt, std::nullopt).part_bytes, 4 * kMiB);
-  const PushSizes replicated = ChoosePushSizes(1, std::nullopt, std::nullopt);
+  EXPECT_EQ(ChoosePushSizes(0, 1, std::nullopt, std::nullopt).partition_bytes, 8 * kMiB);
+  EXPECT_EQ(ChoosePushSizes(0, 5, std::nullopt, std::nullopt).part_bytes, 4 * kMiB);
+  const PushSizes replicated = ChoosePushSizes(1, 2, std::nullopt, std::nullopt);
   EXPECT_EQ(replicated.partition_bytes, kMiB);
   EXPECT_EQ(replicated.part_bytes, kMiB);
   // A size the user gave is kept, with or without replicas.
-  EXPECT_EQ(ChoosePushSizes(1, 8 * kMiB, std::nullopt).partition_bytes, 8 * kMiB);
-  EXPECT_EQ(ChoosePushSizes(1, 8 * kMiB, std::nullopt).part_bytes, kMiB);
-  EXPECT_EQ(ChoosePushSizes(2, std::nullopt, 16 * kMiB).part_bytes, 16 * kMiB);
-  EXPECT_EQ(ChoosePushSizes(0, 2 * kMiB, 2 * kMiB).partition_bytes, 2 * kMiB);
+  EXPECT_EQ(ChoosePushSizes(1, 2, 8 * kMiB, std::nullopt).partition_bytes, 8 * kMiB);
+  EXPECT_EQ(ChoosePushSizes(1, 2, 8 * kMiB, std::nullopt).part_bytes, kMiB);
+  EXPECT_EQ(ChoosePushSizes(2, 3, std::nullopt, 16 * kMiB).part_bytes, 16 * kMiB);
+  EXPECT_EQ(ChoosePushSizes(0, 8, 2 * kMiB, 2 * kMiB).partition_bytes, 2 * kMiB);
   // RefNet's fc1 (12.25 MiB) is one 6 MiB part a server by default; with replicas each server gets
   // it in several parts, each replicated while the next arrives.
   const std::vector<replication::VariableSpec> refnet = {
@@ -81,7 +81,7 @@ TEST(PushPartsTest, WithReplicasTheDefaultsAreSmallSoThatEachServerSendsRecordsP
     const auto parts = PlanPushParts(*sharding, {"fc1/weights", "fc2/weights"}, sizes.part_bytes);
     return std::min(parts[0].size(), parts[1].size());
   };
-  EXPECT_EQ(count_parts(ChoosePushSizes(0, std::nullopt, std::nullopt)), 1u);
+  EXPECT_EQ(count_parts(ChoosePushSizes(0, 2, std::nullopt, std::nullopt)), 1u);
   EXPECT_GE(count_parts(replicated), 3u);
 }
 
@@ -121,6 +121,60 @@ TEST(PushPartsTest, WithLayersGivenAPartEndsWhereALayerDoesAndStillAtItsSize) {
   EXPECT_EQ(parts[0][3].partitions.size(), 2u);
   // Without layers the same sizes mix them: c's 64 KiB waits in one part with b's first.
   EXPECT_EQ(PlanPushParts(*sharding, order, 2 * kMiB)[0][0].partitions.size(), 3u);
+}
+
+TEST(PushPartsTest, ManyServersDefaultToSmallSizesAsReplicasDo) {
+  for (int num_ps : {1, kManyServers - 1}) {
+    EXPECT_EQ(ChoosePushSizes(0, num_ps, std::nullopt, std::nullopt).partition_bytes, 8 * kMiB);
+  }
+  for (int num_ps : {kManyServers, 40}) {
+    const PushSizes sizes = ChoosePushSizes(0, num_ps, std::nullopt, std::nullopt);
+    EXPECT_EQ(sizes.partition_bytes, kMiB) << num_ps;
+    EXPECT_EQ(sizes.part_bytes, kMiB) << num_ps;
+    EXPECT_EQ(ChoosePushSizes(0, num_ps, 4 * kMiB, std::nullopt).partition_bytes, 4 * kMiB);
+  }
+}
+
+// Layers, input side first: a/ 256 KiB and 4 KiB, b/ 3 MiB, c/ 64 KiB, d/ 1.5 MiB, in 1 MiB
+// partitions on one server; parts of 2 MiB.
+struct FourLayers {
+  FourLayers() {
+    auto computed = replication::Sharding::Compute(
+        {SizedVariable("a/w", kMiB / 4), SizedVariable("a/b", 4096),
+         SizedVariable("b/w", 3 * kMiB), SizedVariable("c/w", 64 * 1024),
+         SizedVariable("d/w", 3 * kMiB / 2)},
+        1, kMiB);
+    EXPECT_TRUE(computed.ok()) << computed.status().ToString();
+    sharding = *computed;
+  }
+  // Each part's layers, in the order they leave.
+  std::vector<std::string> LayersOf(PullSchedule schedule) const {
+    std::vector<std::string> out;
+    const auto parts = PlanStepParts(sharding, layers, 2 * kMiB, schedule);
+    for (const PushPart& part : parts.at(0)) {
+      std::string in;
+      for (const replication::Partition& p : part.partitions) {
+        const std::string layer = p.variable.substr(0, 1);
+        if (in.find(layer) == std::string::npos) in += layer;
+      }
+      out.push_back(in);
+    }
+    return out;
+  }
+  replication::Sharding sharding;
+  const std::vector<LayerVariables> layers = {
+      {"a", {"a/w", "a/b"}}, {"b", {"b/w"}}, {"c", {"c/w"}}, {"d", {"d/w"}}};
+};
+
+TEST(PushPartsTest, TheStepPullsPartsEndAtALayerOnceTheyHoldAQuarterOfTheirSize) {
+  static_assert(kStepLayerFloorDivisor == 4, "the sizes below are for a quarter");
+  const FourLayers model;
+  // d's 1.5 MiB is past a quarter of 2 MiB, so c starts a part; c's 64 KiB is not, so b's first
+  // partitions join it rather than leave c alone; a starts anew after b's last 1 MiB.
+  EXPECT_EQ(model.LayersOf(PullSchedule::kStep), (std::vector<std::string>{"d", "cb", "b", "a"}));
+  // Per-layer pulls: a part never holds two layers.
+  EXPECT_EQ(model.LayersOf(PullSchedule::kPerLayer),
+            (std::vector<std::string>{"d", "c", "b", "b", "a"}));
 }
 
 TEST(PushPartsTest, TheWorkerPushesWholeStepsWhereAPartCouldNotGoAloneAndSaysWhy) {

@@ -1,7 +1,6 @@
 // PsClient's per-layer pulls (--pull_schedule per_layer or late; pull_schedule.h says when each
 // schedule reads, ps_client.h how the pulls share the step's requests with its pushes).
 #include <algorithm>
-#include <map>
 
 #include "worker/distributed/ps_client.h"
 #include "worker/distributed/step_parts.h"
@@ -14,17 +13,9 @@ Status PsClient::set_pull_schedule(PullSchedule schedule,
   CHECK(parts_ != nullptr || schedule == PullSchedule::kStep)
       << "a per-layer pull schedule needs the overlapped push (set_push_part_bytes)";
   if (parts_ == nullptr) return Status::OK();
-  if (schedule == PullSchedule::kStep) {
-    PlanParts({});  // by size alone
-    return Status::OK();
-  }
+  UseParts(PlanStepParts(sharding_, layers, part_bytes_, schedule));
+  if (parts_ == nullptr || schedule == PullSchedule::kStep) return Status::OK();
   ASSIGN_OR_RETURN(std::vector<LayerPull> pulls, PlanLayerPulls(sharding_, layers));
-  std::map<std::string, int> layer_of;
-  for (size_t i = 0; i < layers.size(); ++i) {
-    for (const std::string& name : layers[i].variables) layer_of[name] = static_cast<int>(i);
-  }
-  PlanParts(layer_of);  // a part ends where a layer does
-  if (parts_ == nullptr) return Status::OK();
   StepParts& p = *parts_;
   p.pulls = std::move(pulls);
   for (size_t j = 0; j < p.pulls.size(); ++j) {

@@ -54,6 +54,7 @@
 #include "worker/distributed/heartbeat.h"
 #include "worker/distributed/pull_schedule.h"
 #include "worker/distributed/push_dtype.h"
+#include "worker/distributed/push_parts.h"
 #include "worker/distributed/request_router.h"
 #include "worker/distributed/shard_routes.h"
 #include "worker/network/layer.h"
@@ -162,7 +163,7 @@ class PsClient {
   void set_unavailable_timeout(std::chrono::seconds t) { router_->set_unavailable_timeout(t); }
 
  private:
-  // One step's parts (push_parts.cc).
+  // One step's parts (overlapped_push.cc).
   struct StepParts;
   // Long enough for a sync step that waits on the slowest worker, or a restore on disks; the
   // rest wait on one round trip.
@@ -179,8 +180,8 @@ class PsClient {
   // A push of `partitions` of server `s` computed at `step` (trainable variables' gradients,
   // the others' values as assigns).
   wire::Message PushOf(int s, const std::vector<replication::Partition>& partitions, int64_t step);
-  // Cuts the overlapped push's parts (push_parts.h; at layer boundaries with `layer_of`).
-  void PlanParts(const std::map<std::string, int>& layer_of);
+  // Takes `plan` (push_parts.h) as the overlapped push's parts.
+  void UseParts(std::vector<std::vector<PushPart>> plan);
   // Sends part `k` of server `s` (its push, then, with --pull_schedule=step, the pull of the
   // same partitions).
   Status SendPart(int s, size_t k);

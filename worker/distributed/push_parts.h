@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/replication/sharding.h"
+#include "worker/distributed/pull_schedule.h"
 
 namespace pstrain {
 namespace worker {
@@ -33,6 +34,13 @@ constexpr int64_t kDefaultPartitionBytes = int64_t{8} << 20;
 // --replicas=0 went from 0.82 (8 MiB partitions, 4 MiB parts) to 0.92 (1 MiB both), and the
 // unreplicated run was as fast either way (658 and 656 examples/s).
 constexpr int64_t kReplicatedPushBytes = int64_t{1} << 20;
+// From this many server tasks up, both sizes default to kReplicatedPushBytes too. Each task then
+// holds a few MB of a model like ResNet-50, one or two 4 MiB parts, and whatever of it an 8 MiB
+// partition leaves unbalanced; simulated for 8 hosts of 8 GPUs at 100 Gbit/s (bench/run.sh scale
+// --simulate, docs/scaling.md), 1 MiB sizes were within 3 points of the larger ones below 6
+// tasks (where the servers' CPU bounds) and 4-18 points better from 6 up: 91% of 64 GPUs against
+// 84% from 15 tasks up.
+constexpr int kManyServers = 6;
 
 struct PushSizes {
   int64_t partition_bytes = kDefaultPartitionBytes;
@@ -40,9 +48,9 @@ struct PushSizes {
 };
 
 // The sizes a role uses: each one given (a flag set on the command line), else its default,
-// kReplicatedPushBytes where `replicas` > 0. Every role of a cluster gets the same flags, so all
-// split the variables alike.
-PushSizes ChoosePushSizes(int replicas, std::optional<int64_t> partition_bytes,
+// kReplicatedPushBytes where `replicas` > 0 or there are `num_ps` >= kManyServers server tasks.
+// Every role of a cluster gets the same flags, so all split the variables alike.
+PushSizes ChoosePushSizes(int replicas, int num_ps, std::optional<int64_t> partition_bytes,
                           std::optional<int64_t> part_bytes);
 
 struct PushPart {
@@ -54,12 +62,32 @@ struct PushPart {
 // `variable_order`, the model's layer order), cut into parts of at least `part_bytes` each (the
 // last part of a server may be smaller). A variable's partitions on one server stay in one part
 // unless the part is already full. With `layer_of` (each variable's layer), a part also ends
-// where a layer does, so that no layer's gradients wait for a layer below it: what per-layer
-// pulls need, whose point is that each layer's update lands as soon as backward has it.
+// where a layer does once it holds `layer_floor_bytes` (0: at every layer), so that a layer's
+// gradients wait for no more than that of the layers below it.
 std::vector<std::vector<PushPart>> PlanPushParts(const replication::Sharding& sharding,
                                                  const std::vector<std::string>& variable_order,
                                                  int64_t part_bytes,
-                                                 const std::map<std::string, int>& layer_of = {});
+                                                 const std::map<std::string, int>& layer_of = {},
+                                                 int64_t layer_floor_bytes = 0);
+
+// With the whole-step pull, a part ends at a layer once it holds this share of `part_bytes`.
+// Cut by size alone, a server's last part held whatever of its share the input side's layers
+// left, and all of it waited for them: the sharding deals variables in model order, so every
+// server holds some of the first layers, which backward finishes last. Simulated for 8 hosts of
+// 8 GPUs (bench/run.sh scale --simulate, docs/scaling.md; 8 MiB partitions, 4 MiB parts, 15-80
+// server processes): 79-80% of 64 GPUs cut by size, 84% with this floor, as with a part ending
+// at every layer, which sends a message for each small layer.
+constexpr int64_t kStepLayerFloorDivisor = 4;
+
+// The parts a worker pushes with pull schedule `schedule` (`layers` in the model's order), as
+// PsClient cuts them and the simulator (bench/scale_sim) replays them: with per-layer pulls a
+// part never holds two layers, since each layer's update should land as soon as backward has
+// it; with the whole-step pull a part ends at a layer once it holds part_bytes /
+// kStepLayerFloorDivisor, so that little waits for the layers below it and tiny layers still
+// share a message.
+std::vector<std::vector<PushPart>> PlanStepParts(const replication::Sharding& sharding,
+                                                 const std::vector<LayerVariables>& layers,
+                                                 int64_t part_bytes, PullSchedule schedule);
 
 }  // namespace worker
 }  // namespace pstrain

@@ -1,6 +1,6 @@
-// The state of one overlapped step inside PsClient: its push's parts (push_parts.cc) and, with a
-// per-layer pull schedule, its pulls (layer_pulls.cc). Private to those two files and
-// ps_client.cc; ps_client.h says what the step does.
+// The state of one overlapped step inside PsClient: its push's parts (push_parts.cc plans them,
+// overlapped_push.cc sends them) and, with a per-layer pull schedule, its pulls (layer_pulls.cc).
+// Private to those files and ps_client.cc; ps_client.h says what the step does.
 #pragma once
 
 #include <map>
