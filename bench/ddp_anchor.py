@@ -14,7 +14,8 @@ each host's link once out and once in; ranks of one host reach each other over t
 loopback, which no tbf shapes.
 
 Compute is synthetic, the DDP is real: the model is one "layer" per layer of --config that has
-variables, holding parameters of that layer's real trainable sizes in layer order (flat: DDP
+variables (as pstrain builds it: build/bench/pstrain-bench-model-table prints them), holding
+parameters of that layer's real trainable sizes in layer order (flat: DDP
 buckets by bytes), each a custom autograd Function whose forward waits to its share of N/3 ms and
 whose backward waits to its share of 2N/3 ms and returns constant gradients: the deadlines of
 pstrain's --synthetic_step_ms (shares of every variable, batch-norm statistics included; last
@@ -52,55 +53,20 @@ GRADIENT = 1e-5  # what pstrain's synthetic compute fills every gradient with
 
 # ---- the model's variables, from the config ----
 
-def layer_table(config_path):
+def layer_table(config_path, model_table):
     """[(layer name, [trainable sizes], all floats incl. batch-norm statistics)] in layer order,
-    the shapes walked as pstrain builds them (conv SAME unless VALID; pools stride = size)."""
-    import yaml  # only the launcher parses the config (Debian: python3-yaml)
-    with open(config_path) as f:
-        cfg = yaml.safe_load(f)["model"]
-    shapes = {}
-    c, h, w = cfg["input"]
-    prev = None
+    of the model pstrain builds from the config (`model_table`: pstrain-bench-model-table)."""
+    out = subprocess.run([model_table, f"--config={config_path}"], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"ddp_anchor.py: {model_table} --config={config_path}: {out.stderr}")
     table = []
-
-    def out_size(n, k, s, pad):
-        return -(-n // s) if pad == "SAME" else (n - k) // s + 1
-
-    for layer in cfg["layers"]:
-        inputs = layer.get("inputs", prev)
-        if isinstance(inputs, list):
-            inputs = inputs[0]
-        if inputs is not None:
-            c, h, w = shapes[inputs]
-        kind = layer["type"]
-        if kind in ("conv2d", "conv2d_transpose"):
-            k, s, f = layer["kernel"], layer.get("stride", 1), layer["filters"]
-            sizes = [k * k * c * f] + ([f] if layer.get("use_bias", True) else [])
-            table.append((layer["name"], sizes, sum(sizes)))
-            pad = layer.get("padding", "SAME")
-            if kind == "conv2d":
-                c, h, w = f, out_size(h, k, s, pad), out_size(w, k, s, pad)
-            else:
-                c, h, w = f, h * s, w * s
-        elif kind == "batch_norm":
-            table.append((layer["name"], [c, c], 4 * c))  # gamma, beta; mean, variance as values
-        elif kind == "fully_connected":
-            u = layer["units"]
-            sizes = [c * h * w * u] + ([u] if layer.get("use_bias", True) else [])
-            table.append((layer["name"], sizes, sum(sizes)))
-            c, h, w = u, 1, 1
-        elif kind in ("max_pool", "avg_pool"):
-            k = layer["size"]
-            s = layer.get("stride", k)
-            pad = layer.get("padding", "VALID")
-            h, w = out_size(h, k, s, pad), out_size(w, k, s, pad)
-        elif kind == "flatten":
-            c, h, w = c * h * w, 1, 1
-        elif kind not in ("relu", "add", "dropout", "softmax_cross_entropy", "sigmoid", "tanh"):
-            raise SystemExit(f"{config_path}: layer {layer['name']}: type {kind} is not known to "
-                             "ddp_anchor.py's shape walk")
-        shapes[layer["name"]] = (c, h, w)
-        prev = layer["name"]
+    for layer in json.loads(out.stdout):
+        sizes = [1] * len(layer["variables"])
+        for i, v in enumerate(layer["variables"]):
+            for d in v["shape"]:
+                sizes[i] *= d
+        trainable = [n for n, v in zip(sizes, layer["variables"]) if v["trainable"]]
+        table.append((layer["layer"], trainable, sum(sizes)))
     return table
 
 
@@ -223,6 +189,9 @@ def main():
     p.add_argument("--python", default="/work/bench-venv/bin/python",
                    help="a python with torch (scripts/bench-venv.sh)")
     p.add_argument("--json", help="write the cell's numbers here")
+    p.add_argument("--model_table",
+                   default=os.path.join(ROOT, "build", "bench", "pstrain-bench-model-table"),
+                   help="pstrain's tool that prints the config's model, layer by layer")
     p.add_argument("--rank", type=int, help=argparse.SUPPRESS)  # set: run one rank
     p.add_argument("--world", type=int, help=argparse.SUPPRESS)
     p.add_argument("--master", help=argparse.SUPPRESS)
@@ -235,12 +204,14 @@ def main():
     import netns_hosts
     from overlap_bench import rate_bits
     missing = netns_hosts.missing_tools()
+    if not os.access(a.model_table, os.X_OK):
+        missing.append(f"{a.model_table} (cmake --build build --target pstrain-bench-model-table)")
     if not os.access(a.python, os.X_OK):
         missing.append(f"{a.python} (bash scripts/bench-venv.sh /work/bench-venv)")
     if missing:
         print("ddp_anchor.py: missing: " + ", ".join(missing), file=sys.stderr)
         return 2
-    table = layer_table(a.config)
+    table = layer_table(a.config, a.model_table)
     if a.batch is None:
         import yaml
         with open(a.config) as f:

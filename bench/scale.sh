@@ -25,6 +25,7 @@ if [[ ${1:-} == --ddp ]]; then
   shift
   bin=${PSTRAIN_BINARY:-}
   [[ -n $bin ]] || { build_pstrain; bin=build/pstrain; }
+  cmake --build build --target pstrain-bench-model-table >/dev/null  # DDP's layers, as pstrain's
   python=${PSTRAIN_DDP_PYTHON:?PSTRAIN_DDP_PYTHON: a Python with torch (bench/run.sh scale --ddp sets it)}
   for rate in ${SCALE_RATES:-1gbit 10gbit}; do
     for hosts in ${SCALE_HOSTS:-2 4}; do

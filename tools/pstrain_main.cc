@@ -18,6 +18,7 @@
 #include "common/flags.h"
 #include "common/replication/shard_map.h"
 #include "common/tf_config.h"
+#include "common/wire/transport.h"
 #include "ps/ps_role.h"
 #include "tools/device_flags.h"
 #include "tools/run_flags.h"
@@ -76,6 +77,11 @@ DEFINE_bool(tf_checkpoints, false,
             "chief: after each committed checkpoint, also write it as TensorFlow's checkpoint "
             "<train_dir>/tf/model.ckpt-<step> (listed in <train_dir>/tf/checkpoint, the newest "
             "--max_to_keep kept), when every server's shard is under the chief's --train_dir");
+DEFINE_int32(io_threads, 0,
+             "ZeroMQ I/O threads of this process, which carry its connections' bytes, one "
+             "connection on each (0: 2, or 4 for a worker or evaluator of 6 or more parameter "
+             "servers, whose host leader otherwise spends the step's exchange on too few cores: "
+             "docs/scaling.md, simulated)");
 DEFINE_int32(replicas, 0,
              "backups per shard (docs/replication.md): each shard's updates are also applied on "
              "this many other server tasks before a push is acknowledged, so a server's death "
@@ -368,6 +374,18 @@ int main(int argc, char** argv) {
     }
     curve = std::move(keys).value();
     curve.same_host_ipc = FLAGS_same_host_ipc;
+  }
+  const int io_threads =
+      FLAGS_io_threads > 0    ? FLAGS_io_threads
+      : FLAGS_job_name == "ps" ? 2
+                               : pstrain::worker::ClientIoThreads(static_cast<int>(ps.size()));
+  if (pstrain::Status s = pstrain::wire::SetIoThreads(io_threads); !s.ok()) {
+    LOG(ERROR) << "--io_threads=" << FLAGS_io_threads << ": " << s.message();
+    return 2;
+  }
+  if (io_threads != 2) {
+    LOG(INFO) << FLAGS_job_name << " " << FLAGS_task_index << ": " << io_threads
+              << " ZeroMQ I/O threads" << (FLAGS_io_threads > 0 ? "" : " (" + std::to_string(ps.size()) + " parameter servers; --io_threads chooses)");
   }
   pstrain::Status status;
   if (FLAGS_job_name == "ps") {

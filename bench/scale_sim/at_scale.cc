@@ -48,7 +48,9 @@ void PrintAtScale(const AtScale& a) {
       s.server_processes = hosts * (c / 3 > 0 ? c / 3 : 1);
       s.link_bits_per_s = gbit * 1e9;
       s.steps = a.steps;
-      s.worker_cores = a.leader_threads;
+      s.worker_cores = a.leader_threads > 0
+                           ? a.leader_threads
+                           : pstrain::worker::ClientIoThreads(s.server_processes) + 1;
       s.layer_floor_bytes = a.layer_floor_bytes;
       const pstrain::worker::PushSizes sizes = pstrain::worker::ChoosePushSizes(
           0, s.server_processes, a.partition_bytes, a.part_bytes);

@@ -30,7 +30,7 @@ void PrintChecks() {
   }
 
   std::printf(
-      "\n== check: bench/run.sh scale, run 1 (namespace hosts sharing 2 cores: every role's CPU "
+      "\n== check: bench/run.sh scale, run 3 (namespace hosts sharing 2 cores: every role's CPU "
       "is the cores our roles got; links as one TCP stream carried them), img/s\n");
   std::printf(
       "| link | ps | w | cores ours | measured | simulated | simulated / measured | "

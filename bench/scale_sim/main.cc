@@ -23,9 +23,10 @@ DEFINE_int32(steps, 30, "steps a worker host runs in each simulation, the first 
 DEFINE_string(modes, "after,overlapped,per_layer",
               "push modes, a column each: after (one push per server after backward), overlapped "
               "(each part once its layers are averaged), per_layer (overlapped, pulls by layer)");
-DEFINE_int32(leader_threads, 3,
-             "cores of a host leader's client (ZeroMQ's 2 I/O threads and its own: "
-             "bench/scale_model.py's --client_threads)");
+DEFINE_int32(leader_threads, 0,
+             "cores of a host leader's client: ZeroMQ's I/O threads and its own (0: pstrain's "
+             "--io_threads default for the layout's server processes, plus one: 3 below 6 "
+             "processes, 5 from 6 up)");
 DEFINE_bool(parts_end_at_layers, false,
             "a part ends at every layer, whatever the pulls (--layer_floor_mb=0)");
 DEFINE_double(layer_floor_mb, -1,
@@ -62,7 +63,7 @@ void PrintConstants() {
       variables.size(), static_cast<long long>(plan.bytes / 4), static_cast<long long>(trainable),
       plan.bytes / 1e6);
   std::printf(
-      "server CPU per byte moved, in or out: %.2f s/GB (bench/scale_model.py, run 1's "
+      "server CPU per byte moved, in or out: %.2f s/GB (bench/scale_model.py, run 3's "
       "cells)\n",
       k.server_s_per_byte * 1e9);
   std::printf("worker CPU per byte pushed or pulled: %.2f s/GB (the same fit)\n",

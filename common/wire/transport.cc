@@ -36,8 +36,10 @@ constexpr int kSendTimeoutMs = 60000;
 constexpr int kServerReceiveQueue = 8;
 // An unauthenticated connection that does not finish its handshake is closed after this long.
 constexpr int kHandshakeMs = 10000;
-// Two I/O threads, so that sending and receiving large tensors in one process overlap.
-constexpr int kIoThreads = 2;
+// Two I/O threads unless SetIoThreads says otherwise, so that sending and receiving large
+// tensors in one process overlap.
+std::atomic<int> io_threads{2};
+std::atomic<bool> context_made{false};
 // ZMQ_ZAP_ENFORCE_DOMAIN, a draft option of libzmq 4.3 (Debian's build has it): a CURVE server
 // then refuses every client if the ZAP handler were missing, instead of letting all in.
 constexpr int kZapEnforceDomain = 93;
@@ -305,12 +307,25 @@ std::vector<Frame> AsFrames(const std::vector<std::shared_ptr<zmq_msg_t>>& msgs)
 
 void* ZmqContext() {
   static void* context = [] {
+    context_made = true;
     void* ctx = zmq_ctx_new();
     CHECK(ctx != nullptr) << "zmq_ctx_new: " << zmq_strerror(errno);
-    zmq_ctx_set(ctx, ZMQ_IO_THREADS, kIoThreads);
+    zmq_ctx_set(ctx, ZMQ_IO_THREADS, io_threads.load());
     return ctx;
   }();
   return context;
+}
+
+Status SetIoThreads(int threads) {
+  if (threads < 1 || threads > 16) {
+    return InvalidArgument("ZeroMQ I/O threads must be 1 to 16, got " + std::to_string(threads));
+  }
+  if (context_made) {
+    return FailedPrecondition("ZeroMQ's I/O threads are set before the first socket; " +
+                              std::to_string(io_threads.load()) + " already run");
+  }
+  io_threads = threads;
+  return Status::OK();
 }
 
 int64_t ReceivedFramesHeld() { return frames_held.load(std::memory_order_relaxed); }

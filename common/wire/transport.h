@@ -24,6 +24,11 @@
 namespace pstrain {
 namespace wire {
 
+// ZeroMQ's I/O threads for this process (2 unless set): they carry every connection's bytes, a
+// connection on one of them. Only before the first socket: FailedPrecondition after it,
+// InvalidArgument outside [1, 16].
+Status SetIoThreads(int threads);
+
 // "tcp://127.0.0.1:2222" from "127.0.0.1:2222" (a bare host:port as in --ps_hosts).
 std::string TcpEndpoint(const std::string& host_port);
 

@@ -123,10 +123,12 @@ TEST(PushPartsTest, WithLayersGivenAPartEndsWhereALayerDoesAndStillAtItsSize) {
   EXPECT_EQ(PlanPushParts(*sharding, order, 2 * kMiB)[0][0].partitions.size(), 3u);
 }
 
-TEST(PushPartsTest, ManyServersDefaultToSmallSizesAsReplicasDo) {
+TEST(PushPartsTest, ManyServersDefaultToSmallSizesAsReplicasDoAndMoreIoThreads) {
   for (int num_ps : {1, kManyServers - 1}) {
     EXPECT_EQ(ChoosePushSizes(0, num_ps, std::nullopt, std::nullopt).partition_bytes, 8 * kMiB);
+    EXPECT_EQ(ClientIoThreads(num_ps), 2);
   }
+  EXPECT_EQ(ClientIoThreads(kManyServers), 4);  // and a client's connections more threads
   for (int num_ps : {kManyServers, 40}) {
     const PushSizes sizes = ChoosePushSizes(0, num_ps, std::nullopt, std::nullopt);
     EXPECT_EQ(sizes.partition_bytes, kMiB) << num_ps;

@@ -233,6 +233,15 @@ class SyntheticStepTest(unittest.TestCase):
                 self.assertEqual(r.returncode, 2, r.stdout)
                 self.assertIn(says, r.stdout)
 
+    def test_a_bad_io_threads_stops_every_role_at_start_naming_it(self):
+        for job in ("ps", "worker", "evaluator"):
+            r = subprocess.run([PSTRAIN, f"--job_name={job}", "--task_index=0",
+                                "--io_threads=99"] + self.cluster,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               env=self.env, timeout=30)
+            self.assertEqual(r.returncode, 2, r.stdout)
+            self.assertIn("--io_threads=99: ZeroMQ I/O threads must be 1 to 16, got 99", r.stdout)
+
     def test_the_chief_keeps_the_newest_committed_steps_as_tensorflow_checkpoints(self):
         self.assertEqual(self.worker.returncode, 0, self.worker.stdout)
         td, tf_dir = f"{self.tmp}/td", f"{self.tmp}/td/tf"

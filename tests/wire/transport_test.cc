@@ -7,12 +7,14 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <zmq.h>
 
 #include <atomic>
 #include <cstdlib>
 #include <memory>
 #include <thread>
 
+#include "common/wire/zmq_context.h"
 #include "tests/wire/wire_test_util.h"
 
 namespace pstrain {
@@ -64,6 +66,19 @@ TEST(TransportTest, BindToPortZeroReportsTheRealPort) {
   EXPECT_GT(PortOf(server->endpoint()), 0);
   EXPECT_EQ(TcpEndpoint("10.0.0.1:2222"), "tcp://10.0.0.1:2222");
   EXPECT_EQ(TcpEndpoint("tcp://h:1"), "tcp://h:1");
+}
+
+// ctest runs each test in a process of its own: here the context is made after the call.
+TEST(TransportTest, IoThreadsAreSetBeforeTheFirstSocketAndOnlyThen) {
+  EXPECT_EQ(SetIoThreads(0).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(SetIoThreads(17).code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(SetIoThreads(4).ok());
+  auto server = BindOrDie();  // the first socket: the context starts with 4
+  EXPECT_EQ(zmq_ctx_get(ZmqContext(), ZMQ_IO_THREADS), 4);
+  const Status late = SetIoThreads(2);
+  EXPECT_EQ(late.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(late.message().find("4 already run"), std::string::npos) << late.message();
+  EXPECT_EQ(zmq_ctx_get(ZmqContext(), ZMQ_IO_THREADS), 4);
 }
 
 // Each request type goes to the server with every field its struct holds, and comes back

@@ -16,6 +16,8 @@ PushSizes ChoosePushSizes(int replicas, int num_ps, std::optional<int64_t> parti
   return sizes;
 }
 
+int ClientIoThreads(int num_ps) { return num_ps >= kManyServers ? 4 : 2; }
+
 std::vector<std::vector<PushPart>> PlanPushParts(const replication::Sharding& sharding,
                                                  const std::vector<std::string>& variable_order,
                                                  int64_t part_bytes,

@@ -42,6 +42,13 @@ constexpr int64_t kReplicatedPushBytes = int64_t{1} << 20;
 // 84% from 15 tasks up.
 constexpr int kManyServers = 6;
 
+// A worker's ZeroMQ I/O threads by default (--io_threads): 2, or 4 from kManyServers server tasks
+// up. Each connection to a server is carried by one I/O thread, and a host's leader moves the
+// whole host's push and pull: simulated, 8 hosts of 8 GPUs with 15 or more server processes
+// reached 87% of 64 GPUs with the leader's client on 3 cores (2 I/O threads and its own) and
+// 95-96% on 5 (bench/run.sh scale --simulate --leader_threads, docs/scaling.md).
+int ClientIoThreads(int num_ps);
+
 struct PushSizes {
   int64_t partition_bytes = kDefaultPartitionBytes;
   int64_t part_bytes = kDefaultPushPartBytes;
