@@ -4,9 +4,9 @@
 //   [{"layer": "conv1", "variables": [{"name": "conv1/weights", "shape": [64, 3, 7, 7],
 //     "trainable": true}, ...]}, ...]    layers without variables left out, input side first
 #include <gflags/gflags.h>
-#include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "common/config.h"
 #include "tools/tool_main.h"

@@ -102,7 +102,7 @@ case "$name" in
     build
     load_average
     bin=$bdir/bench/pstrain-bench-ps-transport
-    # The bench allocates as the roles do (tcmalloc where built with it: CMakeLists.txt,
+    # The bench allocates as the roles do (jemalloc where built with it: CMakeLists.txt,
     # pstrain_allocator), so each received frame reuses a freed block instead of fresh pages;
     # it prints which allocator ran. The raw socket reuses one buffer.
     as_launched "$bin" "$@"

@@ -23,7 +23,7 @@ int64_t ResidentBytes() {
 }
 
 const char* AllocatorName() {
-  return dlsym(RTLD_DEFAULT, "tc_malloc") != nullptr ? "tcmalloc" : "glibc malloc";
+  return dlsym(RTLD_DEFAULT, "mallctl") != nullptr ? "jemalloc" : "glibc malloc";
 }
 
 }  // namespace pstrain

@@ -10,8 +10,8 @@ namespace pstrain {
 // Resident bytes now; 0 where /proc cannot be read.
 int64_t ResidentBytes();
 
-// "tcmalloc" where the binary was linked with it (CMakeLists.txt, pstrain_allocator: it keeps
-// freed blocks, so resident memory stays near its peak), otherwise "glibc malloc".
+// "jemalloc" where the binary was linked with it (CMakeLists.txt, pstrain_allocator: it keeps
+// freed pages for 10 s, so resident memory stays near its peak that long), else "glibc malloc".
 const char* AllocatorName();
 
 }  // namespace pstrain

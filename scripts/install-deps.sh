@@ -12,7 +12,7 @@ packages=(
   libzmq3-dev cppzmq-dev capnproto libcapnp-dev libsodium-dev
   protobuf-compiler libprotobuf-dev
   libdnnl-dev libopenblas-dev
-  libtcmalloc-minimal4  # the roles' allocator (CMakeLists.txt, pstrain_allocator)
+  libjemalloc2  # the roles' allocator (CMakeLists.txt, pstrain_allocator)
   libyaml-cpp-dev zlib1g-dev libpng-dev libjpeg62-turbo-dev nlohmann-json3-dev
   dataset-fashion-mnist
   python3 python3-numpy python3-venv python3-yaml

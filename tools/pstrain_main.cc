@@ -304,6 +304,26 @@ bool ApplyTfConfig() {
   return true;
 }
 
+// --io_threads, or its default for the role and `num_ps` servers, set before the first socket and
+// said where not 2; false (logged) for a value out of range.
+bool SetIoThreads(int num_ps) {
+  const int threads = FLAGS_io_threads > 0     ? FLAGS_io_threads
+                      : FLAGS_job_name == "ps" ? 2
+                                               : pstrain::worker::ClientIoThreads(num_ps);
+  if (pstrain::Status s = pstrain::wire::SetIoThreads(threads); !s.ok()) {
+    LOG(ERROR) << "--io_threads=" << FLAGS_io_threads << ": " << s.message();
+    return false;
+  }
+  if (threads != 2) {
+    LOG(INFO) << FLAGS_job_name << " " << FLAGS_task_index << ": " << threads
+              << " ZeroMQ I/O threads"
+              << (FLAGS_io_threads > 0 ? ""
+                                       : " (" + std::to_string(num_ps) +
+                                             " parameter servers; --io_threads chooses)");
+  }
+  return true;
+}
+
 // --partition_bytes and --push_part_mb, or their defaults for --replicas and for `num_ps` server
 // tasks, said once.
 pstrain::worker::PushSizes ChosenPushSizes(int num_ps) {
@@ -375,18 +395,7 @@ int main(int argc, char** argv) {
     curve = std::move(keys).value();
     curve.same_host_ipc = FLAGS_same_host_ipc;
   }
-  const int io_threads =
-      FLAGS_io_threads > 0    ? FLAGS_io_threads
-      : FLAGS_job_name == "ps" ? 2
-                               : pstrain::worker::ClientIoThreads(static_cast<int>(ps.size()));
-  if (pstrain::Status s = pstrain::wire::SetIoThreads(io_threads); !s.ok()) {
-    LOG(ERROR) << "--io_threads=" << FLAGS_io_threads << ": " << s.message();
-    return 2;
-  }
-  if (io_threads != 2) {
-    LOG(INFO) << FLAGS_job_name << " " << FLAGS_task_index << ": " << io_threads
-              << " ZeroMQ I/O threads" << (FLAGS_io_threads > 0 ? "" : " (" + std::to_string(ps.size()) + " parameter servers; --io_threads chooses)");
-  }
+  if (!SetIoThreads(static_cast<int>(ps.size()))) return 2;
   pstrain::Status status;
   if (FLAGS_job_name == "ps") {
     auto mode = pstrain::ps::ParseUpdateMode(FLAGS_update_mode);

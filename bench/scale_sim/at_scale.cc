@@ -52,8 +52,8 @@ void PrintAtScale(const AtScale& a) {
                            ? a.leader_threads
                            : pstrain::worker::ClientIoThreads(s.server_processes) + 1;
       s.layer_floor_bytes = a.layer_floor_bytes;
-      const pstrain::worker::PushSizes sizes = pstrain::worker::ChoosePushSizes(
-          0, s.server_processes, a.partition_bytes, a.part_bytes);
+      const pstrain::worker::PushSizes sizes =
+          pstrain::worker::ChoosePushSizes(0, s.server_processes, a.partition_bytes, a.part_bytes);
       s.part_bytes = sizes.part_bytes;
       s.partition_bytes = sizes.partition_bytes;
       // Hosts that start apart fall into step with one another within a few steps (below):

@@ -118,9 +118,8 @@ int main(int argc, char** argv) {
       a.modes = modes;
       a.steps = FLAGS_steps;
       a.leader_threads = FLAGS_leader_threads;
-      a.layer_floor_bytes = FLAGS_parts_end_at_layers
-                                ? 0
-                                : static_cast<int64_t>(FLAGS_layer_floor_mb * 1048576);
+      a.layer_floor_bytes =
+          FLAGS_parts_end_at_layers ? 0 : static_cast<int64_t>(FLAGS_layer_floor_mb * 1048576);
       if (FLAGS_push_part_mb > 0) a.part_bytes = static_cast<int64_t>(FLAGS_push_part_mb * 1048576);
       if (FLAGS_partition_mb > 0) {
         a.partition_bytes = static_cast<int64_t>(FLAGS_partition_mb * 1048576);

@@ -49,11 +49,12 @@ StepPlan PlanStep(const std::vector<SimVariable>& variables, int servers, int64_
   const auto parts =
       part_bytes <= 0  // a whole push: one part per server holding all it has
           ? pstrain::worker::PlanPushParts(sharding, order, std::numeric_limits<int64_t>::max())
-      : layer_floor_bytes < 0
-          ? pstrain::worker::PlanStepParts(
-                sharding, layers, part_bytes,
-                per_layer_pulls ? PullSchedule::kPerLayer : PullSchedule::kStep)
-          : pstrain::worker::PlanPushParts(sharding, order, part_bytes, layer_of, layer_floor_bytes);
+          : layer_floor_bytes < 0
+                ? pstrain::worker::PlanStepParts(
+                      sharding, layers, part_bytes,
+                      per_layer_pulls ? PullSchedule::kPerLayer : PullSchedule::kStep)
+                : pstrain::worker::PlanPushParts(sharding, order, part_bytes, layer_of,
+                                                 layer_floor_bytes);
   const auto pulls = OrStop(pstrain::worker::PlanLayerPulls(sharding, layers), "the layer pulls");
 
   StepPlan plan;

@@ -19,7 +19,7 @@ struct AtScale {
   std::vector<int> server_hosts, cores;
   std::vector<PushMode> modes;
   int steps = 30;
-  int leader_threads = 0;  // 0: pstrain's I/O threads for the layout (ClientIoThreads) + 1
+  int leader_threads = 0;          // 0: pstrain's I/O threads for the layout (ClientIoThreads) + 1
   int64_t layer_floor_bytes = -1;  // Scenario's
   // Unset: pstrain's defaults for each layout's server processes (ChoosePushSizes).
   std::optional<int64_t> part_bytes, partition_bytes;

@@ -142,9 +142,8 @@ TEST(PushPartsTest, ManyServersDefaultToSmallSizesAsReplicasDoAndMoreIoThreads) 
 struct FourLayers {
   FourLayers() {
     auto computed = replication::Sharding::Compute(
-        {SizedVariable("a/w", kMiB / 4), SizedVariable("a/b", 4096),
-         SizedVariable("b/w", 3 * kMiB), SizedVariable("c/w", 64 * 1024),
-         SizedVariable("d/w", 3 * kMiB / 2)},
+        {SizedVariable("a/w", kMiB / 4), SizedVariable("a/b", 4096), SizedVariable("b/w", 3 * kMiB),
+         SizedVariable("c/w", 64 * 1024), SizedVariable("d/w", 3 * kMiB / 2)},
         1, kMiB);
     EXPECT_TRUE(computed.ok()) << computed.status().ToString();
     sharding = *computed;

@@ -1,12 +1,11 @@
 // PsClient's overlapped push: BeginStep, Ready, FinishStep (worker/distributed/ps_client.h says
 // what they do, push_parts.h why parts and how they are cut).
-#include "worker/distributed/push_parts.h"
-
 #include <algorithm>
 #include <cstring>
 #include <map>
 #include <set>
 
+#include "worker/distributed/push_parts.h"
 #include "worker/distributed/step_parts.h"
 
 namespace pstrain {
