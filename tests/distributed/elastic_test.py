@@ -80,7 +80,18 @@ def main():
                 if not entry:
                     problems.append("worker 2 was never started")
                     continue
-                print(f"==== death: SIGKILL worker2 (pid {entry[0]})", flush=True)
+                # Killed only once it trains: a fast run (SmallNet at ~300 steps a second) can
+                # reach this step before the joined process has sent the server anything, and a
+                # process the server never heard of dies unnoticed there.
+                w2_log, deadline = os.path.join(log_dir, "worker-2.log"), time.monotonic() + 120
+                while (launcher.proc.poll() is None and time.monotonic() < deadline and
+                       not re.search(r"worker 2: step \d+/", read(w2_log))):
+                    time.sleep(0.05)
+                if launcher.proc.poll() is not None:
+                    problems.append("the run ended before worker 2 trained a step")
+                    break
+                print(f"==== death: SIGKILL worker2 (pid {entry[0]}) at global step "
+                      f"~{latest_step(log_dir)}, once it trains", flush=True)
                 os.kill(entry[0], signal.SIGKILL)
         code = launcher.proc.wait(timeout=1200)
     finally:
