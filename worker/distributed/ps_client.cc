@@ -152,8 +152,8 @@ Status PsClient::CopyIn(const std::vector<Message>& replies) {
           "ps " + std::to_string(task) + " answered a pull of '" + p.key + "' with shape " +
           got->shape().ToString() + "; this worker's partition is " + p.shape.ToString() +
           ": the servers hold the variables split another way (a checkpoint in --train_dir from "
-          "a run with other --partition_bytes, --replicas or --ps_hosts? --replicas makes the "
-          "default 1 MiB, else 8 MiB)");
+          "a run with other --partition_bytes, --replicas or --ps_hosts? --replicas, or 6 or "
+          "more servers since 2026-11-28, make the default 1 MiB, else 8 MiB)");
     }
   }
   for (const replication::Partition& p : sharding_.partitions()) {
