@@ -36,6 +36,12 @@ DEFINE_string(update, "host",
               "where the optimizer runs on a GPU: host (as a cluster's worker: gradients to the "
               "host, the update there, values back) or device (as pstrain-train on one GPU: "
               "worker/network/device_update.h)");
+DEFINE_bool(hand_over_gradients, true,
+            "an add hands its output gradient's buffer to an input instead of copying it "
+            "(Model::set_hand_over_gradients); false to compare");
+DEFINE_bool(prefetch, true,
+            "on a GPU, the next step's batch goes to the device while backward runs "
+            "(Model::PrefetchInput, as pstrain-train does); false: uploaded when the step starts");
 DEFINE_string(optimizer, "{type: momentum, momentum: 0.9}",
               "optimizer config (YAML), as the PyTorch reference's default SGD with momentum");
 
@@ -52,6 +58,7 @@ int Run() {
   auto& model = model_or.value();
   model->InitVariables(1);
   model->set_relu_after_max_pool(FLAGS_relu_after_max_pool);
+  model->set_hand_over_gradients(FLAGS_hand_over_gradients);
   // --device=auto|cpu|gpu and the other TensorFlow-style device flags (tools/device_flags.h).
   auto device = worker::ComputeDevice::Open(worker::DeviceOptionsFromFlags(), "bench");
   CHECK(device.ok()) << device.status().ToString();
@@ -113,6 +120,10 @@ int Run() {
   auto train_step = [&] {
     model->Forward(images, labels, true, &rng);
     model->Backward([&](int layer) { model->DownloadLayerGradientsAsync(layer); });
+    // The next step's batch (the same host tensor) on its way while backward runs.
+    if (FLAGS_prefetch && model->device() == worker::Device::kGpu) {
+      model->PrefetchInput(images, labels);
+    }
     // On a GPU with --update=host, as a worker does: gradients to the host (each layer's
     // starting while backward goes on), where the update runs (the parameter server's place),
     // and the new values back. With --update=device the model copies nothing.

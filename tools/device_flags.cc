@@ -36,6 +36,15 @@ DEFINE_bool(cudnn_graph, true,
             "convolution (as PyTorch's cudnn.benchmark) and run the fastest; false: the legacy "
             "API's algorithms only");
 
+DEFINE_int32(cudnn_graph_candidates, 8,
+             "with --cudnn_graph, how many of the graph API's engine configs are timed per "
+             "convolution direction: cuDNN's heuristics' ranked list, then its fallback list "
+             "(as PyTorch's cudnn.benchmark_limit); 1 to 256");
+
+DEFINE_double(cudnn_graph_margin, 0.1,
+              "with --cudnn_graph, how much faster than the legacy algorithm's timed run a graph "
+              "engine must be to run instead (0.1: 10%); in [0, 1)");
+
 namespace pstrain {
 namespace worker {
 
@@ -51,6 +60,8 @@ DeviceOptions DeviceOptionsFromFlags() {
   o.allow_tf32 = FLAGS_allow_tf32;
   o.cudnn_workspace_limit_mb = FLAGS_cudnn_workspace_limit_mb;
   o.cudnn_graph = FLAGS_cudnn_graph;
+  o.cudnn_graph_candidates = FLAGS_cudnn_graph_candidates;
+  o.cudnn_graph_margin = FLAGS_cudnn_graph_margin;
   return o;
 }
 

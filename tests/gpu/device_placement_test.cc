@@ -96,9 +96,27 @@ TEST(DevicePlacementTest, BadFlagValuesAreRefusedByName) {
     EXPECT_TRUE(Contains(s.message(), "--cudnn_workspace_limit_mb must be in [1, 1048576]"))
         << s.message();
   }
+  for (int candidates : {0, -3, 257}) {
+    DeviceOptions o;
+    o.cudnn_graph_candidates = candidates;
+    Status s = ValidateDeviceOptions(o);
+    ASSERT_FALSE(s.ok()) << candidates;
+    EXPECT_TRUE(Contains(s.message(), "--cudnn_graph_candidates must be in [1, 256], got " +
+                                          std::to_string(candidates)))
+        << s.message();
+  }
+  for (double margin : {-0.1, 1.0, 2.5}) {
+    DeviceOptions o;
+    o.cudnn_graph_margin = margin;
+    Status s = ValidateDeviceOptions(o);
+    ASSERT_FALSE(s.ok()) << margin;
+    EXPECT_TRUE(Contains(s.message(), "--cudnn_graph_margin must be in [0, 1)")) << s.message();
+  }
   DeviceOptions o;
   o.gpu_memory_fraction = 0.25;
   o.cudnn_workspace_limit_mb = 512;
+  o.cudnn_graph_candidates = 256;
+  o.cudnn_graph_margin = 0.0;
   EXPECT_TRUE(ValidateDeviceOptions(o).ok());
 }
 

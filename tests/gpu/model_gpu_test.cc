@@ -61,6 +61,13 @@ void ExpectVariablesClose(Model* gpu_model, Model* cpu_model, float tol, bool gr
   }
 }
 
+// Plain gradient descent on the host values (the GPU's copies need UploadVariables after).
+void DescendOnHost(Model* m, float lr) {
+  for (Variable* v : m->trainable_variables()) {
+    for (int64_t k = 0; k < v->value.size(); ++k) v->value[k] -= lr * v->grad[k];
+  }
+}
+
 TEST(ModelGpuTest, SmallModelTrainsTheSameOnGpuAndCpu) {
   PSTRAIN_GPU_OR_SKIP(gpu);
   auto cpu_model = FromYaml(kSmallModel);
@@ -87,11 +94,8 @@ TEST(ModelGpuTest, SmallModelTrainsTheSameOnGpuAndCpu) {
     }
     gpu_model->DownloadGradients();
     ExpectVariablesClose(gpu_model.get(), cpu_model.get(), 2e-3f, /*grads=*/true);
-    for (Model* m : {cpu_model.get(), gpu_model.get()}) {
-      for (Variable* v : m->trainable_variables()) {
-        for (int64_t k = 0; k < v->value.size(); ++k) v->value[k] -= 0.1f * v->grad[k];
-      }
-    }
+    DescendOnHost(cpu_model.get(), 0.1f);
+    DescendOnHost(gpu_model.get(), 0.1f);
     gpu_model->UploadVariables();
   }
   // Moving statistics came back with the gradients.
@@ -101,6 +105,53 @@ TEST(ModelGpuTest, SmallModelTrainsTheSameOnGpuAndCpu) {
   const std::vector<int32_t> labels{1, 2, 3, 4, 5};
   EXPECT_NEAR(gpu_model->Forward(x, labels, false, nullptr),
               cpu_model->Forward(x, labels, false, nullptr), 2e-3f);
+}
+
+// Batches prefetched while backward runs (Model::PrefetchInput) train as uploaded ones do: the
+// same losses and gradients step by step, with an evaluation of another batch size between a
+// prefetch and the step that takes it, and a prefetch of a batch that the next step does not
+// read (that step uploads its own).
+TEST(ModelGpuTest, PrefetchedBatchesTrainAsUploadedOnes) {
+  PSTRAIN_GPU_OR_SKIP(gpu);
+  auto uploaded = FromYaml(kSmallModel);
+  auto prefetched = FromYaml(kSmallModel);
+  uploaded->InitVariables(5);
+  prefetched->InitVariables(5);
+  ASSERT_TRUE(uploaded->SetDevice(Device::kGpu, gpu).ok());
+  ASSERT_TRUE(prefetched->SetDevice(Device::kGpu, gpu).ok());
+  std::mt19937_64 data(9);
+  std::vector<Tensor> batches;
+  std::vector<std::vector<int32_t>> labels(7);
+  for (int step = 0; step < 7; ++step) {
+    batches.push_back(RandomTensor(Shape{8, 1, 16, 16}, &data));
+    for (int i = 0; i < 8; ++i) labels[step].push_back(static_cast<int32_t>(data() % 10));
+  }
+  const Tensor stray = RandomTensor(Shape{8, 1, 16, 16}, &data);
+  const Tensor eval = RandomTensor(Shape{3, 1, 16, 16}, &data);
+  const std::vector<int32_t> eval_labels{1, 2, 3};
+  for (int step = 0; step < 7; ++step) {
+    std::mt19937_64 rng_a(step), rng_b(step);
+    const float a = uploaded->Forward(batches[step], labels[step], true, &rng_a);
+    const float b = prefetched->Forward(batches[step], labels[step], true, &rng_b);
+    EXPECT_NEAR(b, a, 1e-5f * std::max(1.0f, a)) << "step " << step;
+    uploaded->Backward();
+    prefetched->Backward();
+    if (step + 1 < 7) {
+      // Step 3 prefetches a batch that step 4 does not read.
+      prefetched->PrefetchInput(step == 3 ? stray : batches[step + 1], labels[step + 1]);
+    }
+    uploaded->DownloadGradients();
+    prefetched->DownloadGradients();
+    ExpectVariablesClose(prefetched.get(), uploaded.get(), 1e-4f, /*grads=*/true);
+    for (Model* m : {uploaded.get(), prefetched.get()}) {
+      DescendOnHost(m, 0.1f);
+      m->UploadVariables();
+    }
+    if (step == 1) {  // an evaluation between the prefetch and the step that takes it
+      EXPECT_NEAR(prefetched->Forward(eval, eval_labels, false, nullptr),
+                  uploaded->Forward(eval, eval_labels, false, nullptr), 1e-5f);
+    }
+  }
 }
 
 TEST(ModelGpuTest, RefNetEvaluationMatchesTheCpu) {

@@ -234,6 +234,47 @@ void ExpectSameStepWithReluAfterMaxPoolOnAndOff(Model* model, const Shape& input
   }
 }
 
+// A residual model trained a step with the adds handing their output gradient's buffer to an
+// input and with every gradient copied: the same loss and gradients to the bit, for two steps
+// in a row (the buffers go back to their nodes after each backward).
+TEST(ModelTest, AddsHandingTheirGradientBufferOverGiveTheSameGradientsAsCopies) {
+  auto r = FromText(R"({input: [2, 6, 6], layers: [
+      {name: c1, type: conv2d, filters: 3, kernel: 3},
+      {name: bn, type: batch_norm},
+      {name: c2, type: conv2d, filters: 3, kernel: 3},
+      {name: sum, type: add, inputs: [c2, bn]},
+      {name: c3, type: conv2d, filters: 3, kernel: 1},
+      {name: sum2, type: add, inputs: [sum, c3]},
+      {name: twice, type: add, inputs: [sum2, sum2]},
+      {name: flat, type: flatten},
+      {name: fc, type: fully_connected, units: 4},
+      {name: loss, type: softmax_cross_entropy}]})");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  Model* model = r.value().get();
+  const Shape input{3, 2, 6, 6};
+  std::vector<StepResult> handed, copied;
+  for (int step = 0; step < 2; ++step) handed.push_back(TrainStep(model, input));
+  model->set_hand_over_gradients(false);
+  for (int step = 0; step < 2; ++step) copied.push_back(TrainStep(model, input));
+  for (int step = 0; step < 2; ++step) {
+    EXPECT_EQ(handed[step].loss, copied[step].loss) << step;
+    std::vector<Variable*> vars = model->trainable_variables();
+    ASSERT_EQ(handed[step].grads.size(), vars.size());
+    for (size_t v = 0; v < vars.size(); ++v) {
+      int64_t nonzero = 0;
+      for (int64_t i = 0; i < handed[step].grads[v].size(); ++i) {
+        ASSERT_EQ(handed[step].grads[v][i], copied[step].grads[v][i])
+            << "step " << step << " " << vars[v]->name << "[" << i << "]";
+        nonzero += handed[step].grads[v][i] != 0.0f;
+      }
+      EXPECT_GT(nonzero, 0) << vars[v]->name;
+    }
+  }
+  // And the handed-over gradients are right: against central differences.
+  model->set_hand_over_gradients(true);
+  EXPECT_GT(CheckGradientsNumerically(model, input), 20);
+}
+
 TEST(ModelTest, RefNetsRelusBeforeMaxPoolRunAfterItWithTheSameLossLogitsAndGradients) {
   auto model = LoadConfigFile("refnet.yaml");
   // relu3 feeds dropout, not a pool; the names, summary and variables are the config's.

@@ -26,6 +26,14 @@ Status ValidateDeviceOptions(const DeviceOptions& o) {
     return InvalidArgument("--cudnn_workspace_limit_mb must be in [1, 1048576] MiB, got " +
                            std::to_string(o.cudnn_workspace_limit_mb));
   }
+  if (o.cudnn_graph_candidates < 1 || o.cudnn_graph_candidates > 256) {
+    return InvalidArgument("--cudnn_graph_candidates must be in [1, 256], got " +
+                           std::to_string(o.cudnn_graph_candidates));
+  }
+  if (!(o.cudnn_graph_margin >= 0.0 && o.cudnn_graph_margin < 1.0)) {
+    return InvalidArgument("--cudnn_graph_margin must be in [0, 1), got " +
+                           std::to_string(o.cudnn_graph_margin));
+  }
   return Status::OK();
 }
 
@@ -110,6 +118,8 @@ Result<std::unique_ptr<ComputeDevice>> ComputeDevice::Open(const DeviceOptions& 
     go.allow_tf32 = o.allow_tf32;
     go.cudnn_workspace_limit = static_cast<size_t>(o.cudnn_workspace_limit_mb) << 20;
     go.cudnn_graph = o.cudnn_graph;
+    go.cudnn_graph_candidates = o.cudnn_graph_candidates;
+    go.cudnn_graph_margin = o.cudnn_graph_margin;
     auto gpu = cuda::GpuContext::Create(go);
     if (!gpu.ok()) return gpu.status().WithContext(who + ": opening GPU 0");
     d->gpu_ = std::shared_ptr<cuda::GpuContext>(std::move(gpu).value());

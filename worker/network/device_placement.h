@@ -29,6 +29,8 @@ struct DeviceOptions {
   bool allow_tf32 = false;                 // TF32 tensor cores in convolutions and matrix products
   int64_t cudnn_workspace_limit_mb = 512;  // the most scratch one convolution algorithm may use
   bool cudnn_graph = true;  // convolutions through cuDNN's graph API's engines where they run
+  int cudnn_graph_candidates = 8;    // graph engine configs timed per convolution direction
+  double cudnn_graph_margin = 0.1;   // how much faster than the legacy algorithm one must be
 };
 
 // Errors name the flag and the expected values.

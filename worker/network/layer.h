@@ -85,6 +85,9 @@ class Layer {
   // per-example output shape. A mismatch names the layer and the shapes.
   virtual Result<Shape> Setup(const std::vector<Shape>& inputs) = 0;
   virtual int num_inputs() const { return 1; }
+  // Whether input `input`'s gradient is the output's gradient unchanged (add), so that the
+  // model may hand it the output gradient's buffer instead of a copy.
+  virtual bool PassesGradientThrough(int /*input*/) const { return false; }
   // Fills the variables with their initial values.
   virtual void InitVariables(std::mt19937_64* /*rng*/) {}
   std::vector<Variable>& variables() { return variables_; }

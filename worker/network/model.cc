@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 #include <sstream>
+#include <utility>
 
 #include "worker/network/layers/pool2d.h"
 #include "worker/network/layers/relu.h"
@@ -337,6 +338,14 @@ float Model::Forward(const Tensor& images, const std::vector<int32_t>& labels, b
   return RunForward(before_layer);
 }
 
+void Model::PrefetchInput(const Tensor& images, const std::vector<int32_t>& labels) {
+  CHECK_EQ(images.shape().WithoutBatch(), input_shape_)
+      << "model '" << name_ << "' expects images " << input_shape_.ToString() << ", got "
+      << images.shape().ToString();
+  CHECK_EQ(static_cast<int64_t>(labels.size()), images.dim(0));
+  device_->PrefetchBatch(images, labels);
+}
+
 float Model::Forward(const std::vector<const Tensor*>& inputs, const std::vector<int32_t>& labels,
                      bool training, std::mt19937_64* rng,
                      const std::function<void(int layer)>& before_layer) {
@@ -381,19 +390,35 @@ void Model::Backward(const std::function<void(int layer)>& on_layer_done) {
   written.back() = true;
   std::vector<const Tensor*> in;
   std::vector<Tensor*> in_grads;
+  // Gradient buffers handed from a layer's output to its input (hand_over_gradients_), in the
+  // order handed: each pair swaps back when backward ends.
+  std::vector<std::pair<int, int>> handed;
   for (int i = static_cast<int>(layers_.size()) - 1; i >= 0; --i) {
     if (!written[i]) continue;  // nothing downstream needs this output's gradient
     in.clear();
     in_grads.clear();
     std::vector<int> accumulate;
     const std::vector<int>& inputs = RunInputs(i);
-    for (int k : inputs) {
+    const int relu = nodes_[i].relu_after;
+    const Tensor* out_grad = &grads_[i];
+    for (size_t j = 0; j < inputs.size(); ++j) {
+      const int k = inputs[j];
       in.push_back(Input(k));
       if (k < 0 || !nodes_[k].needs_grad) {
         in_grads.push_back(nullptr);
       } else if (!written[k]) {
-        in_grads.push_back(&grads_[k]);
         written[k] = true;
+        if (hand_over_gradients_ && relu < 0 && out_grad == &grads_[i] &&
+            layers_[i]->PassesGradientThrough(static_cast<int>(j)) &&
+            grads_[k].shape() == grads_[i].shape()) {
+          // k's gradient is this output's: k takes the buffer, the layer writes nothing there.
+          std::swap(grads_[k], grads_[i]);
+          handed.emplace_back(k, i);
+          out_grad = &grads_[k];
+          in_grads.push_back(nullptr);
+        } else {
+          in_grads.push_back(&grads_[k]);
+        }
       } else {
         // A second consumer of k: compute into scratch, then add.
         in_grads.push_back(nullptr);
@@ -409,19 +434,23 @@ void Model::Backward(const std::function<void(int layer)>& on_layer_done) {
       offset += g.size();
       in_grads[accumulate[a]] = &scratch[a];
     }
-    const int relu = nodes_[i].relu_after;
     if (relu >= 0) {  // the pooled values' gradient through the relu, in place
       Timed(&backward_seconds_, relu, [&] {
         layers_[relu]->Backward({&outputs_[i]}, outputs_[i], grads_[i], {&grads_[i]}, ctx_);
       });
     }
     Timed(&backward_seconds_, i,
-          [&] { layers_[i]->Backward(in, outputs_[i], grads_[i], in_grads, ctx_); });
+          [&] { layers_[i]->Backward(in, outputs_[i], *out_grad, in_grads, ctx_); });
     for (size_t a = 0; a < accumulate.size(); ++a) {
       device_->Accumulate(scratch[a], &grads_[inputs[accumulate[a]]]);
     }
     if (on_layer_done) on_layer_done(i);
     if (on_layer_done && relu >= 0) on_layer_done(relu);
+  }
+  // Every node's gradient buffer back where Allocate put it (the pointers stay the same from
+  // step to step; the activations' gradients are not read after backward).
+  for (auto it = handed.rbegin(); it != handed.rend(); ++it) {
+    std::swap(grads_[it->first], grads_[it->second]);
   }
 }
 

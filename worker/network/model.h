@@ -83,6 +83,11 @@ class Model {
   float Forward(const Tensor& images, const std::vector<int32_t>& labels, bool training,
                 std::mt19937_64* rng, const std::function<void(int layer)>& before_layer = {});
   // The same on the CPU with one batch tensor per named input, in input_names() order.
+  // Starts moving the next batch to the device while the step's queued kernels run (call it
+  // once Backward has queued them); the Forward that gets the same host tensor and labels then
+  // reads it there without waiting for a copy. `images` must keep its values until then.
+  // Nothing on the CPU.
+  void PrefetchInput(const Tensor& images, const std::vector<int32_t>& labels);
   float Forward(const std::vector<const Tensor*>& inputs, const std::vector<int32_t>& labels,
                 bool training, std::mt19937_64* rng,
                 const std::function<void(int layer)>& before_layer = {});
@@ -117,6 +122,12 @@ class Model {
   bool relu_after_max_pool() const { return relu_after_max_pool_; }
   // The relus that run after their max_pool now, by name.
   std::vector<std::string> RelusRunAfterMaxPool() const;
+
+  // A layer whose input's gradient is its output's gradient unchanged (add) hands that buffer
+  // to the first such input backward reaches instead of copying it there (a residual network's
+  // add then copies one gradient, not two); the buffers go back to their nodes when backward
+  // ends. The same gradients to the bit. On by default; off to compare against (tests).
+  void set_hand_over_gradients(bool on) { hand_over_gradients_ = on; }
 
  private:
   struct Node {
@@ -158,6 +169,7 @@ class Model {
   LayerContext ctx_;
   bool profiling_ = false;
   bool relu_after_max_pool_ = true;
+  bool hand_over_gradients_ = true;
   std::vector<double> forward_seconds_, backward_seconds_;
   // Where the layers run: memory, copies and waits (model_device.h).
   std::unique_ptr<ModelDevice> device_ = NewHostModelDevice();

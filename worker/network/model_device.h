@@ -34,6 +34,10 @@ class ModelDevice {
   // in [0, num_classes).
   virtual const Tensor* UploadBatch(const Tensor& images, const std::vector<int32_t>& labels,
                                     int64_t num_classes, LayerContext* ctx) = 0;
+  // Starts moving the batch that a later UploadBatch of the same host tensor and labels will
+  // want to where it reads it, while queued work runs (a GPU's BatchPrefetch); nothing on the
+  // CPU, which reads the host tensor itself.
+  virtual void PrefetchBatch(const Tensor& /*images*/, const std::vector<int32_t>& /*labels*/) {}
   // After the forward pass: the mean of `losses` [N], with `logits` [N, classes] copied to the
   // host where HostLogits finds them.
   virtual float FinishForward(const Tensor& losses, const Tensor& logits) = 0;

@@ -18,7 +18,8 @@ Result<std::unique_ptr<ImageInput>> ImageInput::Create(const InputOptions& input
 
 Result<TrainingInput::Pass> ImageInput::ForwardBackward(Model* model, int64_t step,
                                                         std::mt19937_64* rng) {
-  Result<Batch> batch = pipeline_->Next();
+  Result<Batch> batch = next_ ? std::move(*next_) : pipeline_->Next();
+  next_.reset();
   if (!batch.ok()) return batch.status().WithContext("training input");
   if (first_images_ != nullptr) {
     first_images_->AddImages("input", step, batch->images, 3);
@@ -29,6 +30,11 @@ Result<TrainingInput::Pass> ImageInput::ForwardBackward(Model* model, int64_t st
   pass.examples = batch->images.dim(0);
   // On the GPU each layer's gradients start for the host as soon as backward has them.
   model->Backward([&](int layer) { model->DownloadLayerGradientsAsync(layer); });
+  if (model->device() == Device::kGpu) {
+    // The next batch to the device while backward's kernels run, not after them.
+    next_ = pipeline_->Next();
+    if (next_->ok()) model->PrefetchInput((*next_)->images, (*next_)->labels);
+  }
   model->DownloadGradients();  // on the GPU: gradients and batch-norm statistics to the host
   return pass;
 }

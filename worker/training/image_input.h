@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 
 #include "worker/training/input/input_pipeline.h"
 #include "worker/training/training_input.h"
@@ -42,6 +43,9 @@ class ImageInput : public TrainingInput {
   InputOptions input_;
   uint64_t seed_;
   SummaryWriter* first_images_;  // null once written, or when not wanted
+  // On a GPU, the next step's batch, drawn while this step's backward runs and already on its
+  // way to the device (Model::PrefetchInput); its error, if drawing it failed.
+  std::optional<Result<Batch>> next_;
 };
 
 }  // namespace worker

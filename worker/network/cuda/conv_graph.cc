@@ -5,20 +5,23 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <sstream>
 #include <vector>
 
 #include "worker/network/cuda/check.h"
 #include "worker/network/cuda/gpu_context.h"
+#include "worker/network/cuda/kernels.h"
 
 namespace pstrain {
 namespace worker {
 namespace cuda {
 namespace {
 
-// The most engines timed per direction (the heuristics' first; each may compile a kernel).
-constexpr int kMaxCandidates = 8;
+// The longest one direction's timing goes on once an engine has run: each candidate may
+// compile a kernel first (tens of milliseconds to seconds).
+constexpr std::chrono::seconds kTuneBudget(1);
 constexpr int64_t kAlignment = 16;
 constexpr int64_t kX = 'x', kW = 'w', kY = 'y';  // the tensors' unique ids
 
@@ -131,6 +134,39 @@ cudnnStatus_t Execute(cudnnHandle_t handle, cudnnBackendDescriptor_t plan, const
   return cudnnBackendExecute(handle, plan, pack.get());
 }
 
+// Appends the engine configs that the first of `modes` the graph supports ranks for it.
+cudnnStatus_t AppendConfigs(cudnnBackendDescriptor_t graph,
+                            std::initializer_list<cudnnBackendHeurMode_t> modes,
+                            std::vector<std::unique_ptr<Descriptor>>* configs) {
+  const auto desc = CUDNN_TYPE_BACKEND_DESCRIPTOR;
+  cudnnStatus_t st = CUDNN_STATUS_NOT_SUPPORTED;
+  std::unique_ptr<Descriptor> heuristics;
+  for (cudnnBackendHeurMode_t mode : modes) {
+    heuristics = std::make_unique<Descriptor>(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+    st = heuristics->Set(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, desc, 1, &graph)
+             .Set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode)
+             .Finalize();
+    if (st == CUDNN_STATUS_SUCCESS) break;
+  }
+  if (st != CUDNN_STATUS_SUCCESS) return st;
+  int64_t available = 0;
+  st = cudnnBackendGetAttribute(heuristics->get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, desc, 0,
+                                &available, nullptr);
+  if (st != CUDNN_STATUS_SUCCESS || available <= 0) return st;
+  std::vector<std::unique_ptr<Descriptor>> made;
+  std::vector<cudnnBackendDescriptor_t> raw;
+  for (int64_t i = 0; i < available; ++i) {
+    made.push_back(std::make_unique<Descriptor>(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR));
+    raw.push_back(made.back()->get());
+  }
+  int64_t returned = 0;
+  st = cudnnBackendGetAttribute(heuristics->get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, desc, available,
+                                &returned, raw.data());
+  if (st != CUDNN_STATUS_SUCCESS) return st;
+  for (int64_t i = 0; i < returned && i < available; ++i) configs->push_back(std::move(made[i]));
+  return CUDNN_STATUS_SUCCESS;
+}
+
 }  // namespace
 
 Result<std::shared_ptr<const ConvGraphPlan>> ConvGraphPlan::Create(GpuContext* gpu,
@@ -222,44 +258,28 @@ Result<std::shared_ptr<const ConvGraphPlan>> ConvGraphPlan::Create(GpuContext* g
            .Finalize();
   if (st != CUDNN_STATUS_SUCCESS) return Failed("operation graph", st);
 
-  // The heuristics' ranked engine configs.
+  // The heuristics' ranked engine configs (mode A where the operation has it, else the instant
+  // heuristics), then cuDNN's fallback list: the engines that run the shape but that the
+  // heuristics do not rank (PyTorch's benchmark times both).
   cudnnBackendDescriptor_t gd = graph.get();
-  // Mode A where the operation has it, else the instant heuristics.
-  std::unique_ptr<Descriptor> heuristics;
-  for (cudnnBackendHeurMode_t heur_mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_INSTANT}) {
-    heuristics = std::make_unique<Descriptor>(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
-    st = heuristics->Set(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, desc, 1, &gd)
-             .Set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &heur_mode)
-             .Finalize();
-    if (st == CUDNN_STATUS_SUCCESS) break;
-  }
-  if (st != CUDNN_STATUS_SUCCESS) return Failed("engine heuristics", st);
-  int64_t available = 0;
-  st = cudnnBackendGetAttribute(heuristics->get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, desc, 0,
-                                &available, nullptr);
-  if (st != CUDNN_STATUS_SUCCESS) return Failed("engine heuristics' results", st);
   std::vector<std::unique_ptr<Descriptor>> configs;
+  st = AppendConfigs(gd, {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_INSTANT}, &configs);
+  if (st != CUDNN_STATUS_SUCCESS) return Failed("engine heuristics", st);
+  const size_t ranked = configs.size();
+  AppendConfigs(gd, {CUDNN_HEUR_MODE_FALLBACK}, &configs);  // none is no error
+  const int64_t returned = static_cast<int64_t>(configs.size());
   std::vector<cudnnBackendDescriptor_t> raw;
-  for (int64_t i = 0; i < available; ++i) {
-    configs.push_back(std::make_unique<Descriptor>(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR));
-    raw.push_back(configs.back()->get());
-  }
-  int64_t returned = 0;
-  if (available > 0) {
-    st = cudnnBackendGetAttribute(heuristics->get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, desc, available,
-                                  &returned, raw.data());
-    if (st != CUDNN_STATUS_SUCCESS) return Failed("engine configs", st);
-  }
+  for (const auto& c : configs) raw.push_back(c->get());
 
-  // Scratch buffers to time on (zeroed: the values do not change a dense kernel's time).
+  // Scratch buffers to time on, filled with noise: some kernels run faster on zeros.
   const size_t limit = gpu->options().cudnn_workspace_limit;
   ASSIGN_OR_RETURN(DeviceBuffer xb, gpu->Allocate(Elements(x_dims) * sizeof(float)));
   ASSIGN_OR_RETURN(DeviceBuffer wb, gpu->Allocate(Elements(w_dims) * sizeof(float)));
   ASSIGN_OR_RETURN(DeviceBuffer yb, gpu->Allocate(Elements(y_dims) * sizeof(float)));
   cudaStream_t stream = gpu->stream();
-  PSTRAIN_CUDA_CHECK(cudaMemsetAsync(xb.data(), 0, xb.bytes(), stream));
-  PSTRAIN_CUDA_CHECK(cudaMemsetAsync(wb.data(), 0, wb.bytes(), stream));
-  PSTRAIN_CUDA_CHECK(cudaMemsetAsync(yb.data(), 0, yb.bytes(), stream));
+  FillNoise(xb.as<float>(), Elements(x_dims), 1, stream);
+  FillNoise(wb.as<float>(), Elements(w_dims), 2, stream);
+  FillNoise(yb.as<float>(), Elements(y_dims), 3, stream);
   cudaEvent_t start, stop;
   PSTRAIN_CUDA_CHECK(cudaEventCreate(&start));
   PSTRAIN_CUDA_CHECK(cudaEventCreate(&stop));
@@ -267,7 +287,10 @@ Result<std::shared_ptr<const ConvGraphPlan>> ConvGraphPlan::Create(GpuContext* g
   std::shared_ptr<ConvGraphPlan> best;
   float best_ms = std::numeric_limits<float>::infinity();
   int tried = 0;
-  for (int64_t i = 0; i < returned && tried < kMaxCandidates; ++i) {
+  const int most = gpu->options().cudnn_graph_candidates;
+  for (int64_t i = 0; i < returned && tried < most; ++i) {
+    // Past the budget, only the heuristics' first usable config is still timed.
+    if (best && std::chrono::steady_clock::now() - began > kTuneBudget) break;
     if (Forbidden(raw[i], gpu->options())) continue;
     Descriptor plan(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
     cudnnBackendDescriptor_t cfg = raw[i];
@@ -307,7 +330,9 @@ Result<std::shared_ptr<const ConvGraphPlan>> ConvGraphPlan::Create(GpuContext* g
       best->workspace_bytes_ = static_cast<size_t>(workspace);
       best->ms_ = fastest;
       std::ostringstream text;
-      text << "engine config " << i << " of " << returned << ", " << fastest << " ms";
+      text << "engine config " << i << " of " << returned
+           << (static_cast<size_t>(i) < ranked ? " (ranked), " : " (fallback), ") << fastest
+           << " ms";
       best->description_ = text.str();
     }
   }

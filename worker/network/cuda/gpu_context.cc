@@ -12,10 +12,6 @@ namespace pstrain {
 namespace worker {
 namespace cuda {
 
-namespace {
-
-// Host copies into and out of the pinned staging buffers: a model's worth of gradients (100 MB
-// for ResNet-50) takes one core some 15 ms, the cores together a few.
 void StagingCopy(void* dst, const void* src, size_t bytes) {
   constexpr size_t kChunk = size_t{1} << 20;
   if (bytes < 4 * kChunk) {
@@ -30,6 +26,8 @@ void StagingCopy(void* dst, const void* src, size_t bytes) {
                 std::min(kChunk, bytes - at));
   }
 }
+
+namespace {
 
 // Each (from, to) pair of tensors as the bytes to copy: from's data into to's. Their sizes
 // must agree (`what` names the direction when they do not).

@@ -43,6 +43,11 @@ struct GpuOptions {
   // Convolutions through cuDNN's graph API's engines (conv_graph.h) where one runs the shape;
   // false: the legacy API's algorithms only.
   bool cudnn_graph = true;
+  // How many of the graph API's engine configs are timed per direction (the heuristics' ranked
+  // list, then cuDNN's fallback list), and by how much the fastest must beat the legacy
+  // algorithm's timed run to be taken (a graph call costs the host more than a legacy one).
+  int cudnn_graph_candidates = 8;
+  double cudnn_graph_margin = 0.1;
 };
 
 // What --log_device_placement prints about a GPU.
@@ -92,6 +97,10 @@ class DeviceBuffer {
 };
 
 // Host memory from cudaHostAlloc (page-locked, so copies run asynchronously at full speed).
+// Host copies into and out of pinned staging buffers over the cores: a model's worth of
+// gradients (100 MB for ResNet-50) takes one core some 15 ms, the cores together a few.
+void StagingCopy(void* dst, const void* src, size_t bytes);
+
 class PinnedBuffer {
  public:
   PinnedBuffer() = default;

@@ -4,6 +4,7 @@
 // backward finishes them.
 #include <algorithm>
 
+#include "worker/network/cuda/batch_prefetch.h"
 #include "worker/network/cuda/device_mirrors.h"
 #include "worker/network/cuda/gpu_context.h"
 #include "worker/network/cuda/kernels.h"
@@ -49,12 +50,20 @@ class GpuModelDevice : public ModelDevice {
       host_logits_ = Tensor::Uninitialized(Shape{batch, num_classes});
       batch_ = batch;
     }
+    ctx->gpu = gpu_;
+    ctx->device_labels = reinterpret_cast<const int32_t*>(device_labels_.data());
+    if (prefetch_ && prefetch_->Take(images, labels, &device_images_, &device_labels_)) {
+      ctx->device_labels = reinterpret_cast<const int32_t*>(device_labels_.data());
+      return &device_images_;
+    }
     // Images and labels in one staging round: the second would wait for the first's copy.
     gpu_->UploadStaged({{images.data(), {device_images_.data(), images.bytes()}},
                         {labels.data(), {device_labels_.data(), labels.size() * sizeof(int32_t)}}});
-    ctx->gpu = gpu_;
-    ctx->device_labels = reinterpret_cast<const int32_t*>(device_labels_.data());
     return &device_images_;
+  }
+  void PrefetchBatch(const Tensor& images, const std::vector<int32_t>& labels) override {
+    if (!prefetch_) prefetch_ = std::make_unique<cuda::BatchPrefetch>(gpu_);
+    prefetch_->Start(images, labels, "model '" + model_name_ + "'");
   }
   float FinishForward(const Tensor& losses, const Tensor& logits) override {
     gpu_->Download({{&losses, &host_losses_}, {&logits, &host_logits_}});
@@ -117,6 +126,7 @@ class GpuModelDevice : public ModelDevice {
   // The batch in device memory (labels as int32 bits in a float tensor, the one tensor type)
   // and the host copies of the losses and logits.
   Tensor device_images_, device_labels_, host_losses_, host_logits_;
+  std::unique_ptr<cuda::BatchPrefetch> prefetch_;  // made by the first PrefetchBatch
   std::vector<bool> downloading_;  // layers whose gradients are being copied this step
 };
 

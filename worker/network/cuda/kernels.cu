@@ -10,6 +10,18 @@ namespace cuda {
 namespace {
 
 __global__ void FillKernel(float* x, int64_t n, float v) { PSTRAIN_FOR_EACH(i, n) x[i] = v; }
+// A 32-bit integer hash (Wellons' lowbias32) of the index and seed, as a float in [-1, 1).
+__global__ void FillNoiseKernel(float* x, int64_t n, uint32_t seed) {
+  PSTRAIN_FOR_EACH(i, n) {
+    uint32_t h = static_cast<uint32_t>(i) ^ (static_cast<uint32_t>(i >> 32) * 0x9E3779B9u) ^ seed;
+    h ^= h >> 16;
+    h *= 0x7feb352du;
+    h ^= h >> 15;
+    h *= 0x846ca68bu;
+    h ^= h >> 16;
+    x[i] = static_cast<float>(h) * (2.0f / 4294967296.0f) - 1.0f;
+  }
+}
 struct Sum {
   __device__ float operator()(float a, float b) const { return a + b; }
 };
@@ -44,6 +56,11 @@ __global__ void CropKernel(const float* y, PaddedPlanes p, float* x) {
 
 void Fill(float* x, int64_t n, float value, cudaStream_t s) {
   FillKernel<<<Blocks(n), kThreads, 0, s>>>(x, n, value);
+  PSTRAIN_CUDA_CHECK_LAUNCH();
+}
+void FillNoise(float* x, int64_t n, uint32_t seed, cudaStream_t s) {
+  if (n <= 0) return;
+  FillNoiseKernel<<<Blocks(n), kThreads, 0, s>>>(x, n, seed);
   PSTRAIN_CUDA_CHECK_LAUNCH();
 }
 void Copy(const float* from, float* to, int64_t n, cudaStream_t s) {

@@ -14,6 +14,9 @@ namespace cuda {
 
 void Fill(float* x, int64_t n, float value, cudaStream_t stream);
 
+// x[i] = a hash of (i, seed) in [-1, 1): data to time kernels on (some run faster on zeros).
+void FillNoise(float* x, int64_t n, uint32_t seed, cudaStream_t stream);
+
 // to = from, device to device.
 void Copy(const float* from, float* to, int64_t n, cudaStream_t stream);
 

@@ -13,6 +13,7 @@ class Add : public Layer {
  public:
   Result<Shape> Setup(const std::vector<Shape>& inputs) override;
   int num_inputs() const override { return 2; }
+  bool PassesGradientThrough(int) const override { return true; }
 
   PSTRAIN_DECLARE_LAYER()
 };
