@@ -46,9 +46,7 @@ double MedianMs(int repeats, const std::function<pstrain::Status()>& run) {
 
 int main(int argc, char** argv) {
   gflags::ParseCommandLineFlags(&argc, &argv, true);
-  auto file = pstrain::ConfigNode::LoadFile(FLAGS_config);
-  if (!file.ok()) return std::fprintf(stderr, "%s\n", file.status().ToString().c_str()), 1;
-  auto model = pstrain::worker::Model::FromConfig(file->Child("model").value());
+  auto model = pstrain::worker::Model::FromConfigFile(FLAGS_config);
   if (!model.ok()) return std::fprintf(stderr, "%s\n", model.status().ToString().c_str()), 1;
   (*model)->InitVariables(1);
   pstrain::CheckpointData data;

@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "common/config.h"
 #include "tools/tool_main.h"
 #include "worker/network/model.h"
 
@@ -18,9 +17,7 @@ namespace pstrain {
 namespace {
 
 Status Main() {
-  ASSIGN_OR_RETURN(ConfigNode config, ConfigNode::LoadFile(FLAGS_config));
-  ASSIGN_OR_RETURN(ConfigNode model_node, config.Child("model"));
-  ASSIGN_OR_RETURN(std::unique_ptr<worker::Model> model, worker::Model::FromConfig(model_node));
+  ASSIGN_OR_RETURN(std::unique_ptr<worker::Model> model, worker::Model::FromConfigFile(FLAGS_config));
   nlohmann::json layers = nlohmann::json::array();
   for (const auto& layer : model->layers()) {
     if (layer->variables().empty()) continue;

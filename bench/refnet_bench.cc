@@ -49,11 +49,7 @@ namespace pstrain {
 namespace {
 
 int Run() {
-  auto file = ConfigNode::LoadFile(FLAGS_config);
-  CHECK(file.ok()) << file.status().ToString();
-  auto model_node = file->Child("model");
-  CHECK(model_node.ok()) << model_node.status().ToString();
-  auto model_or = worker::Model::FromConfig(model_node.value());
+  auto model_or = worker::Model::FromConfigFile(FLAGS_config);
   CHECK(model_or.ok()) << model_or.status().ToString();
   auto& model = model_or.value();
   model->InitVariables(1);

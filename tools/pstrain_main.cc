@@ -354,10 +354,8 @@ pstrain::worker::PushSizes ChosenPushSizes(int num_ps) {
 // Every variable of --config's model in bytes: a server never builds the model, but the largest
 // message a worker sends it follows from it (ps/message_bound.h).
 pstrain::Result<int64_t> ModelVariableBytes(const std::string& config_path) {
-  ASSIGN_OR_RETURN(pstrain::ConfigNode config, pstrain::ConfigNode::LoadFile(config_path));
-  ASSIGN_OR_RETURN(pstrain::ConfigNode model_node, config.Child("model"));
   ASSIGN_OR_RETURN(std::unique_ptr<pstrain::worker::Model> model,
-                   pstrain::worker::Model::FromConfig(model_node));
+                   pstrain::worker::Model::FromConfigFile(config_path));
   int64_t bytes = 0;
   for (const pstrain::worker::Variable* v : model->variables()) {
     bytes += v->value.size() * static_cast<int64_t>(sizeof(float));

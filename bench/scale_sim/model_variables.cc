@@ -3,7 +3,6 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "common/config.h"
 #include "worker/network/model.h"
 
 namespace scale_sim {
@@ -15,11 +14,7 @@ int64_t SimVariable::elements() const {
 }
 
 std::vector<SimVariable> ModelVariables(const std::string& config_path) {
-  auto config = pstrain::ConfigNode::LoadFile(config_path);
-  auto model_node = config.ok() ? config->Child("model") : config.status();
-  auto model = model_node.ok()
-                   ? pstrain::worker::Model::FromConfig(*model_node)
-                   : pstrain::Result<std::unique_ptr<pstrain::worker::Model>>(model_node.status());
+  auto model = pstrain::worker::Model::FromConfigFile(config_path);
   if (!model.ok()) {
     std::fprintf(stderr, "pstrain-scale-sim: %s: %s\n", config_path.c_str(),
                  model.status().ToString().c_str());

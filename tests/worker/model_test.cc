@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
 
 #include "tests/test_env.h"
 #include "tests/worker/gradient_checker.h"
@@ -21,11 +22,27 @@ Result<std::unique_ptr<Model>> FromText(const std::string& yaml) {
 }
 
 std::unique_ptr<Model> LoadConfigFile(const std::string& name) {
-  auto file = ConfigNode::LoadFile(SourceDir() + "/configs/" + name);
-  EXPECT_TRUE(file.ok()) << file.status().ToString();
-  auto model = Model::FromConfig(file->Child("model").value());
+  auto model = Model::FromConfigFile(SourceDir() + "/configs/" + name);
   EXPECT_TRUE(model.ok()) << model.status().ToString();
   return std::move(model).value();
+}
+
+TEST(ModelTest, AConfigFileWithoutAModelOrMissingIsNamed) {
+  auto missing = Model::FromConfigFile("/nonexistent/pstrain.yaml");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("/nonexistent/pstrain.yaml"), std::string::npos)
+      << missing.status().message();
+  const std::string path = ::testing::TempDir() + "/no_model.yaml";
+  {
+    std::ofstream f(path);
+    f << "train: {batch_size: 8}\n";
+  }
+  auto no_model = Model::FromConfigFile(path);
+  ASSERT_FALSE(no_model.ok());
+  EXPECT_NE(no_model.status().message().find(path), std::string::npos)
+      << no_model.status().message();
+  EXPECT_NE(no_model.status().message().find("model"), std::string::npos)
+      << no_model.status().message();
 }
 
 TEST(ModelTest, RefNetHasThePyTorchReferenceParameterCount) {

@@ -34,6 +34,13 @@ Result<std::vector<std::string>> LayerInputNames(const ConfigNode& spec,
   return names;
 }
 
+Result<std::unique_ptr<Model>> Model::FromConfigFile(const std::string& path) {
+  ASSIGN_OR_RETURN(ConfigNode config, ConfigNode::LoadFile(path));
+  Result<ConfigNode> model_node = config.Child("model");
+  if (!model_node.ok()) return model_node.status().WithContext(path);
+  return FromConfig(model_node.value());
+}
+
 Result<std::unique_ptr<Model>> Model::FromConfig(const ConfigNode& node) {
   RETURN_IF_ERROR(node.CheckKeys({"name", "input", "inputs", "layers"}));
   auto model = std::unique_ptr<Model>(new Model());

@@ -38,6 +38,9 @@ Result<std::vector<std::string>> LayerInputNames(const ConfigNode& spec,
 class Model {
  public:
   static Result<std::unique_ptr<Model>> FromConfig(const ConfigNode& model_node);
+  // The `model:` section of the config file at `path` (tools and benches that need only the
+  // model); errors name the file.
+  static Result<std::unique_ptr<Model>> FromConfigFile(const std::string& path);
 
   const std::string& name() const { return name_; }
   const Shape& input_shape() const { return input_shape_; }  // per example, [C, H, W]
