@@ -5,9 +5,9 @@
 // goes through Encode and Decode first. Invariants: every reply carries the task's map epoch,
 // which never goes down; after a set the task holds exactly the shards its map puts it in; a
 // request answered kAborted changed no shard. (Request ids are random bytes, so a request may
-// reuse the id of an earlier one still unanswered, such as a push held for its step, which a set
-// that moves the shard away aborts: that abort answers the earlier request, and the check skips
-// such a request.)
+// reuse the id of an earlier one its own call left unanswered, such as a push held for its step,
+// which a set that moves the shard away aborts: that abort answers the earlier request, so the
+// check skips a request whose id an unanswered one carried.)
 #include <glog/logging.h>
 
 #include <algorithm>
@@ -138,7 +138,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   CHECK(created.ok()) << created.status().ToString();
   ServerTask& task = **created;
   uint64_t sequence = 0;
-  std::set<uint64_t> unanswered;  // ids of earlier requests that no reply has answered yet
+  // Ids of earlier requests that their own Handle did not answer (held pushes). A later reply
+  // with such an id may answer any of the requests that carried it, so it stays in the set.
+  std::set<uint64_t> unanswered;
   for (int i = 0; i < 64 && !in.empty(); ++i) {
     Message m = Request(in, num_ps, &sequence);
     if (!fuzz::ThroughTheWire(&m)) continue;
@@ -149,9 +151,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     CHECK_GE(task.map().epoch, epoch) << "the map epoch went down";
     bool answered = false;
     for (const ServerTask::Outgoing& reply : out) {
-      if (reply.task >= 0 || reply.peer != "peer") continue;
-      unanswered.erase(reply.message.request_id);
-      answered |= reply.message.request_id == m.request_id;
+      answered |= reply.task < 0 && reply.peer == "peer" && reply.message.request_id == m.request_id;
     }
     if (!answered) unanswered.insert(m.request_id);
     for (const ServerTask::Outgoing& reply : out) {
